@@ -1,0 +1,176 @@
+"""Points, offsets, boxes and coordinate frames (DESIGN §3).
+
+Everything the harness stores is in *screenshot pixels* of the image the model saw. Models answer in
+their own frame; the functions here convert between the two. All functions are pure.
+
+Conversion rule for the normalised frames: a frame coordinate ``u`` maps to pixels as
+``x_px = u * (W - 1) / scale`` (``scale`` = 1000 for ``norm1000``, 1 for ``norm1``), so 0 is the first
+pixel column and ``scale`` the last one. Offsets are differences of two points, so they use the same
+factor with no translation term: ``dx_px = du * (W - 1) / scale``. (Gemini's documentation describes
+``u * W / 1000``; the difference is below one pixel on the canvases we use and the (W - 1) form keeps
+``scale`` on the last pixel instead of one past it.)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Frame(StrEnum):
+    """The coordinate convention a model answers in."""
+
+    PIXEL = "pixel"
+    NORM1000 = "norm1000"
+    NORM1 = "norm1"
+
+    @property
+    def scale(self) -> float | None:
+        """Full-scale value of the normalised frame, ``None`` for pixels."""
+        return {Frame.PIXEL: None, Frame.NORM1000: 1000.0, Frame.NORM1: 1.0}[self]
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """An absolute position."""
+
+    x: float
+    """Horizontal coordinate, growing to the right."""
+    y: float
+    """Vertical coordinate, growing downward."""
+
+    def __add__(self, other: Offset) -> Point:
+        return Point(self.x + other.dx, self.y + other.dy)
+
+    def __sub__(self, other: Point) -> Offset:
+        return Offset(self.x - other.x, self.y - other.y)
+
+    def dist(self, other: Point) -> float:
+        """Euclidean distance to another point."""
+        return math.hypot(self.x - other.x, self.y - other.y)
+
+    def as_list(self) -> list[float]:
+        return [self.x, self.y]
+
+
+@dataclass(frozen=True, slots=True)
+class Offset:
+    """A displacement between two points."""
+
+    dx: float
+    """Horizontal component, positive = right."""
+    dy: float
+    """Vertical component, positive = down."""
+
+    @property
+    def magnitude(self) -> float:
+        return math.hypot(self.dx, self.dy)
+
+    def scaled(self, k: float) -> Offset:
+        return Offset(self.dx * k, self.dy * k)
+
+    def as_list(self) -> list[float]:
+        return [self.dx, self.dy]
+
+
+@dataclass(frozen=True, slots=True)
+class Size:
+    """Image size in pixels."""
+
+    width: int
+    """Width in pixels."""
+    height: int
+    """Height in pixels."""
+
+    @property
+    def centre(self) -> Point:
+        """The pixel centre of the image, ``((W-1)/2, (H-1)/2)``."""
+        return Point((self.width - 1) / 2, (self.height - 1) / 2)
+
+    def as_list(self) -> list[int]:
+        return [self.width, self.height]
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    """An axis-aligned box in pixels, edges inclusive (a drawn rectangle covers x0..x1)."""
+
+    x0: float
+    """Left edge."""
+    y0: float
+    """Top edge."""
+    x1: float
+    """Right edge (>= x0)."""
+    y1: float
+    """Bottom edge (>= y0)."""
+
+    @property
+    def w(self) -> float:
+        return self.x1 - self.x0
+
+    @property
+    def h(self) -> float:
+        return self.y1 - self.y0
+
+    @property
+    def centre(self) -> Point:
+        return Point((self.x0 + self.x1) / 2, (self.y0 + self.y1) / 2)
+
+    @property
+    def area(self) -> float:
+        return max(self.w, 0.0) * max(self.h, 0.0)
+
+    def contains(self, p: Point) -> bool:
+        """True when ``p`` lies inside the box or on its edge."""
+        return self.x0 <= p.x <= self.x1 and self.y0 <= p.y <= self.y1
+
+    def as_list(self) -> list[float]:
+        return [self.x0, self.y0, self.x1, self.y1]
+
+    @classmethod
+    def from_list(cls, v: list[float] | tuple[float, ...]) -> Box:
+        x0, y0, x1, y1 = (float(a) for a in v)
+        return cls(x0, y0, x1, y1)
+
+
+def paper_hit_radius(box: Box, minimum: float = 30.0) -> float:
+    """The authors' success radius ``max(w/2, h/2, 30)`` around the box centre."""
+    return max(box.w / 2, box.h / 2, minimum)
+
+
+def _factors(frame: Frame, size: Size) -> tuple[float, float]:
+    """Pixels per frame unit along x and y."""
+    scale = Frame(frame).scale
+    if scale is None:
+        return 1.0, 1.0
+    return (size.width - 1) / scale, (size.height - 1) / scale
+
+
+def point_to_pixels(p: Point, frame: Frame, size: Size) -> Point:
+    """Convert an absolute point given in ``frame`` to pixels of an image of ``size``."""
+    fx, fy = _factors(frame, size)
+    return Point(p.x * fx, p.y * fy)
+
+
+def point_from_pixels(p: Point, frame: Frame, size: Size) -> Point:
+    """Convert a pixel point to ``frame`` (inverse of :func:`point_to_pixels`)."""
+    fx, fy = _factors(frame, size)
+    return Point(p.x / fx, p.y / fy)
+
+
+def offset_to_pixels(o: Offset, frame: Frame, size: Size) -> Offset:
+    """Convert an offset given in ``frame`` to pixels (same factor as points, no translation)."""
+    fx, fy = _factors(frame, size)
+    return Offset(o.dx * fx, o.dy * fy)
+
+
+def offset_from_pixels(o: Offset, frame: Frame, size: Size) -> Offset:
+    """Convert a pixel offset to ``frame``."""
+    fx, fy = _factors(frame, size)
+    return Offset(o.dx / fx, o.dy / fy)
+
+
+def clamp_point(p: Point, size: Size) -> Point:
+    """Clamp a point to the image, ``[0, W-1] x [0, H-1]``."""
+    return Point(min(max(p.x, 0.0), size.width - 1.0), min(max(p.y, 0.0), size.height - 1.0))

@@ -1,0 +1,115 @@
+"""The one model protocol every backend implements (§7), and its request/reply types."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from dvoc_bench.geometry import Size
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One call: a single ``user`` turn with text and (optionally) one PNG image, plus tool schemas."""
+
+    text: str
+    """The prompt text."""
+    image_png: bytes | None
+    """The PNG the model sees (already annotated), or ``None`` for a text-only call."""
+    image_size: Size
+    """Pixel size of the image (the frame every answer is converted to)."""
+    tools: list[dict[str, Any]]
+    """Tool schemas in OpenAI format."""
+    scene_id: str
+    """Scene the image shows. Metadata only: a real model never sees it; the simulator uses it to look
+    up ground truth."""
+    seed: int
+    """Per-call sampling seed (sent to providers that accept one; seeds the simulator)."""
+    tool_choice: str | None = None
+    """Optional ``tool_choice`` (``auto``, ``required``, ``none``)."""
+    params: dict[str, Any] = field(default_factory=dict)
+    """Extra sampling parameters (temperature, max_tokens, ...)."""
+    image_rgb: Any = None
+    """The same image as an ``HxWx3`` uint8 array when the caller has it (saves a PNG decode in-process)."""
+
+    def data_url(self) -> str | None:
+        if self.image_png is None:
+            return None
+        return "data:image/png;base64," + base64.b64encode(self.image_png).decode("ascii")
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The OpenAI-format messages: one user turn, text first, then the image."""
+        content: list[dict[str, Any]] = [{"type": "text", "text": self.text}]
+        url = self.data_url()
+        if url is not None:
+            content.append({"type": "image_url", "image_url": {"url": url}})
+        return [{"role": "user", "content": content}]
+
+    def sha(self, model_identity: str) -> str:
+        """Content hash of the request for ``model_identity`` (model id + api base)."""
+        h = hashlib.sha256()
+        h.update(model_identity.encode())
+        h.update(self.text.encode())
+        h.update(hashlib.sha256(self.image_png or b"").digest())
+        h.update(json.dumps([self.tools, self.tool_choice, self.params, self.seed], sort_keys=True).encode())
+        return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call as the provider returned it."""
+
+    name: str | None
+    """Function name (may be missing or wrong in real replies)."""
+    arguments: Any
+    """Arguments verbatim: usually a JSON string, sometimes an object, sometimes garbage."""
+
+
+@dataclass
+class Reply:
+    """What came back from one call."""
+
+    text: str | None
+    """Free-text content (``None`` when absent)."""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    """Tool calls in the order received."""
+    tokens_in: int | None = None
+    """Prompt tokens, when known."""
+    tokens_out: int | None = None
+    """Completion tokens, when known."""
+    cost_usd: float | None = None
+    """Cost of the call, ``None`` when unknown."""
+    cost_source: str | None = None
+    """Where ``cost_usd`` came from (``litellm``, ``simulated``, ``cache``...)."""
+    latency_s: float = 0.0
+    """Wall time of the call (simulated latency for the simulator)."""
+    cached: bool = False
+    """True when served from the response cache."""
+
+
+class ModelCallError(Exception):
+    """A call that failed on the transport or provider side. Its message must never contain a key."""
+
+    def __init__(self, error_class: str, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.error_class = error_class
+        """``rate_limit | timeout | server | connection | auth | quota | bad_request | unknown``."""
+        self.retry_after = retry_after
+        """Seconds the provider asked us to wait, when it said."""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that answers a :class:`ModelRequest`."""
+
+    name: str
+    """Config name of the model."""
+    simulated: bool
+    """True for the simulator."""
+
+    async def complete(self, request: ModelRequest) -> Reply:
+        """Answer one request or raise :class:`ModelCallError`."""
+        ...

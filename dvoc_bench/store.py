@@ -1,0 +1,143 @@
+"""The run directory (§6): append-only JSONL records, content-addressed frames, resume.
+
+Layout::
+
+    <run_dir>/plan.jsonl       every planned TrialSpec (rewritten at each start; same plan, same file)
+    <run_dir>/trials.jsonl     one line per finished trial (written after its steps, flushed + fsynced)
+    <run_dir>/steps.jsonl      one line per model call of finished trials
+    <run_dir>/frames/<sha256>.png
+
+Crash safety: a trial's steps and then its trial line are appended only when the trial ends, so a kill
+loses at most the trials in flight. On open, a torn last line (no trailing newline) is cut off, and
+steps whose trial line never made it are dropped, so a resumed trial's steps are not duplicated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from dvoc_bench.records import to_jsonable
+
+PLAN, TRIALS, STEPS, FRAMES = "plan.jsonl", "trials.jsonl", "steps.jsonl", "frames"
+
+
+def _repair_tail(path: Path) -> None:
+    """Cut a torn last line (a write interrupted by a kill)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb+") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        f.seek(max(0, size - 1))
+        if f.read(1) == b"\n":
+            return
+        # Find the last newline; everything after it is a partial line.
+        pos = size
+        while pos > 0:
+            step = min(65536, pos)
+            f.seek(pos - step)
+            chunk = f.read(step)
+            i = chunk.rfind(b"\n")
+            if i >= 0:
+                f.truncate(pos - step + i + 1)
+                return
+            pos -= step
+        f.truncate(0)
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """Records of a JSONL file; lines that do not parse are skipped (they cannot be complete)."""
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(to_jsonable(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+class RunStore:
+    """Reads and appends the records of one run directory."""
+
+    def __init__(self, run_dir: Path | str):
+        self.dir = Path(run_dir)
+        self.frames_dir = self.dir / FRAMES
+        self.frames_dir.mkdir(parents=True, exist_ok=True)
+        for name in (TRIALS, STEPS):
+            _repair_tail(self.dir / name)
+        self.finished: set[str] = {r["trial_key"] for r in read_jsonl(self.dir / TRIALS) if "trial_key" in r}
+        self._compact_steps()
+        self._known_frames: set[str] = set()
+        self._trials = (self.dir / TRIALS).open("a", encoding="utf-8")
+        self._steps = (self.dir / STEPS).open("a", encoding="utf-8")
+
+    def _compact_steps(self) -> None:
+        path = self.dir / STEPS
+        if not path.exists():
+            return
+        rows = list(read_jsonl(path))
+        keep = [r for r in rows if r.get("trial_key") in self.finished]
+        if len(keep) == len(rows):
+            return
+        tmp = path.with_suffix(".tmp")
+        with tmp.open("w", encoding="utf-8") as f:
+            f.writelines(_dumps(r) + "\n" for r in keep)
+        os.replace(tmp, path)
+
+    def write_plan(self, specs: Iterable[Any]) -> None:
+        """Write the plan (atomically)."""
+        tmp = self.dir / (PLAN + ".tmp")
+        with tmp.open("w", encoding="utf-8") as f:
+            f.writelines(_dumps(s) + "\n" for s in specs)
+        os.replace(tmp, self.dir / PLAN)
+
+    def save_frame(self, png: bytes) -> str:
+        """Store a PNG under its sha256 (once) and return the hash."""
+        sha = hashlib.sha256(png).hexdigest()
+        if sha in self._known_frames:
+            return sha
+        path = self.frames_dir / f"{sha}.png"
+        if not path.exists():
+            tmp = path.with_name(f".{sha}.tmp")
+            tmp.write_bytes(png)
+            os.replace(tmp, path)
+        self._known_frames.add(sha)
+        return sha
+
+    def append_trial(self, record: dict[str, Any], steps: Iterable[Any]) -> None:
+        """Append a finished trial: its steps first, then its line (flushed and fsynced)."""
+        lines = [_dumps(s) + "\n" for s in steps]
+        if lines:
+            self._steps.writelines(lines)
+            self._steps.flush()
+        self._trials.write(_dumps(record) + "\n")
+        self._trials.flush()
+        os.fsync(self._trials.fileno())
+        self.finished.add(record["trial_key"])
+
+    def trials(self) -> list[dict[str, Any]]:
+        """All trial records written so far."""
+        return list(read_jsonl(self.dir / TRIALS))
+
+    def close(self) -> None:
+        self._trials.close()
+        self._steps.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
