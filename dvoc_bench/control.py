@@ -111,8 +111,13 @@ def decide(reports: Sequence[Report], cfg: PolicyConfig) -> str:
     return "refine"
 
 
-def alpha(schedule: str, reports: Sequence[Report], *, constant: float = 0.5,
-          adaptive: AdaptiveConfig = AdaptiveConfig()) -> float:
+def alpha(
+    schedule: str,
+    reports: Sequence[Report],
+    *,
+    constant: float = 0.5,
+    adaptive: AdaptiveConfig = AdaptiveConfig(),
+) -> float:
     """Gain for the last report in ``reports`` (its index is ``len(reports) - 1``)."""
     i = len(reports) - 1
     if i < 0:

@@ -72,8 +72,9 @@ def test_correct_clamps_and_records_both_steps():
 
 
 offsets = st.builds(Offset, st.floats(-500, 500), st.floats(-500, 500))
-reports = st.lists(st.one_of(st.builds(Report, offsets, st.floats(0, 1)), st.just(EMPTY)), min_size=1,
-                   max_size=20)
+reports = st.lists(
+    st.one_of(st.builds(Report, offsets, st.floats(0, 1)), st.just(EMPTY)), min_size=1, max_size=20
+)
 
 
 @given(reports)

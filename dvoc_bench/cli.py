@@ -1,0 +1,70 @@
+"""The Hydra job body: validate, plan, run, summarise. Terminal output happens here, not in the library."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from dvoc_bench.cli_support import setup_with_choices
+from dvoc_bench.config import ConfigError
+from dvoc_bench.models.factory import build_model
+from dvoc_bench.store import RunStore
+from dvoc_bench.summary import format_table, summarise
+from dvoc_bench.sweep import plan, run_trials
+
+log = logging.getLogger(__name__)
+
+
+def run_job(cfg: DictConfig) -> int:
+    """Run one Hydra job; returns the process exit code (2 for a bad config)."""
+    hc = HydraConfig.get()
+    choices = dict(hc.runtime.choices)
+    try:
+        plain = OmegaConf.to_container(cfg, resolve=True)
+        assert isinstance(plain, dict)
+        setup = setup_with_choices(plain, choices)
+        specs = plan(setup)
+    except ConfigError as e:
+        print(f"config error: {e}", file=sys.stderr)
+        return 2
+    run_dir = Path(hc.runtime.output_dir)
+    quiet = bool(cfg.get("run", {}).get("quiet", False))
+    with RunStore(run_dir) as store:
+        store.write_plan(specs)
+        todo = sum(s.key not in store.finished for s in specs)
+        log.info("%d trials planned, %d to run, run dir %s", len(specs), todo, run_dir)
+        done = [0]
+
+        def progress(_: dict) -> None:
+            done[0] += 1
+            if not quiet and (done[0] % 50 == 0 or done[0] == todo):
+                print(f"\r{done[0]}/{todo} trials", end="", file=sys.stderr, flush=True)
+
+        asyncio.run(run_trials(specs, setup, store, lambda m: build_model(m, setup.registry.truth), progress))
+        if not quiet and todo:
+            print(file=sys.stderr)
+        keys = {s.key for s in specs}
+        trials = [t for t in store.trials() if t["trial_key"] in keys]
+    table = format_table(summarise(trials), setup.knobs.epsilon)
+    (run_dir / "summary.md").write_text(table + "\n", encoding="utf-8")
+    (run_dir / "run.json").write_text(
+        json.dumps(
+            {
+                "experiment": setup.experiment,
+                "planned": len(specs),
+                "finished": len(trials),
+                "simulated": any(t.get("simulated") for t in trials),
+            },
+            indent=1,
+        ),
+        encoding="utf-8",
+    )
+    print(table)
+    print(f"\nrun dir: {run_dir}")
+    return 0

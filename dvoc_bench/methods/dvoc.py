@@ -1,0 +1,111 @@
+"""DVOC: draw the draft, ask for the offset to the target, apply a damped correction, repeat (§4)."""
+
+from __future__ import annotations
+
+from dvoc_bench import control
+from dvoc_bench.control import PolicyConfig, Report
+from dvoc_bench.geometry import Frame, Offset, Point
+from dvoc_bench.methods.common import (
+    TrialEnv,
+    base_step,
+    call_model,
+    call_seed,
+    error_result,
+    finish,
+    to_pixels,
+)
+from dvoc_bench.models.base import ModelRequest
+from dvoc_bench.protocol import HistoryEntry, dvoc_prompt, position_label, tools_for
+from dvoc_bench.records import TrialResult, TrialSpec
+from dvoc_bench.render import draw_overlay, encode_png
+
+
+async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
+    """Run one DVOC trial from ``spec.start``; never raises for a model-side failure."""
+    snap = env.snapshot
+    size, target = snap.size, snap.target_box.centre
+    frame = Frame(spec.coord_frame)
+    kind = "offset" if spec.predict == "relative" else "point"
+    policy = PolicyConfig(epsilon=spec.epsilon, threshold=spec.conf_threshold, window=spec.window)
+    assert spec.start is not None, "DVOC needs a start point"
+    draft = Point(*spec.start)
+    reports: list[Report] = []
+    history: list[HistoryEntry] = []
+    steps = []
+    for i in range(spec.max_iterations):
+        label = position_label(draft, frame, size) if spec.overlay != "none" else None
+        img = draw_overlay(
+            snap.image, draft, mode=spec.overlay, iteration=i, position_label=label, style=env.style
+        )
+        png = encode_png(img)
+        sha = env.save_frame(png)
+        text = dvoc_prompt(
+            spec.protocol,
+            instruction=snap.instruction,
+            size=size,
+            frame=frame,
+            overlay=spec.overlay,
+            predict=spec.predict,
+            draft=draft,
+            iteration=i,
+            history=history,
+            circle_radius=env.style.circle_radius,
+        )
+        req = ModelRequest(
+            text=text,
+            image_png=png,
+            image_size=size,
+            tools=tools_for(kind),
+            scene_id=snap.scene_id,
+            seed=call_seed(spec.seed, i),
+            params=env.params,
+            image_rgb=img,
+        )
+        out = await call_model(env, req, kind)
+        step = base_step(spec, i, "verify", req, out, sha, env.model_identity)
+        step.draft, step.true_dist_px = draft.as_list(), round(draft.dist(target), 3)
+        steps.append(step)
+        if out.error is not None:
+            return error_result(steps, out.error, draft, i + 1)
+        assert out.parsed is not None
+        value = to_pixels(out.parsed, kind, spec.coord_frame, req)
+        if isinstance(value, Point):  # absolute answer: the loop still works on offsets
+            step.values_px = {"x": value.x, "y": value.y}
+            value = value - draft
+        elif isinstance(value, Offset):
+            step.values_px = {"dx": value.dx, "dy": value.dy}
+        report = Report(value, out.parsed.confidence)
+        reports.append(report)
+        step.reported_offset_px = value.as_list() if value is not None else None
+        decision = control.decide(reports, policy)
+        step.decision = decision
+        nxt = draft
+        if decision == "refine":
+            a = control.alpha(spec.alpha, reports, constant=spec.alpha_constant, adaptive=env.adaptive)
+            corr = control.correct(draft, value, a, size)
+            step.alpha, nxt = a, corr.next_draft
+            step.step_raw, step.step_clamped = corr.step_raw.as_list(), corr.step_clamped.as_list()
+        step.next_draft = nxt.as_list()
+        history.append(
+            HistoryEntry(draft=draft, reported=value, confidence=out.parsed.confidence, next_draft=nxt)
+        )
+        if decision != "refine":
+            return finish(
+                TrialResult(
+                    status="ok",
+                    stop_reason=decision,
+                    final_point=draft.as_list(),
+                    iterations=i + 1,
+                    steps=steps,
+                )
+            )
+        draft = nxt
+    return finish(
+        TrialResult(
+            status="ok",
+            stop_reason="max_iterations",
+            final_point=draft.as_list(),
+            iterations=spec.max_iterations,
+            steps=steps,
+        )
+    )

@@ -1,0 +1,85 @@
+"""One-shot: ask for the target's (x, y) up to ``max_attempts`` times, with no visual feedback.
+
+After each answer the harness checks it with ``env.oneshot_retry_rule`` (default: inside the target box)
+and, on a miss, asks again with the text saying the previous answer missed. The same clean screenshot is
+sent every time. The final point is the last usable answer (clamped to the image).
+"""
+
+from __future__ import annotations
+
+from dvoc_bench.geometry import Frame, Point, clamp_point
+from dvoc_bench.methods.common import (
+    TrialEnv,
+    base_step,
+    call_model,
+    call_seed,
+    error_result,
+    finish,
+    to_pixels,
+)
+from dvoc_bench.models.base import ModelRequest
+from dvoc_bench.protocol import oneshot_prompt, tools_for
+from dvoc_bench.records import TrialResult, TrialSpec
+from dvoc_bench.scoring import score
+
+
+async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
+    """Run one one-shot trial; never raises for a model-side failure."""
+    snap = env.snapshot
+    size, box = snap.size, snap.target_box
+    png = env.clean_png()
+    sha = env.save_frame(png)
+    previous: Point | None = None
+    steps = []
+    for i in range(spec.max_attempts):
+        text = oneshot_prompt(
+            spec.protocol,
+            instruction=snap.instruction,
+            size=size,
+            frame=Frame(spec.coord_frame),
+            attempt=i,
+            previous=previous,
+        )
+        req = ModelRequest(
+            text=text,
+            image_png=png,
+            image_size=size,
+            tools=tools_for("point"),
+            scene_id=snap.scene_id,
+            seed=call_seed(spec.seed, i),
+            params=env.params,
+            image_rgb=snap.image,
+        )
+        out = await call_model(env, req, "point")
+        step = base_step(spec, i, "click", req, out, sha, env.model_identity)
+        steps.append(step)
+        if out.error is not None:
+            return error_result(steps, out.error, previous, i + 1)
+        assert out.parsed is not None
+        answer = to_pixels(out.parsed, "point", spec.coord_frame, req)
+        if not isinstance(answer, Point):
+            continue  # unusable reply: recorded, ask again (the text repeats the last usable answer)
+        step.values_px = {"x": answer.x, "y": answer.y}
+        previous = clamp_point(answer, size)
+        step.next_draft = previous.as_list()
+        s = score(previous, box, spec.epsilon, spec.hit_radius_min)
+        step.true_dist_px = round(s.final_dist_px, 3) if s.final_dist_px is not None else None
+        if getattr(s, env.oneshot_retry_rule):
+            return finish(
+                TrialResult(
+                    status="ok",
+                    stop_reason="hit",
+                    final_point=previous.as_list(),
+                    iterations=i + 1,
+                    steps=steps,
+                )
+            )
+    return finish(
+        TrialResult(
+            status="ok",
+            stop_reason="attempts_exhausted",
+            final_point=previous.as_list() if previous else None,
+            iterations=spec.max_attempts,
+            steps=steps,
+        )
+    )

@@ -1,0 +1,83 @@
+"""The end-of-run table: model x method, every rule named, simulated rows labelled. No pandas needed."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+
+def summarise(trials: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (model, method): counts, rates under each rule (over ok trials), means."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for t in trials:
+        groups[(t["model"], t["method"])].append(t)
+    rows = []
+    for (model, method), ts in sorted(groups.items()):
+        ok = [t for t in ts if t["status"] == "ok"]
+        dists = [t["final_dist_px"] for t in ok if t.get("final_dist_px") is not None]
+        n_ok = len(ok)
+        rows.append(
+            {
+                "model": model + (" [SIMULATED]" if any(t.get("simulated") for t in ts) else ""),
+                "method": method,
+                "n": len(ts),
+                "errors": sum(t["status"] == "error" for t in ts),
+                "skipped": sum(t["status"] == "skipped" for t in ts),
+                "hit": _rate(sum(bool(t["hit"]) for t in ok), n_ok),
+                "within_eps": _rate(sum(bool(t["within_eps"]) for t in ok), n_ok),
+                "hit_radius": _rate(sum(bool(t["hit_radius"]) for t in ok), n_ok),
+                "mean_dist": sum(dists) / len(dists) if dists else None,
+                "mean_iters": sum(t["iterations"] for t in ok) / n_ok if n_ok else None,
+            }
+        )
+    return rows
+
+
+def _rate(k: int, n: int) -> float | None:
+    return k / n if n else None
+
+
+def _fmt(v: Any, kind: str) -> str:
+    if v is None:
+        return "-"
+    if kind == "pct":
+        return f"{100 * v:.0f}%"
+    if kind == "f1":
+        return f"{v:.1f}"
+    return str(v)
+
+
+COLUMNS = [
+    ("model", "s"),
+    ("method", "s"),
+    ("n", "s"),
+    ("errors", "s"),
+    ("hit", "pct"),
+    ("within_eps", "pct"),
+    ("hit_radius", "pct"),
+    ("mean_dist", "f1"),
+    ("mean_iters", "f1"),
+]
+HEADERS = {
+    "within_eps": "within-eps",
+    "hit_radius": "paper-radius",
+    "mean_dist": "mean dist px",
+    "mean_iters": "mean iters",
+}
+
+
+def format_table(rows: list[dict[str, Any]], epsilon: float = 30.0) -> str:
+    """A markdown table with a legend naming each rule."""
+    heads = [HEADERS.get(c, c) for c, _ in COLUMNS]
+    body = [[_fmt(r[c], k) for c, k in COLUMNS] for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(heads)]
+    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"  # noqa: E731
+    out = [line(heads), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += [line(b) for b in body]
+    legend = (
+        f"Rates over trials with status ok. hit = final point inside the target box; within-eps = "
+        f"distance to the target centre < {epsilon:g} px; paper-radius = distance < max(w/2, h/2, 30) "
+        f"(the authors' rule). Rows marked [SIMULATED] come from the simulated VLM, not a real model."
+    )
+    return "\n".join(out) + "\n\n" + legend

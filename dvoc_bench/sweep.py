@@ -1,0 +1,222 @@
+"""Run a sweep: config -> plan -> concurrent trials -> records -> summary (DESIGN §2 data flow)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from dvoc_bench.config import (
+    OVERLAYS,
+    PREDICT_MODES,
+    PROTOCOLS,
+    RETRY_RULES,
+    ConfigError,
+    ModelConfig,
+    check_list,
+    default_conf_dir,
+    load_model_config,
+    parse_starts,
+)
+from dvoc_bench.control import ALPHA_SCHEDULES, AdaptiveConfig
+from dvoc_bench.geometry import Box, Point
+from dvoc_bench.methods import METHODS, MODEL_FREE, get_method
+from dvoc_bench.methods.common import TrialEnv
+from dvoc_bench.models.base import Model
+from dvoc_bench.plan import Knobs, build_plan
+from dvoc_bench.records import TrialResult, TrialSpec, to_jsonable
+from dvoc_bench.render import OverlayStyle
+from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
+from dvoc_bench.scoring import score
+from dvoc_bench.store import RunStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SweepSetup:
+    """Everything a sweep needs, validated."""
+
+    experiment: str
+    knobs: Knobs
+    models: list[ModelConfig]
+    registry: SceneRegistry
+    style: OverlayStyle
+    adaptive: AdaptiveConfig
+    retry_rule: str
+    max_in_flight: int
+    params: dict[str, Any]
+
+
+def _get(cfg: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    v = cfg.get(key, default)
+    return default if v is None else v
+
+
+def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str | None = None) -> SweepSetup:
+    """Validate a (resolved, plain) config mapping. Raises :class:`ConfigError` naming the bad key."""
+    conf_dir = Path(_get(cfg.get("paths", {}), "conf", default_conf_dir()))
+    models_dir = Path(_get(cfg.get("paths", {}), "models", conf_dir / "model"))
+    scenes_dir = Path(_get(cfg.get("paths", {}), "scenes", default_scenes_dir()))
+    registry = SceneRegistry(scenes_dir)
+    tasks = [cfg["task"]] if cfg.get("task") else cfg.get("tasks")
+    tasks = check_list("task" if cfg.get("task") else "tasks", tasks, registry.ids())
+    names = [model_choice] if model_choice else cfg.get("models")
+    names = check_list("models", names, _known_models(models_dir))
+    declare = cfg.get("declare_frame")
+    if declare is not None:
+        check_list("declare_frame", [declare], ["pixel", "norm1000", "norm1"])
+    models = [load_model_config(n, models_dir, declare) for n in names]
+    methods = check_list("methods", cfg.get("methods"), METHODS)
+    loop = cfg.get("loop", {}) or {}
+    oneshot = cfg.get("oneshot", {}) or {}
+    smoke = bool(cfg.get("smoke", False))
+    starts = parse_starts(cfg.get("starts", "paper"))
+    repeats = _positive_int("repeats", cfg.get("repeats", 1))
+    if smoke:  # a reduced sweep for CI: two tasks, two start points, one repeat
+        tasks, starts, repeats = tasks[:2], (starts[0], min(starts[1], 2)), 1
+    knobs = Knobs(
+        tasks=tasks,
+        methods=methods,
+        protocols=check_list("protocols", cfg.get("protocols"), PROTOCOLS),
+        alphas=check_list("alphas", cfg.get("alphas"), ALPHA_SCHEDULES),
+        overlays=check_list("overlays", cfg.get("overlays"), OVERLAYS),
+        predict_modes=check_list("predict_modes", cfg.get("predict_modes"), PREDICT_MODES),
+        starts=starts,
+        repeats=repeats,
+        seed=int(cfg.get("seed", 0)),
+        epsilon=float(_get(loop, "epsilon", 30.0)),
+        threshold=float(_get(loop, "threshold", 0.5)),
+        window=_positive_int("loop.window", _get(loop, "window", 2)),
+        max_iterations=_positive_int("loop.max_iterations", _get(loop, "max_iterations", 15)),
+        max_attempts=_positive_int("oneshot.max_attempts", _get(oneshot, "max_attempts", 5)),
+        alpha_constant=float(_get(loop, "alpha_constant", 0.5)),
+        hit_radius_min=float(_get(loop, "hit_radius_min", 30.0)),
+    )
+    retry_rule = str(_get(oneshot, "retry_rule", "hit"))
+    check_list("oneshot.retry_rule", [retry_rule], RETRY_RULES)
+    try:
+        style = OverlayStyle.from_mapping(dict(cfg.get("overlay_style", {}) or {}))
+        adaptive = AdaptiveConfig(**dict(cfg.get("adaptive", {}) or {}))
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"overlay_style/adaptive: {e}") from e
+    run = cfg.get("run", {}) or {}
+    return SweepSetup(
+        experiment=experiment,
+        knobs=knobs,
+        models=models,
+        registry=registry,
+        style=style,
+        adaptive=adaptive,
+        retry_rule=retry_rule,
+        max_in_flight=_positive_int("run.max_in_flight", _get(run, "max_in_flight", 16)),
+        params=dict(cfg.get("sampling", {}) or {}),
+    )
+
+
+def _known_models(models_dir: Path) -> list[str]:
+    return sorted(p.stem for p in models_dir.glob("*.yaml"))
+
+
+def _positive_int(key: str, v: Any) -> int:
+    try:
+        i = int(v)
+    except (TypeError, ValueError):
+        i = 0
+    if i < 1:
+        raise ConfigError(f"{key}: must be a whole number >= 1, got {v!r}")
+    return i
+
+
+def plan(setup: SweepSetup) -> list[TrialSpec]:
+    """The sweep's trials."""
+    scenes = {
+        t: (setup.registry.snapshot(t).content_hash, setup.registry.snapshot(t).size)
+        for t in setup.knobs.tasks
+    }
+    return build_plan(setup.experiment, setup.knobs, setup.models, scenes)
+
+
+def trial_record(spec: TrialSpec, result: TrialResult, target: Box, wall_s: float) -> dict[str, Any]:
+    """The ``trials.jsonl`` line: the spec's fields, the outcome, and every scoring rule."""
+    d = asdict(spec)
+    d["trial_key"] = d.pop("key")
+    final = Point(*result.final_point) if result.final_point is not None else None
+    s = score(final, target, spec.epsilon, spec.hit_radius_min)
+    out = to_jsonable(result)
+    out.pop("steps")
+    d.update(out)
+    d.update(
+        target_box=target.as_list(),
+        target_centre=target.centre.as_list(),
+        final_dist_px=None if s.final_dist_px is None else round(s.final_dist_px, 3),
+        hit=s.hit,
+        within_eps=s.within_eps,
+        hit_radius=s.hit_radius,
+        radius_px=s.radius_px,
+        wall_s=round(wall_s, 4),
+        finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
+    return d
+
+
+async def run_trials(
+    specs: list[TrialSpec],
+    setup: SweepSetup,
+    store: RunStore,
+    model_factory: Callable[[ModelConfig], Model],
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+) -> None:
+    """Run every unfinished spec concurrently (at most ``max_in_flight`` at once)."""
+    pending = [s for s in specs if s.key not in store.finished]
+    models: dict[str, Model] = {}
+    envs: dict[tuple[str, str], TrialEnv] = {}
+    by_name = {m.name: m for m in setup.models}
+
+    def env_for(spec: TrialSpec) -> TrialEnv:
+        k = (spec.model, spec.task)
+        if k not in envs:
+            model = None
+            if spec.method not in MODEL_FREE:
+                if spec.model not in models:
+                    models[spec.model] = model_factory(by_name[spec.model])
+                model = models[spec.model]
+            envs[k] = TrialEnv(
+                snapshot=setup.registry.snapshot(spec.task),
+                model=model,
+                model_identity=f"{spec.model_id}@{spec.api_base or ''}",
+                save_frame=store.save_frame,
+                style=setup.style,
+                adaptive=setup.adaptive,
+                params=setup.params,
+                oneshot_retry_rule=setup.retry_rule,
+            )
+        return envs[k]
+
+    sem = asyncio.Semaphore(setup.max_in_flight)
+
+    async def one(spec: TrialSpec) -> None:
+        async with sem:
+            env = env_for(spec)
+            t0 = time.perf_counter()
+            try:
+                result = await get_method(spec.method)(spec, env)
+            except Exception as e:  # a bug in a method must not take the sweep down; record it
+                log.exception("trial %s failed inside the harness", spec.key)
+                result = TrialResult(
+                    status="error",
+                    stop_reason="error",
+                    final_point=None,
+                    error_class="internal",
+                    error=f"{type(e).__name__}: {e}"[:300],
+                )
+            record = trial_record(spec, result, env.snapshot.target_box, time.perf_counter() - t0)
+            store.append_trial(record, result.steps)
+            if on_done is not None:
+                on_done(record)
+
+    await asyncio.gather(*(one(s) for s in pending))

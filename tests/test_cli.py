@@ -1,0 +1,170 @@
+"""The command line as a user meets it: default sweep, records on disk, bad overrides, resume."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import yaml
+
+from dvoc_bench.store import read_jsonl
+
+from .conftest import ROOT, run_cli
+
+
+def test_smoke_sweep_writes_complete_records(tmp_path):
+    r = run_cli("smoke=true", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 0, r.stderr
+    assert f"run dir: {tmp_path}" in r.stdout
+    assert "[SIMULATED]" in r.stdout and "paper-radius" in r.stdout
+    plan = list(read_jsonl(tmp_path / "plan.jsonl"))
+    trials = list(read_jsonl(tmp_path / "trials.jsonl"))
+    steps = list(read_jsonl(tmp_path / "steps.jsonl"))
+    assert sorted(p["key"] for p in plan) == sorted(t["trial_key"] for t in trials)
+    assert (tmp_path / ".hydra" / "config.yaml").exists()
+    # every model call has its frame on disk, and every model trial's calls are all there
+    frames = {p.stem for p in (tmp_path / "frames").iterdir()}
+    assert steps and all(s["frame_sha"] in frames for s in steps)
+    calls = {}
+    for s in steps:
+        calls[s["trial_key"]] = calls.get(s["trial_key"], 0) + 1
+    for t in trials:
+        assert t["model_calls"] == calls.get(t["trial_key"], 0)
+        for field in (
+            "trial_key",
+            "model",
+            "provider",
+            "simulated",
+            "task",
+            "scene_hash",
+            "method",
+            "protocol",
+            "alpha",
+            "overlay",
+            "predict",
+            "coord_frame",
+            "seed",
+            "rep",
+            "start",
+            "target_box",
+            "final_point",
+            "final_dist_px",
+            "hit",
+            "within_eps",
+            "hit_radius",
+            "radius_px",
+            "stop_reason",
+            "status",
+            "error_class",
+            "error",
+            "iterations",
+            "model_calls",
+            "tokens_in",
+            "tokens_out",
+            "cost_usd",
+            "wall_s",
+        ):
+            assert field in t, field
+        if t["model"].startswith("sim-"):
+            assert t["simulated"] is True
+
+
+def test_same_seed_gives_identical_trials(tmp_path):
+    outs = []
+    for name in ("a", "b"):
+        r = run_cli("smoke=true", "models=[sim-gemma-4-31b]", f"hydra.run.dir={tmp_path / name}")
+        assert r.returncode == 0, r.stderr
+        rows = sorted(read_jsonl(tmp_path / name / "trials.jsonl"), key=lambda t: t["trial_key"])
+        for t in rows:
+            t.pop("wall_s"), t.pop("finished_at")
+        outs.append(rows)
+    assert outs[0] == outs[1]
+    r = run_cli("smoke=true", "models=[sim-gemma-4-31b]", "seed=1", f"hydra.run.dir={tmp_path / 'c'}")
+    other = sorted(read_jsonl(tmp_path / "c" / "trials.jsonl"), key=lambda t: t["trial_key"])
+    assert [t["trial_key"] for t in other] != [t["trial_key"] for t in outs[0]]
+
+
+def test_bad_override_fails_in_one_line_naming_the_key(tmp_path):
+    r = run_cli("methods=[dvoc,teleport]", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 2
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert lines == [
+        "config error: methods: unknown value 'teleport'; allowed: dvoc, oneshot, centre, random"
+    ]
+    r = run_cli("model=not-a-model", f"hydra.run.dir={tmp_path}")
+    assert r.returncode != 0 and "not-a-model" in r.stderr
+    r = run_cli("starts=sometimes", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 2 and "starts" in r.stderr
+
+
+def test_model_and_task_shorthands(tmp_path):
+    r = run_cli("model=sim-ideal", "task=S4", "methods=[dvoc]", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 0, r.stderr
+    trials = list(read_jsonl(tmp_path / "trials.jsonl"))
+    assert {(t["model"], t["task"], t["method"]) for t in trials} == {("sim-ideal", "S4", "dvoc")}
+    assert len(trials) == 5  # the paper's five start points
+
+
+def test_help_does_not_import_litellm():
+    code = (
+        "import sys, runpy\nsys.argv=['dvoc_bench','--help']\n"
+        "try:\n    runpy.run_module('dvoc_bench', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "bad=[m for m in ('litellm','pandas','matplotlib.pyplot') if m in sys.modules]\n"
+        "print('HEAVY', bad)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert "HEAVY []" in r.stdout, r.stdout + r.stderr
+    assert "models" in r.stdout  # hydra's help shows the config
+
+
+def _slow_models_dir(tmp_path):
+    """A copy of the ideal simulator profile with 40 ms latency per call, so a sweep can be killed."""
+    d = tmp_path / "models"
+    d.mkdir()
+    cfg = yaml.safe_load((ROOT / "conf" / "model" / "sim-ideal.yaml").read_text())
+    cfg["name"] = "sim-slow"
+    cfg["sim"]["latency_s"] = 0.04
+    (d / "sim-slow.yaml").write_text(yaml.safe_dump(cfg))
+    return d
+
+
+def test_killed_sweep_resumes_without_duplicates_or_losses(tmp_path):
+    models = _slow_models_dir(tmp_path)
+    run_dir = tmp_path / "run"
+    args = [
+        sys.executable,
+        "-m",
+        "dvoc_bench",
+        "models=[sim-slow]",
+        "methods=[dvoc,oneshot]",
+        "run.max_in_flight=4",
+        f"paths.models={models}",
+        f"hydra.run.dir={run_dir}",
+        "run.quiet=true",
+    ]
+    p = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    trials = run_dir / "trials.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if trials.exists() and sum(1 for _ in trials.open()) >= 8:
+            break
+        time.sleep(0.05)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    done_before = sum(1 for _ in read_jsonl(trials))
+    planned = {json.loads(line)["key"] for line in (run_dir / "plan.jsonl").open()}
+    assert 8 <= done_before < len(planned), "the kill should land mid-sweep"
+    r = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    keys = [json.loads(line)["trial_key"] for line in trials.open()]  # every line parses
+    assert sorted(keys) == sorted(planned)
+    steps = [json.loads(line) for line in (run_dir / "steps.jsonl").open()]
+    pairs = [(s["trial_key"], s["index"]) for s in steps]
+    assert len(pairs) == len(set(pairs)), "no step is duplicated by the resume"
+    by_trial = {}
+    for s in steps:
+        by_trial[s["trial_key"]] = by_trial.get(s["trial_key"], 0) + 1
+    for t in read_jsonl(trials):
+        assert by_trial.get(t["trial_key"], 0) == t["model_calls"]

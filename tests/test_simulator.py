@@ -1,0 +1,354 @@
+"""Simulator v0: determinism, frames, crosshair reading, task handling, near-target rates, profiles."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+
+from dvoc_bench.geometry import Box, Size
+from dvoc_bench.models.base import Model, ModelRequest
+from dvoc_bench.models.simulator import SimProfile, SimulatedModel, load_profile, parse_crosshair_line
+from dvoc_bench.scenes.types import Element, SceneTruth
+
+CONF = Path(__file__).resolve().parents[1] / "conf" / "model"
+SIZE = Size(400, 300)
+INSTRUCTION = "Click the Save button"
+
+PANEL = Element("panel", "Side panel", Box(0, 0, 60, 299), role="panel", interactive=False)
+OPEN = Element("open", "Open", Box(80, 20, 140, 50))
+SAVE = Element("save", "Save", Box(300, 230, 360, 260))
+TRUTH = SceneTruth("T1", SIZE, INSTRUCTION, "save", SAVE.box, (PANEL, OPEN, SAVE))
+TARGET = SAVE.box.centre  # (330, 245)
+
+
+def _tool(name: str, *params: str) -> dict[str, Any]:
+    props = {p: {"type": "number"} for p in params}
+    return {
+        "type": "function",
+        "function": {"name": name, "parameters": {"type": "object", "properties": props, "required": params}},
+    }
+
+
+OFFSET_TOOLS = [_tool("report_offset", "dx", "dy", "confidence")]
+POINT_TOOLS = [_tool("click_at", "x", "y", "confidence")]
+SOM_TOOLS = [_tool("select_element", "id", "confidence")]
+
+
+def _canvas(size: Size = SIZE) -> np.ndarray:
+    img = np.zeros((size.height, size.width, 3), dtype=np.uint8)
+    img[:] = (40, 42, 48)
+    for e in TRUTH.elements:
+        b = e.box
+        img[int(b.y0) : int(b.y1) + 1, int(b.x0) : int(b.x1) + 1] = (90, 160, 90)
+    return img
+
+
+BASE = _canvas()
+
+
+def _with_crosshair(p: tuple[int, int], img: np.ndarray = BASE) -> np.ndarray:
+    """The overlay's crosshair: pure red, 3 px bars, 15 px arms (clipped at the edges)."""
+    out = img.copy()
+    x, y = p
+    out[max(y - 1, 0) : y + 2, max(x - 15, 0) : x + 16] = (255, 0, 0)
+    out[max(y - 15, 0) : y + 16, max(x - 1, 0) : x + 2] = (255, 0, 0)
+    return out
+
+
+def _text(task: bool = True, position: str | None = None) -> str:
+    lines = ["You see a screenshot with a red crosshair."]
+    if task:
+        lines.append(f"Task: {INSTRUCTION}")
+    if position is not None:
+        lines.append(f"Crosshair position: {position}")
+    lines.append("Call the tool with your answer.")
+    return "\n".join(lines)
+
+
+def _req(
+    image: np.ndarray | None,
+    text: str,
+    seed: int = 0,
+    tools: list[dict[str, Any]] = OFFSET_TOOLS,
+    png: bytes | None = None,
+) -> ModelRequest:
+    return ModelRequest(text, png, SIZE, tools, "T1", seed, image_rgb=image)
+
+
+def _model(sim: Mapping[str, Any] | SimProfile, name: str = "sim-test") -> SimulatedModel:
+    profile = sim if isinstance(sim, SimProfile) else SimProfile.from_mapping(sim)
+    return SimulatedModel(name, profile, lambda scene_id: TRUTH)
+
+
+def _args(model: SimulatedModel, req: ModelRequest) -> dict[str, Any]:
+    reply = model.respond(req)
+    assert len(reply.tool_calls) == 1, reply
+    assert isinstance(reply.tool_calls[0].arguments, str)
+    return json.loads(reply.tool_calls[0].arguments)
+
+
+EXACT_PIXEL = {"frames": {"pixel": 1}, "noise": {"scale_px": 0.0}}
+EXACT_NORM = {"frames": {"norm1000": 1}, "noise": {"scale_px": 0.0}}
+IDEAL = load_profile(CONF / "sim-ideal.yaml")
+
+
+def _binom_ok(k: int, n: int, p: float, z: float = 4.0) -> bool:
+    return abs(k / n - p) <= z * math.sqrt(p * (1 - p) / n) + 1 / n
+
+
+# -------------------------------------------------------------------------------- determinism
+
+
+def test_same_request_same_reply_independent_of_order() -> None:
+    sim = {"frames": {"norm1000": 1}, "noise": {"scale_px": 5.0}, "outlier": {"p": 0.3}}
+    req = _req(_with_crosshair((120, 90)), _text(), seed=7)
+    first = _model(sim).respond(req)
+    other = _model(sim)
+    for s in range(5):  # unrelated calls first: no shared state may leak into the answer
+        other.respond(_req(_with_crosshair((200, 100)), _text(), seed=s))
+    assert other.respond(req) == first
+    assert _model(sim).respond(req) == first
+
+
+def test_different_seed_different_noise() -> None:
+    model = _model({"frames": {"pixel": 1}, "noise": {"scale_px": 5.0}})
+    image = _with_crosshair((120, 90))
+    answers = {model.respond(_req(image, _text(), seed=s)).tool_calls[0].arguments for s in range(6)}
+    assert len(answers) >= 4
+
+
+def test_png_only_request_is_decoded_and_deterministic() -> None:
+    buf = io.BytesIO()
+    Image.fromarray(_with_crosshair((100, 80))).save(buf, format="PNG")
+    req = _req(None, _text(), png=buf.getvalue())
+    a = _args(_model(EXACT_PIXEL), req)
+    assert (a["dx"], a["dy"]) == (230, 165)
+    assert _model(EXACT_PIXEL).respond(req) == _model(EXACT_PIXEL).respond(req)
+
+
+# ------------------------------------------------------------------------------------ frames
+
+
+def test_ideal_profile_reports_true_pixel_offset() -> None:
+    model = _model(IDEAL, "sim-ideal")
+    rng = np.random.default_rng(1)
+    errs = []
+    for i in range(150):
+        px, py = int(rng.integers(20, SIZE.width - 20)), int(rng.integers(20, SIZE.height - 20))
+        a = _args(model, _req(_with_crosshair((px, py)), _text(), seed=i))
+        errs += [a["dx"] - (TARGET.x - px), a["dy"] - (TARGET.y - py)]
+        assert a["confidence"] == 1.0
+    errs_abs = np.abs(errs)
+    assert errs_abs.mean() < 1.6 and errs_abs.max() <= 10
+
+
+def test_norm1000_profile_scales_offsets_per_axis() -> None:
+    model = _model({"frames": {"norm1000": 1}, "noise": {"scale_px": 4.5}})
+    rng = np.random.default_rng(2)
+    t, r = [], []
+    for i in range(300):
+        px = int(rng.integers(15, 200))  # x offsets 130-315 px, y offsets 95-230 px: far from target
+        py = int(rng.integers(15, 150))
+        a = _args(model, _req(_with_crosshair((px, py)), _text(), seed=i))
+        t.append((TARGET.x - px, TARGET.y - py))
+        r.append((a["dx"], a["dy"]))
+    t_arr, r_arr = np.asarray(t, float), np.asarray(r, float)
+    gain = (t_arr * r_arr).sum(axis=0) / (t_arr * t_arr).sum(axis=0)  # slope through the origin
+    expected = np.array([1000 / (SIZE.width - 1), 1000 / (SIZE.height - 1)])
+    # Laplace(4.5 px) noise: slope sd ~ sqrt(2)*4.5*g / sqrt(sum t^2) < 0.003 g; allow 1 %.
+    assert np.all(np.abs(gain / expected - 1) < 0.01), gain
+
+
+def test_truth_is_scaled_to_a_resized_image() -> None:
+    half = Size(200, 150)
+    small = np.ascontiguousarray(_with_crosshair((100, 80))[::2, ::2])  # crosshair now at (50, 40)
+    req = ModelRequest(_text(), None, half, OFFSET_TOOLS, "T1", 0, image_rgb=small)
+    a = _args(_model(EXACT_PIXEL), req)
+    assert (a["dx"], a["dy"]) == (115, round(122.5 - 40))
+
+
+def test_norm1_rounds_to_three_decimals() -> None:
+    a = _args(
+        _model({"frames": {"norm1": 1}, "noise": {"scale_px": 0.0}}),
+        _req(_with_crosshair((100, 80)), _text()),
+    )
+    assert a["dx"] == round(230 / 399, 3) and a["dy"] == round(165 / 299, 3)
+
+
+# ------------------------------------------------------------------------------ crosshair position
+
+
+def test_crosshair_read_from_pixels_wins_over_text() -> None:
+    a = _args(_model(EXACT_PIXEL), _req(_with_crosshair((123, 77)), _text(position="(10, 10) px")))
+    assert (a["dx"], a["dy"]) == (207, 168)
+
+
+def test_crosshair_clipped_at_the_edge() -> None:
+    a = _args(_model(EXACT_PIXEL), _req(_with_crosshair((0, 299)), _text()))
+    assert (a["dx"], a["dy"]) == (330, -54)
+
+
+@pytest.mark.parametrize(
+    "position",
+    [
+        "(123, 77) px",
+        f"({123 * 1000 / 399:.0f}, {77 * 1000 / 299:.0f}) in 0-1000 units",
+        "(0.308, 0.258) in 0-1 units",
+    ],
+)
+def test_crosshair_read_from_text_when_not_drawn(position: str) -> None:
+    assert parse_crosshair_line(_text(position=position), SIZE) is not None
+    a = _args(_model(EXACT_PIXEL), _req(BASE, _text(position=position)))
+    assert abs(a["dx"] - 207) <= 1 and abs(a["dy"] - 168) <= 1
+
+
+def test_unknown_crosshair_position() -> None:
+    a = _args(_model(EXACT_PIXEL), _req(BASE, _text()))
+    assert (a["dx"], a["dy"]) == (0, 0)
+    a = _args(_model(EXACT_PIXEL), _req(None, _text()))  # text-only call
+    assert (a["dx"], a["dy"]) == (0, 0)
+    a = _args(_model({**EXACT_PIXEL, "unknown_position": "guess_centre"}), _req(BASE, _text()))
+    assert (a["dx"], a["dy"]) == (round(330 - 199.5), round(245 - 149.5))
+
+
+def test_mixed_frame_only_without_position_line() -> None:
+    model = _model({"frames": {"mixed": 1}, "noise": {"scale_px": 0.0}})
+    image = _with_crosshair((100, 80))
+    g = np.array([1000 / 399, 1000 / 299])
+    a = _args(model, _req(image, _text()))  # H2: r = g*T - P
+    assert (a["dx"], a["dy"]) == (round(330 * g[0] - 100), round(245 * g[1] - 80))
+    a = _args(model, _req(image, _text(position="(100, 80) px")))  # stated -> norm1000: r = g*(T - P)
+    assert (a["dx"], a["dy"]) == (round(230 * g[0]), round(165 * g[1]))
+
+
+# ------------------------------------------------------------------------------------ task / modes
+
+
+def test_prompt_without_task_aims_at_first_interactive_element() -> None:
+    model = _model({"frames": {"pixel": 1}, "oneshot": {"noise_px": 0.0}})
+    a = _args(model, _req(BASE, _text(task=False), tools=POINT_TOOLS))
+    assert (a["x"], a["y"]) == (110, 35)  # OPEN, not the non-interactive panel, not the target
+    a = _args(model, _req(BASE, _text(task=True), tools=POINT_TOOLS))
+    assert (a["x"], a["y"]) == (330, 245)
+    rnd = _model({"frames": {"pixel": 1}, "oneshot": {"noise_px": 0.0}, "no_task": "random_element"})
+    picks = {tuple(_args(rnd, _req(BASE, _text(task=False), s, POINT_TOOLS)).values())[:2] for s in range(30)}
+    assert picks == {(110, 35), (330, 245)}
+
+
+def test_point_mode_in_norm1000() -> None:
+    a = _args(
+        _model({**EXACT_NORM, "oneshot": {"noise_px": 0.0, "confidence": 0.9}}),
+        _req(BASE, _text(), tools=POINT_TOOLS),
+    )
+    assert (a["x"], a["y"], a["confidence"]) == (round(330 * 1000 / 399), round(245 * 1000 / 299), 0.9)
+
+
+def test_select_element_not_supported_and_reply_fields() -> None:
+    model = _model({**EXACT_PIXEL, "tokens": {"in_per_call": 11, "out_per_call": 3}})
+    reply = model.respond(_req(BASE, _text(), tools=SOM_TOOLS))
+    assert reply.tool_calls == [] and reply.text == "not supported by simulator v0"
+    reply = model.respond(_req(_with_crosshair((100, 80)), _text()))
+    assert reply.tool_calls[0].name == "report_offset"
+    assert (reply.tokens_in, reply.tokens_out, reply.cost_usd, reply.cost_source) == (11, 3, 0.0, "simulated")
+    assert isinstance(model, Model) and model.simulated
+
+
+def test_complete_matches_respond() -> None:
+    model = _model(EXACT_PIXEL)
+    req = _req(_with_crosshair((100, 80)), _text())
+    assert asyncio.run(model.complete(req)) == model.respond(req)
+
+
+# ------------------------------------------------------------------------------------ rates
+
+
+def test_near_target_and_no_tool_call_rates() -> None:
+    sim = {
+        **EXACT_PIXEL,
+        "near": {"p_zero_below_30": 0.3, "p_zero_30_100": 0.2, "p_reverse_30_100": 0.25},
+        "p_no_tool_call": 0.1,
+    }
+    model = _model(sim)
+    n = 400
+    near_img, mid_img = _with_crosshair((320, 235)), _with_crosshair((270, 245))  # 14 px / 60 px away
+    near = [model.respond(_req(near_img, _text(), seed=s)) for s in range(n)]
+    mid = [model.respond(_req(mid_img, _text(), seed=s)) for s in range(n)]
+    calls = [json.loads(r.tool_calls[0].arguments) for r in near if r.tool_calls]
+    assert _binom_ok(n - len(calls), n, 0.1)
+    assert _binom_ok(sum(c["dx"] == 0 and c["dy"] == 0 for c in calls), len(calls), 0.3)
+    mid_calls = [json.loads(r.tool_calls[0].arguments) for r in mid if r.tool_calls]
+    zeros = sum(c["dx"] == 0 for c in mid_calls)
+    reversed_ = sum(c["dx"] == -60 for c in mid_calls)
+    assert _binom_ok(zeros, len(mid_calls), 0.2)
+    assert _binom_ok(reversed_, len(mid_calls) - zeros, 0.25)
+    assert all(c["dx"] in (0, 60, -60) for c in mid_calls)
+
+
+def test_shrink_axis_drop_and_informative_confidence() -> None:
+    sim = {
+        **EXACT_PIXEL,
+        "near": {"shrink_below_100": 0.5},
+        "axis_drop": {"p": 1.0},
+        "confidence": {"by_distance": [{"max_px": 30, "values": [1.0]}, {"max_px": None, "values": [0.8]}]},
+    }
+    model = _model(sim)
+    a = _args(model, _req(_with_crosshair((270, 245)), _text()))  # 60 px -> 30 px, not dropped (|dx| = 30)
+    assert (a["dx"], a["dy"], a["confidence"]) == (30, 0, 1.0)
+    a = _args(model, _req(_with_crosshair((100, 80)), _text()))  # both axes > 30: only the smaller drops
+    assert (a["dx"], a["dy"], a["confidence"]) == (230, 0, 0.8)
+
+
+# ------------------------------------------------------------------------------------ profiles
+
+
+@pytest.mark.parametrize("path", sorted(CONF.glob("sim-*.yaml")), ids=lambda p: p.name)
+def test_profile_yaml_loads(path: Path) -> None:
+    cfg = yaml.safe_load(path.read_text())
+    assert cfg["kind"] == "simulator" and cfg["provider"] == "simulator" and cfg["api_base"] is None
+    assert cfg["model_id"] == "sim/" + path.stem.removeprefix("sim-") and cfg["name"] == path.stem
+    assert cfg["coord_frame"] == ("pixel" if path.stem == "sim-ideal" else "norm1000")
+    assert "v0" in path.read_text() or path.stem == "sim-ideal"
+    model = SimulatedModel.from_config(cfg, lambda scene_id: TRUTH)
+    reply = model.respond(_req(_with_crosshair((100, 80)), _text()))
+    assert reply.text is not None or reply.tool_calls
+
+
+def test_all_four_profiles_exist() -> None:
+    names = {p.stem for p in CONF.glob("sim-*.yaml")}
+    assert {"sim-ideal", "sim-gemma-4-26b", "sim-gemma-4-31b", "sim-gemini-3.1-flash-lite"} <= names
+
+
+@pytest.mark.parametrize(
+    ("mapping", "key"),
+    [
+        ({"nosie": {}}, "sim.nosie"),
+        ({"near": {"p_zero_below_40": 0.1}}, "sim.near.p_zero_below_40"),
+        (
+            {"confidence": {"by_distance": [{"max_px": 30, "valeus": [1.0]}]}},
+            "sim.confidence.by_distance[0].valeus",
+        ),
+        ({"oneshot": {"frames": {"pixels": 1}}}, "sim.oneshot.frames.pixels"),
+    ],
+)
+def test_unknown_keys_are_rejected_by_name(mapping: dict[str, Any], key: str) -> None:
+    with pytest.raises(ValueError, match=key.replace(".", r"\.").replace("[", r"\[").replace("]", r"\]")):
+        SimProfile.from_mapping(mapping)
+
+
+def test_probabilities_are_renormalised_and_validated() -> None:
+    prof = SimProfile.from_mapping({"confidence": {"values": [0.8, 0.9, 1.0], "probs": [0.10, 0.55, 0.34]}})
+    assert math.isclose(sum(prof.confidence.probs), 1.0)
+    with pytest.raises(ValueError, match="sim.near.p_zero_below_30"):
+        SimProfile.from_mapping({"near": {"p_zero_below_30": 1.5}})
+    with pytest.raises(ValueError, match="sim.no_task"):
+        SimProfile.from_mapping({"no_task": "salient"})
