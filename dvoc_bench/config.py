@@ -12,7 +12,7 @@ from dvoc_bench.geometry import Frame
 
 OVERLAYS = ("full", "crosshair", "none")
 PREDICT_MODES = ("relative", "absolute")
-PROTOCOLS = ("v1",)
+PROTOCOLS = ("v1", "paper")
 RETRY_RULES = ("hit", "hit_radius", "within_eps")
 MODEL_KINDS = ("simulator",)
 

@@ -89,7 +89,8 @@ def build_plan(
     ``scenes`` maps task id -> (scene content hash, size). Knobs that do not apply to a method are
     recorded as ``"-"`` (one-shot ignores alpha/overlay/predict; the baselines also ignore the model and
     the protocol), so such trials are planned once. One-shot and the baselines keep the start index as a
-    plain repeat counter (the authors did the same); only DVOC uses the point.
+    plain repeat counter (the authors did the same); only DVOC uses the point. Under ``protocol=paper``
+    every answer is read as pixels, whatever the model config declares (the paper's reading).
     """
     specs: dict[str, TrialSpec] = {}
     kind, n = knobs.starts
@@ -109,7 +110,8 @@ def build_plan(
             for (si, p), rep in itertools.product(enumerate(points, start=1), range(knobs.repeats)):
                 fields = dict(
                     model=model.name, model_id=model.model_id, api_base=model.api_base,
-                    provider=model.provider, simulated=model.simulated, coord_frame=model.coord_frame,
+                    provider=model.provider, simulated=model.simulated,
+                    coord_frame="pixel" if protocol == "paper" else model.coord_frame,
                     task=task, scene_hash=scene_hash, method=method, protocol=protocol, alpha=alpha,
                     overlay=overlay, predict=predict, start=p.as_list() if dvoc else None,
                     start_index=si, rep=rep, epsilon=knobs.epsilon, conf_threshold=knobs.threshold,

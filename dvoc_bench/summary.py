@@ -6,31 +6,42 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+KNOBS = ("protocol", "coord_frame", "alpha", "overlay", "predict")
+"""Knob columns shown (and grouped by) when they take more than one value in the run."""
+
+
+def varying_knobs(trials: list[dict[str, Any]]) -> list[str]:
+    """The knobs with more than one value among the trials where they apply (``-`` = not applicable)."""
+    return [k for k in KNOBS if len({t.get(k) for t in trials if t.get(k) not in (None, "-")}) > 1]
+
 
 def summarise(trials: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (model, method): counts, rates under each rule (over ok trials), means."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    """One row per (model, method, varying knobs): counts, rates under each rule (over ok trials), means."""
+    trials = list(trials)
+    knobs = varying_knobs(trials)
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for t in trials:
-        groups[(t["model"], t["method"])].append(t)
+        groups[(t["model"], t["method"], *(str(t.get(k)) for k in knobs))].append(t)
     rows = []
-    for (model, method), ts in sorted(groups.items()):
+    for key, ts in sorted(groups.items()):
+        model, method = key[0], key[1]
         ok = [t for t in ts if t["status"] == "ok"]
         dists = [t["final_dist_px"] for t in ok if t.get("final_dist_px") is not None]
         n_ok = len(ok)
-        rows.append(
-            {
-                "model": model + (" [SIMULATED]" if any(t.get("simulated") for t in ts) else ""),
-                "method": method,
-                "n": len(ts),
-                "errors": sum(t["status"] == "error" for t in ts),
-                "skipped": sum(t["status"] == "skipped" for t in ts),
-                "hit": _rate(sum(bool(t["hit"]) for t in ok), n_ok),
-                "within_eps": _rate(sum(bool(t["within_eps"]) for t in ok), n_ok),
-                "hit_radius": _rate(sum(bool(t["hit_radius"]) for t in ok), n_ok),
-                "mean_dist": sum(dists) / len(dists) if dists else None,
-                "mean_iters": sum(t["iterations"] for t in ok) / n_ok if n_ok else None,
-            }
-        )
+        row = {
+            "model": model + (" [SIMULATED]" if any(t.get("simulated") for t in ts) else ""),
+            "method": method,
+            **dict(zip(knobs, key[2:], strict=True)),
+            "n": len(ts),
+            "errors": sum(t["status"] == "error" for t in ts),
+            "skipped": sum(t["status"] == "skipped" for t in ts),
+            "hit": _rate(sum(bool(t["hit"]) for t in ok), n_ok),
+            "within_eps": _rate(sum(bool(t["within_eps"]) for t in ok), n_ok),
+            "hit_radius": _rate(sum(bool(t["hit_radius"]) for t in ok), n_ok),
+            "mean_dist": sum(dists) / len(dists) if dists else None,
+            "mean_iters": sum(t["iterations"] for t in ok) / n_ok if n_ok else None,
+        }
+        rows.append(row)
     return rows
 
 
@@ -69,8 +80,10 @@ HEADERS = {
 
 def format_table(rows: list[dict[str, Any]], epsilon: float = 30.0) -> str:
     """A markdown table with a legend naming each rule."""
-    heads = [HEADERS.get(c, c) for c, _ in COLUMNS]
-    body = [[_fmt(r[c], k) for c, k in COLUMNS] for r in rows]
+    knobs = [k for k in KNOBS if rows and k in rows[0]]
+    cols = COLUMNS[:2] + [(k, "s") for k in knobs] + COLUMNS[2:]
+    heads = [HEADERS.get(c, c) for c, _ in cols]
+    body = [[_fmt(r[c], k) for c, k in cols] for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(heads)]
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"  # noqa: E731
     out = [line(heads), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]

@@ -179,8 +179,8 @@ def test_oneshot_prompts() -> None:
 
 
 def test_unknown_protocol_raises() -> None:
-    for protocol in ("x", "paper", ""):
-        msg = f"protocol '{protocol}' is not available; allowed: v1"
+    for protocol in ("x", "Paper", ""):
+        msg = f"protocol '{protocol}' is not available; allowed: v1, paper"
         with pytest.raises(ValueError, match=re.escape(msg)):
             dvoc_prompt(
                 protocol,

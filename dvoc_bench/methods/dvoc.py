@@ -15,7 +15,8 @@ from dvoc_bench.methods.common import (
     to_pixels,
 )
 from dvoc_bench.models.base import ModelRequest
-from dvoc_bench.protocol import HistoryEntry, dvoc_prompt, position_label, tools_for
+from dvoc_bench.protocol import HistoryEntry, dvoc_prompt, overlay_label, tools_for
+from dvoc_bench.protocol.paper import truncated
 from dvoc_bench.records import TrialResult, TrialSpec
 from dvoc_bench.render import draw_overlay, encode_png
 
@@ -33,9 +34,13 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     history: list[HistoryEntry] = []
     steps = []
     for i in range(spec.max_iterations):
-        label = position_label(draft, frame, size) if spec.overlay != "none" else None
+        paper = spec.protocol == "paper"
+        label = None
+        if spec.overlay != "none":
+            label = overlay_label(spec.protocol, draft, frame, size, env.style.circle_radius)
+        drawn = truncated(draft) if paper else draft  # the authors drew at int(x), int(y)
         img = draw_overlay(
-            snap.image, draft, mode=spec.overlay, iteration=i, position_label=label, style=env.style
+            snap.image, drawn, mode=spec.overlay, iteration=i, position_label=label, style=env.style
         )
         png = encode_png(img)
         sha = env.save_frame(png)
@@ -74,7 +79,10 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
             value = value - draft
         elif isinstance(value, Offset):
             step.values_px = {"dx": value.dx, "dy": value.dy}
-        report = Report(value, out.parsed.confidence)
+        confidence = out.parsed.confidence
+        if value is None and paper:  # the authors' harness turned a missing answer into (0, 0), conf 0
+            value, confidence = Offset(0.0, 0.0), 0.0
+        report = Report(value, confidence)
         reports.append(report)
         step.reported_offset_px = value.as_list() if value is not None else None
         decision = control.decide(reports, policy)
@@ -86,9 +94,7 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
             step.alpha, nxt = a, corr.next_draft
             step.step_raw, step.step_clamped = corr.step_raw.as_list(), corr.step_clamped.as_list()
         step.next_draft = nxt.as_list()
-        history.append(
-            HistoryEntry(draft=draft, reported=value, confidence=out.parsed.confidence, next_draft=nxt)
-        )
+        history.append(HistoryEntry(draft=draft, reported=value, confidence=confidence, next_draft=nxt))
         if decision != "refine":
             return finish(
                 TrialResult(

@@ -1,7 +1,7 @@
 """What the harness says to a model and how it reads the answer (DESIGN §4).
 
 - :mod:`.tools`: tool schemas (``report_offset``, ``click_at``, ``select_element``).
-- :mod:`.prompts`: prompt texts per protocol (``v1``; ``paper`` later).
+- :mod:`.prompts`: prompt texts per protocol (``v1`` corrected; ``paper`` faithful, in :mod:`.paper`).
 - :mod:`.parse`: :func:`parse_reply`, the never-raising reply reader.
 """
 
@@ -20,6 +20,7 @@ from dvoc_bench.protocol.prompts import (
     format_number,
     frame_statement,
     oneshot_prompt,
+    overlay_label,
     parse_crosshair_line,
     position_label,
     position_text,
@@ -56,6 +57,7 @@ __all__ = [
     "format_number",
     "frame_statement",
     "oneshot_prompt",
+    "overlay_label",
     "parse_crosshair_line",
     "parse_reply",
     "position_label",

@@ -1,4 +1,5 @@
-"""Prompt texts (DESIGN §4). Only the corrected protocol ``v1`` exists so far; ``paper`` comes later.
+"""Prompt texts (DESIGN §4): the corrected protocol ``v1`` here, the faithful ``paper`` protocol in
+:mod:`dvoc_bench.protocol.paper` (dispatched from the same functions).
 
 What ``v1`` tells the model, and why:
 
@@ -28,8 +29,9 @@ from dvoc_bench.geometry import (
     offset_from_pixels,
     point_from_pixels,
 )
+from dvoc_bench.protocol import paper
 
-PROTOCOLS: tuple[str, ...] = ("v1",)
+PROTOCOLS: tuple[str, ...] = ("v1", "paper")
 """Protocols this module can write."""
 
 Overlay = Literal["full", "crosshair", "none"]
@@ -133,6 +135,13 @@ def position_label(p: Point, frame: Frame, size: Size) -> str:
     ``(454, 352) px``, ``(568, 588) /1000``, ``(0.568, 0.588) /1``."""
     frame = Frame(frame)
     return f"{_pair(point_from_pixels(p, frame, size), frame)} {_UNITS[frame].label}"
+
+
+def overlay_label(protocol: str, p: Point, frame: Frame, size: Size, radius: int = 30) -> str:
+    """The bottom-right label for ``protocol``: the model's frame under v1, the authors' text under paper."""
+    if protocol == "paper":
+        return paper.overlay_label(p, radius)
+    return position_label(p, frame, size)
 
 
 def frame_statement(frame: Frame, size: Size) -> str:
@@ -263,6 +272,8 @@ def dvoc_prompt(
         raise ValueError(f"predict {predict!r} is not available; allowed: {', '.join(PREDICTS)}")
     if iteration < 0 or len(history) > iteration:
         raise ValueError(f"iteration {iteration} cannot follow {len(history)} earlier steps")
+    if protocol == "paper":
+        return paper.dvoc_prompt(instruction=instruction, overlay=overlay, predict=predict, history=history)
     goal = "how far its centre is from the crosshair" if predict == "relative" else "where its centre is"
     parts = [
         "You are moving a pointer, called the crosshair, step by step onto the user-interface element "
@@ -300,6 +311,8 @@ def oneshot_prompt(
     frame = Frame(frame)
     if attempt < 0:
         raise ValueError(f"attempt must be >= 0, got {attempt}")
+    if protocol == "paper":
+        return paper.oneshot_prompt(instruction=instruction, attempt=attempt, previous=previous)
     parts = [
         "Find the user-interface element described by the instruction below on the screenshot, and give "
         "the position of its centre.",
