@@ -1,0 +1,97 @@
+"""Every experiment preset runs offline at smoke size; frames shows the headline; multirun works."""
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dvoc_bench.cli_support import quick_setup
+from dvoc_bench.models.factory import build_model
+from dvoc_bench.store import RunStore, read_jsonl
+from dvoc_bench.summary import format_table, summarise
+from dvoc_bench.sweep import plan, run_trials
+
+from .conftest import ROOT
+
+PRESETS = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
+EXPECTED = {
+    "quick",
+    "paper_main",
+    "ablation_predict",
+    "ablation_overlay",
+    "ablation_alpha",
+    "frames",
+    "baselines",
+}
+
+
+def run(tmp_path, *overrides):
+    setup = quick_setup(overrides)
+    specs = plan(setup)
+    with RunStore(tmp_path) as store:
+        asyncio.run(run_trials(specs, setup, store, lambda m: build_model(m, setup.registry.truth)))
+        return setup, specs, store.trials()
+
+
+def test_every_paper_section_has_a_preset():
+    assert set(PRESETS) >= EXPECTED
+
+
+@pytest.mark.parametrize("preset", [p for p in PRESETS if p != "frame_probe"])
+def test_preset_runs_offline_at_smoke_size(tmp_path, preset):
+    setup, specs, trials = run(tmp_path, f"experiment={preset}", "smoke=true")
+    assert setup.experiment == preset
+    assert specs and len(trials) == len(specs)
+    assert all(t["status"] == "ok" for t in trials)
+    assert all(t["simulated"] for t in trials if t["model"] != "none")
+    assert "[SIMULATED]" in format_table(summarise(trials))
+
+
+def test_paper_presets_use_the_paper_protocol_and_its_sweep():
+    s = quick_setup(["experiment=ablation_alpha"])
+    assert list(s.knobs.protocols) == ["paper"]
+    assert list(s.knobs.alphas) == ["decay", "constant", "undamped", "adaptive"]
+    main = quick_setup(["experiment=paper_main"])
+    assert main.knobs.repeats == 3 and main.knobs.starts == ("paper", 5)
+    assert list(main.knobs.methods) == ["dvoc", "oneshot"]
+
+
+def test_frames_preset_shows_oneshot_going_from_near_zero_to_high(tmp_path):
+    _, _, trials = run(tmp_path, "experiment=frames", "models=[sim-gemma-4-26b,sim-gemma-4-31b]")
+    rows = {(r["model"], r["method"], r["protocol"]): r for r in summarise(trials)}
+    for model in ("sim-gemma-4-26b [SIMULATED]", "sim-gemma-4-31b [SIMULATED]"):
+        assert rows[(model, "oneshot", "paper")]["hit_radius"] <= 0.3
+        assert rows[(model, "oneshot", "v1")]["hit_radius"] >= 0.85
+        assert rows[(model, "oneshot", "v1")]["hit"] >= 0.8
+    table = format_table(summarise(trials))
+    assert "protocol" in table and "paper" in table and "v1" in table
+
+
+def test_submitit_local_multirun_of_two_jobs(tmp_path):
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dvoc_bench",
+            "-m",
+            "experiment=quick",
+            "smoke=true",
+            "run.quiet=true",
+            "hydra/launcher=submitit_local",
+            f"hydra.sweep.dir={tmp_path}",
+            "models=[sim-ideal],[sim-gemma-4-26b]",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    jobs = sorted(p for p in Path(tmp_path).iterdir() if p.name.isdigit())
+    assert [p.name for p in jobs] == ["0", "1"]
+    models = [{t["model"] for t in read_jsonl(j / "trials.jsonl")} - {"none"} for j in jobs]
+    assert models == [{"sim-ideal"}, {"sim-gemma-4-26b"}]
+    for j in jobs:
+        assert (j / ".hydra" / "overrides.yaml").exists()
