@@ -14,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from dvoc_bench.cli_support import setup_with_choices
 from dvoc_bench.config import ConfigError
 from dvoc_bench.models.factory import build_model
+from dvoc_bench.progress import Progress
 from dvoc_bench.store import RunStore
 from dvoc_bench.summary import format_table, summarise
 from dvoc_bench.sweep import plan, run_trials
@@ -35,20 +36,20 @@ def run_job(cfg: DictConfig) -> int:
         return 2
     run_dir = Path(hc.runtime.output_dir)
     quiet = bool(cfg.get("run", {}).get("quiet", False))
-    with RunStore(run_dir) as store:
+    retry_errors = bool(cfg.get("resume", {}).get("retry_errors", False))
+    with RunStore(run_dir, retry_errors=retry_errors) as store:
         store.write_plan(specs)
         todo = sum(s.key not in store.finished for s in specs)
         log.info("%d trials planned, %d to run, run dir %s", len(specs), todo, run_dir)
-        done = [0]
-
-        def progress(_: dict) -> None:
-            done[0] += 1
-            if not quiet and (done[0] % 50 == 0 or done[0] == todo):
-                print(f"\r{done[0]}/{todo} trials", end="", file=sys.stderr, flush=True)
-
-        asyncio.run(run_trials(specs, setup, store, lambda m: build_model(m, setup.registry.truth), progress))
-        if not quiet and todo:
-            print(file=sys.stderr)
+        progress = Progress(todo, quiet=quiet)
+        try:
+            asyncio.run(
+                run_trials(
+                    specs, setup, store, lambda m: build_model(m, setup.registry.truth), progress.update
+                )
+            )
+        finally:
+            progress.close()
         keys = {s.key for s in specs}
         trials = [t for t in store.trials() if t["trial_key"] in keys]
     table = format_table(summarise(trials), setup.knobs.epsilon)

@@ -145,6 +145,12 @@ class Step:
     """Cost of the call, ``None`` when unknown."""
     cached: bool = False
     """True when the reply came from the response cache."""
+    attempts: int = 1
+    """Attempts the call took (each retry after a 429, timeout or 5xx counts)."""
+    attempt_errors: list[str] = field(default_factory=list)
+    """Error class of every failed attempt of this call, in order."""
+    retry_wait_s: float = 0.0
+    """Seconds this call waited in its provider's gate and in backoff."""
     error_class: str | None = None
     """Class of a failed call (``timeout``, ``rate_limit``, ...)."""
     error: str | None = None
@@ -179,6 +185,26 @@ class TrialResult:
     """Redacted error text when ``status == "error"``."""
     steps: list[Step] = field(default_factory=list)
     """The calls of the trial (written to ``steps.jsonl``, not to ``trials.jsonl``)."""
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What lies under a trial's final point, as the scene reports it (§5). Web scenes ask the live DOM;
+    synthetic scenes look at their element boxes. Written into ``trials.jsonl`` by ``trial_record``."""
+
+    hit_element: str | None
+    """Web: short selector of the DOM element at the point (``document.elementFromPoint``), e.g.
+    ``button#edit-bob`` or ``a#card-beta > h3.title``. Synthetic: id of the topmost element whose box
+    contains the point. ``None``: nothing there."""
+    hit: bool | None
+    """Web: the element at the point is the target or inside it. This DOM rule *is* ``hit`` for web trials
+    (``hit_rule: dom``). ``None`` when the scene has no such rule (synthetic: the box rule stands)."""
+    clicked_target: bool | None = None
+    """Web with ``web.verify_click``: a real click at the point, in a fresh copy of the set-up page, fired a
+    click listener on the target. ``None`` when no click was made (synthetic scenes, option off)."""
+    blocked_requests: int | None = None
+    """Web: requests the page attempted that the harness blocked (load, set-up and this trial's click);
+    ``None`` for synthetic scenes."""
 
 
 def to_jsonable(obj: Any) -> Any:

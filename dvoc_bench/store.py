@@ -10,6 +10,11 @@ Layout::
 Crash safety: a trial's steps and then its trial line are appended only when the trial ends, so a kill
 loses at most the trials in flight. On open, a torn last line (no trailing newline) is cut off, and
 steps whose trial line never made it are dropped, so a resumed trial's steps are not duplicated.
+
+Resume: ``ok`` trials are done. ``skipped`` trials (a provider died) are always run again, ``error``
+trials only with ``retry_errors=True``. The record and steps of a trial that is run again are moved to
+``superseded.jsonl`` / ``superseded_steps.jsonl`` (nothing is lost), so ``trials.jsonl`` keeps exactly one
+line per trial.
 """
 
 from __future__ import annotations
@@ -69,20 +74,45 @@ def _dumps(obj: Any) -> str:
     return json.dumps(to_jsonable(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+def _rewrite(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    """Replace a JSONL file atomically."""
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        f.writelines(_dumps(r) + "\n" for r in rows)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
 class RunStore:
     """Reads and appends the records of one run directory."""
 
-    def __init__(self, run_dir: Path | str):
+    def __init__(self, run_dir: Path | str, *, retry_errors: bool = False):
         self.dir = Path(run_dir)
         self.frames_dir = self.dir / FRAMES
         self.frames_dir.mkdir(parents=True, exist_ok=True)
         for name in (TRIALS, STEPS):
             _repair_tail(self.dir / name)
-        self.finished: set[str] = {r["trial_key"] for r in read_jsonl(self.dir / TRIALS) if "trial_key" in r}
+        rows = [r for r in read_jsonl(self.dir / TRIALS) if "trial_key" in r]
+        done = {"ok", "error"} if not retry_errors else {"ok"}
+        self.finished: set[str] = {r["trial_key"] for r in rows if r.get("status", "ok") in done}
+        rerun = [r for r in rows if r["trial_key"] not in self.finished]
+        if rerun:
+            self._supersede(rows, rerun)
         self._compact_steps()
         self._known_frames: set[str] = set()
         self._trials = (self.dir / TRIALS).open("a", encoding="utf-8")
         self._steps = (self.dir / STEPS).open("a", encoding="utf-8")
+
+    def _supersede(self, rows: list[dict[str, Any]], rerun: list[dict[str, Any]]) -> None:
+        """Move the records (and steps) of trials to be run again out of the live files."""
+        keys = {r["trial_key"] for r in rerun}
+        steps = list(read_jsonl(self.dir / STEPS))
+        with (self.dir / "superseded.jsonl").open("a", encoding="utf-8") as f:
+            f.writelines(_dumps(r) + "\n" for r in rerun)
+        with (self.dir / "superseded_steps.jsonl").open("a", encoding="utf-8") as f:
+            f.writelines(_dumps(r) + "\n" for r in steps if r.get("trial_key") in keys)
+        _rewrite(self.dir / TRIALS, [r for r in rows if r["trial_key"] not in keys])
 
     def _compact_steps(self) -> None:
         path = self.dir / STEPS
@@ -92,10 +122,7 @@ class RunStore:
         keep = [r for r in rows if r.get("trial_key") in self.finished]
         if len(keep) == len(rows):
             return
-        tmp = path.with_suffix(".tmp")
-        with tmp.open("w", encoding="utf-8") as f:
-            f.writelines(_dumps(r) + "\n" for r in keep)
-        os.replace(tmp, path)
+        _rewrite(path, keep)
 
     def write_plan(self, specs: Iterable[Any]) -> None:
         """Write the plan (atomically)."""

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +25,13 @@ from dvoc_bench.config import (
 from dvoc_bench.control import ALPHA_SCHEDULES, AdaptiveConfig
 from dvoc_bench.geometry import Box, Point
 from dvoc_bench.methods import METHODS, MODEL_FREE, get_method
-from dvoc_bench.methods.common import TrialEnv
+from dvoc_bench.methods.common import TrialEnv, finish
 from dvoc_bench.models.base import Model
 from dvoc_bench.plan import Knobs, build_plan
 from dvoc_bench.records import TrialResult, TrialSpec, to_jsonable
 from dvoc_bench.render import OverlayStyle
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
+from dvoc_bench.scheduler import GatedModel, ProviderLimits, RateGate, RetryPolicy
 from dvoc_bench.scoring import score
 from dvoc_bench.store import RunStore
 
@@ -50,6 +51,9 @@ class SweepSetup:
     retry_rule: str
     max_in_flight: int
     params: dict[str, Any]
+    retry: RetryPolicy = RetryPolicy()
+    rate_split: int = 1
+    provider_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _get(cfg: Mapping[str, Any], key: str, default: Any = None) -> Any:
@@ -105,7 +109,23 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
     except (TypeError, ValueError) as e:
         raise ConfigError(f"overlay_style/adaptive: {e}") from e
     run = cfg.get("run", {}) or {}
+    sched = cfg.get("scheduler", {}) or {}
+    try:
+        retry = RetryPolicy(**dict(cfg.get("retry", {}) or {}))
+    except TypeError as e:
+        raise ConfigError(f"retry: {e}") from e
+    overrides = {str(k): dict(v or {}) for k, v in dict(sched.get("providers", {}) or {}).items()}
+    for name, o in overrides.items():
+        bad = set(o) - {"rpm", "rpd", "max_concurrent", "timeout_s"}
+        if bad:
+            raise ConfigError(
+                f"scheduler.providers.{name}: unknown key(s) {sorted(bad)}; "
+                "allowed: rpm, rpd, max_concurrent, timeout_s"
+            )
     return SweepSetup(
+        retry=retry,
+        rate_split=_positive_int("scheduler.rate_split", _get(sched, "rate_split", 1)),
+        provider_overrides=overrides,
         experiment=experiment,
         knobs=knobs,
         models=models,
@@ -164,15 +184,48 @@ def trial_record(spec: TrialSpec, result: TrialResult, target: Box, wall_s: floa
     return d
 
 
+def provider_limits(model: ModelConfig, setup: SweepSetup) -> ProviderLimits:
+    """The gate limits of a model's provider: its provider file, config overrides, the process split."""
+    pc = getattr(model, "provider_config", None)
+    d: dict[str, Any] = {}
+    if pc is not None:
+        d = {k: getattr(pc, k, None) for k in ("rpm", "rpd", "max_concurrent", "timeout_s")}
+    d.update(setup.provider_overrides.get(model.provider, {}))
+    return ProviderLimits(**d).split(setup.rate_split)
+
+
+def build_gates(setup: SweepSetup) -> dict[str, RateGate]:
+    """One gate per provider of the sweep's models."""
+    gates: dict[str, RateGate] = {}
+    for m in setup.models:
+        if m.provider not in gates:
+            gates[m.provider] = RateGate(m.provider, provider_limits(m, setup))
+    return gates
+
+
+def skipped_result(reason_class: str, reason: str) -> TrialResult:
+    """A trial that was never run (or cut short) because its provider became unusable."""
+    return TrialResult(
+        status="skipped", stop_reason="skipped", final_point=None, error_class=reason_class, error=reason
+    )
+
+
 async def run_trials(
     specs: list[TrialSpec],
     setup: SweepSetup,
     store: RunStore,
     model_factory: Callable[[ModelConfig], Model],
     on_done: Callable[[dict[str, Any]], None] | None = None,
-) -> None:
-    """Run every unfinished spec concurrently (at most ``max_in_flight`` at once)."""
+    gates: dict[str, RateGate] | None = None,
+) -> dict[str, RateGate]:
+    """Run every unfinished spec concurrently (at most ``max_in_flight`` at once); returns the gates.
+
+    Each trial runs its own loop sequentially; its model calls pass the provider's gate with call-level
+    retries (:mod:`dvoc_bench.scheduler`). When a provider dies (auth / quota), its trials that have not
+    finished are written as ``skipped`` with the reason (completed steps kept), never dropped.
+    """
     pending = [s for s in specs if s.key not in store.finished]
+    gates = gates if gates is not None else build_gates(setup)
     models: dict[str, Model] = {}
     envs: dict[tuple[str, str], TrialEnv] = {}
     by_name = {m.name: m for m in setup.models}
@@ -183,7 +236,10 @@ async def run_trials(
             model = None
             if spec.method not in MODEL_FREE:
                 if spec.model not in models:
-                    models[spec.model] = model_factory(by_name[spec.model])
+                    cfg = by_name[spec.model]
+                    models[spec.model] = GatedModel(
+                        model_factory(cfg), gates[cfg.provider], setup.retry, seed=setup.knobs.seed
+                    )
                 model = models[spec.model]
             envs[k] = TrialEnv(
                 snapshot=setup.registry.snapshot(spec.task),
@@ -202,21 +258,33 @@ async def run_trials(
     async def one(spec: TrialSpec) -> None:
         async with sem:
             env = env_for(spec)
+            gate = gates.get(spec.provider) if spec.method not in MODEL_FREE else None
             t0 = time.perf_counter()
-            try:
-                result = await get_method(spec.method)(spec, env)
-            except Exception as e:  # a bug in a method must not take the sweep down; record it
-                log.exception("trial %s failed inside the harness", spec.key)
-                result = TrialResult(
-                    status="error",
-                    stop_reason="error",
-                    final_point=None,
-                    error_class="internal",
-                    error=f"{type(e).__name__}: {e}"[:300],
-                )
+            if gate is not None and gate.dead is not None:
+                result = skipped_result(gate.dead_class or "provider_dead", gate.dead)
+            else:
+                try:
+                    result = await get_method(spec.method)(spec, env)
+                except Exception as e:  # a bug in a method must not take the sweep down; record it
+                    log.exception("trial %s failed inside the harness", spec.key)
+                    result = TrialResult(
+                        status="error",
+                        stop_reason="error",
+                        final_point=None,
+                        error_class="internal",
+                        error=f"{type(e).__name__}: {e}"[:300],
+                    )
+                if result.error_class == "provider_dead" and gate is not None:
+                    steps = result.steps
+                    result = skipped_result(
+                        gate.dead_class or "provider_dead", gate.dead or str(result.error)
+                    )
+                    result.steps = steps
+                    finish(result)
             record = trial_record(spec, result, env.snapshot.target_box, time.perf_counter() - t0)
             store.append_trial(record, result.steps)
             if on_done is not None:
                 on_done(record)
 
     await asyncio.gather(*(one(s) for s in pending))
+    return gates

@@ -120,6 +120,8 @@ def base_step(
     )
     if err is not None:
         step.parse_status, step.error_class, step.error = "call_error", err.error_class, str(err)
+        step.attempts, step.attempt_errors = err.attempts, list(err.attempt_errors)
+        step.retry_wait_s = round(err.retry_wait_s, 6)
         return step
     assert reply is not None and parsed is not None
     step.parse_status, step.parse_detail = parsed.status, parsed.detail
@@ -129,6 +131,8 @@ def base_step(
     step.confidence = parsed.confidence
     step.tokens_in, step.tokens_out, step.cost_usd = reply.tokens_in, reply.tokens_out, reply.cost_usd
     step.cached = reply.cached
+    step.attempts, step.attempt_errors = reply.attempts, list(reply.attempt_errors)
+    step.retry_wait_s = round(reply.retry_wait_s, 6)
     return step
 
 

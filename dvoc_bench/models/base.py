@@ -88,6 +88,12 @@ class Reply:
     """Wall time of the call (simulated latency for the simulator)."""
     cached: bool = False
     """True when served from the response cache."""
+    attempts: int = 1
+    """Attempts this reply took (retries after 429s, timeouts or 5xx add to it)."""
+    attempt_errors: list[str] = field(default_factory=list)
+    """Error class of every failed attempt before this reply."""
+    retry_wait_s: float = 0.0
+    """Seconds spent waiting in the gate and in backoff for this call."""
 
 
 class ModelCallError(Exception):
@@ -99,6 +105,12 @@ class ModelCallError(Exception):
         """``rate_limit | timeout | server | connection | auth | quota | bad_request | unknown``."""
         self.retry_after = retry_after
         """Seconds the provider asked us to wait, when it said."""
+        self.attempts = 1
+        """Attempts made before giving up (set by the retry layer)."""
+        self.attempt_errors: list[str] = [error_class]
+        """Error class of every failed attempt (set by the retry layer)."""
+        self.retry_wait_s = 0.0
+        """Seconds spent waiting in the gate and in backoff (set by the retry layer)."""
 
 
 @runtime_checkable
