@@ -5,6 +5,14 @@
   Target: median < 10 ms. Last line: ``median_ms=<m> p90_ms=<p> n=<n>``.
 - ``sweep``: wall time of the default quick sweep with the simulator (model time ~0), trials and steps
   per second. Last line: ``wall_s=<w> trials=<n> steps=<k> ms_per_step=<x>``.
+- ``scheduler``: two simulated providers behind server-side rate limits (1200/min and 600/min: the
+  paper-era 120/min and 60/min scaled x10 to keep it short), a few hundred calls each, the gates configured
+  at the servers' rates. Reports wall / lower bound (max over providers of calls / rate), 429s received and
+  calls wasted (failed attempts). Target: ratio <= 1.1 and zero 429s. Then a 1,000-trial simulated sweep
+  with 50 ms per call, one trial at a time: harness overhead = (wall - time inside model calls) / wall
+  (target < 10 %; the simulator's own compute counts as model time), and the same sweep at 8 in flight
+  against its ideal (calls x 50 ms / 8). Last line:
+  ``ratio=<wall/lower bound> n429=<count> wasted=<calls>``.
 """
 
 from __future__ import annotations
@@ -101,17 +109,114 @@ def bench_sweep() -> dict[str, float]:
     return {"wall_s": wall, "trials": len(specs), "steps": steps, "ms_per_step": 1000 * wall / max(steps, 1)}
 
 
+def _two_provider_models(d: Path) -> Path:
+    import yaml
+
+    from dvoc_bench.config import default_conf_dir
+
+    base = yaml.safe_load((default_conf_dir() / "model" / "sim-ideal.yaml").read_text())
+    out = d / "models"
+    out.mkdir()
+    for name, provider in (("sim-fast", "bench-fast"), ("sim-slow", "bench-slow")):
+        cfg = dict(base, name=name, provider=provider, model_id=f"sim/{name}")
+        (out / f"{name}.yaml").write_text(yaml.safe_dump(cfg))
+    return out
+
+
+def bench_scheduler() -> dict[str, float]:
+    from dvoc_bench.cli_support import quick_setup
+    from dvoc_bench.models.factory import build_model
+    from dvoc_bench.models.faults import Faults, FaultyModel
+    from dvoc_bench.store import RunStore, read_jsonl
+    from dvoc_bench.sweep import plan, run_trials
+
+    rates = {"bench-fast": 1200.0, "bench-slow": 600.0}
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as d:
+        models = _two_provider_models(Path(d))
+        setup = quick_setup(
+            [
+                f"paths.models={models}",
+                "models=[sim-fast,sim-slow]",
+                "methods=[dvoc,oneshot]",
+                "repeats=2",
+                "run.max_in_flight=32",
+                *(f"+scheduler.providers.{p}.rpm={r:g}" for p, r in rates.items()),
+            ]
+        )
+        servers: dict[str, FaultyModel] = {}
+
+        def factory(m):
+            # the server enforces the same rate over a 1 s window (the per-minute quota scaled down)
+            f = Faults(rpm=rates[m.provider] / 60.0, window_s=1.0, retry_after_s=1.0)
+            servers[m.provider] = FaultyModel(build_model(m, setup.registry.truth), f)
+            return servers[m.provider]
+
+        specs = plan(setup)
+        with RunStore(Path(d) / "run") as store:
+            t0 = time.perf_counter()
+            gates = asyncio.run(run_trials(specs, setup, store, factory))
+            wall = time.perf_counter() - t0
+        sent = {p: g.stats.sent for p, g in gates.items()}
+        lower = max((sent[p] - 1) * 60.0 / rates[p] for p in rates)
+        out.update(calls=sum(sent.values()), lower_bound_s=lower, wall_s=wall)
+        n429 = sum(s.counts["429"] for s in servers.values())
+        wasted = sum(g.stats.failed for g in gates.values())
+
+        # harness overhead: 1,000 trials, 50 ms per call, one trial at a time (the harness's own time is
+        # then exactly wall - time inside model calls); and the same at 8 in flight for throughput
+        for n_flight in (1, 8):
+            setup2 = quick_setup(
+                [
+                    "models=[sim-ideal]",
+                    "methods=[dvoc,oneshot]",
+                    "starts=random:84",
+                    f"run.max_in_flight={n_flight}",
+                ]
+            )
+            specs2 = plan(setup2)
+
+            def slow(m, setup2=setup2):
+                return FaultyModel(build_model(m, setup2.registry.truth), Faults(latency_s=0.05))
+
+            run2 = Path(d) / f"run-{n_flight}"
+            with RunStore(run2) as store:
+                t0 = time.perf_counter()
+                asyncio.run(run_trials(specs2, setup2, store, slow))
+                wall2 = time.perf_counter() - t0
+            steps2 = list(read_jsonl(run2 / "steps.jsonl"))
+            in_calls = sum(s["latency_s"] for s in steps2)
+            if n_flight == 1:
+                out.update(
+                    trials_1k=len(specs2),
+                    calls_1k=len(steps2),
+                    wall_1k_s=wall2,
+                    overhead_pct=100 * (wall2 - in_calls) / wall2,
+                )
+            else:
+                out.update(wall_1k_8flight_s=wall2, ideal_1k_8flight_s=len(steps2) * 0.05 / n_flight)
+    out.update(ratio=wall / lower, n429=n429, wasted=wasted)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m dvoc_bench.bench",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("which", choices=["overhead", "sweep"])
+    ap.add_argument("which", choices=["overhead", "sweep", "scheduler"])
     ap.add_argument("-n", type=int, default=300, help="steps to time (overhead)")
     args = ap.parse_args(argv)
-    r = bench_overhead(args.n) if args.which == "overhead" else bench_sweep()
-    print(" ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
+    fns = {"overhead": lambda: bench_overhead(args.n), "sweep": bench_sweep, "scheduler": bench_scheduler}
+    r = fns[args.which]()
+    last = ("ratio", "n429", "wasted")
+    body = {k: v for k, v in r.items() if k not in last}
+    fmt = lambda items: " ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in items)  # noqa: E731
+    if body:
+        print(fmt(body.items()))
+    if any(k in r for k in last):
+        print(fmt((k, r[k]) for k in last))
     return 0
 
 

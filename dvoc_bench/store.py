@@ -3,7 +3,8 @@
 Layout::
 
     <run_dir>/plan.jsonl       every planned TrialSpec (rewritten at each start; same plan, same file)
-    <run_dir>/trials.jsonl     one line per finished trial (written after its steps, flushed + fsynced)
+    <run_dir>/trials.jsonl     one line per finished trial (written after its steps; flushed at once,
+                               fsynced at most once a second and at close)
     <run_dir>/steps.jsonl      one line per model call of finished trials
     <run_dir>/frames/<sha256>.png
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -101,6 +103,9 @@ class RunStore:
             self._supersede(rows, rerun)
         self._compact_steps()
         self._known_frames: set[str] = set()
+        self.fsync_every_s = 1.0
+        """Trial lines are flushed at once and fsynced at most this often (and at close)."""
+        self._last_sync = 0.0
         self._trials = (self.dir / TRIALS).open("a", encoding="utf-8")
         self._steps = (self.dir / STEPS).open("a", encoding="utf-8")
 
@@ -151,8 +156,11 @@ class RunStore:
             self._steps.writelines(lines)
             self._steps.flush()
         self._trials.write(_dumps(record) + "\n")
-        self._trials.flush()
-        os.fsync(self._trials.fileno())
+        self._trials.flush()  # in the OS now: a killed process loses nothing written
+        now = time.monotonic()
+        if now - self._last_sync >= self.fsync_every_s:  # against a machine crash, at most once a second
+            os.fsync(self._trials.fileno())
+            self._last_sync = now
         self.finished.add(record["trial_key"])
 
     def trials(self) -> list[dict[str, Any]]:
@@ -160,6 +168,9 @@ class RunStore:
         return list(read_jsonl(self.dir / TRIALS))
 
     def close(self) -> None:
+        for f in (self._steps, self._trials):
+            f.flush()
+            os.fsync(f.fileno())
         self._trials.close()
         self._steps.close()
 

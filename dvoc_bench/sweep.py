@@ -23,12 +23,14 @@ from dvoc_bench.config import (
     parse_starts,
 )
 from dvoc_bench.control import ALPHA_SCHEDULES, AdaptiveConfig
+from dvoc_bench.detect.config import DetectorConfig, detector_config
+from dvoc_bench.detect.service import DetectorService
 from dvoc_bench.geometry import Box, Point
-from dvoc_bench.methods import METHODS, MODEL_FREE, get_method
+from dvoc_bench.methods import METHODS, MODEL_FREE, SOM_METHODS, get_method
 from dvoc_bench.methods.common import TrialEnv, finish
 from dvoc_bench.models.base import Model
 from dvoc_bench.plan import Knobs, build_plan
-from dvoc_bench.records import TrialResult, TrialSpec, to_jsonable
+from dvoc_bench.records import Probe, TrialResult, TrialSpec, probe_fields, to_jsonable
 from dvoc_bench.render import OverlayStyle
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 from dvoc_bench.scheduler import GatedModel, ProviderLimits, RateGate, RetryPolicy
@@ -54,6 +56,8 @@ class SweepSetup:
     retry: RetryPolicy = RetryPolicy()
     rate_split: int = 1
     provider_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    detector: DetectorConfig | None = None
+    """Set-of-Mark detector (``detector=`` and ``detect:``); ``None`` when no SoM method is swept."""
 
 
 def _get(cfg: Mapping[str, Any], key: str, default: Any = None) -> Any:
@@ -66,7 +70,7 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
     conf_dir = Path(_get(cfg.get("paths", {}), "conf", default_conf_dir()))
     models_dir = Path(_get(cfg.get("paths", {}), "models", conf_dir / "model"))
     scenes_dir = Path(_get(cfg.get("paths", {}), "scenes", default_scenes_dir()))
-    registry = SceneRegistry(scenes_dir)
+    registry = SceneRegistry(scenes_dir, options={"web": cfg.get("web")})
     tasks = [cfg["task"]] if cfg.get("task") else cfg.get("tasks")
     tasks = check_list("task" if cfg.get("task") else "tasks", tasks, registry.ids())
     names = [model_choice] if model_choice else cfg.get("models")
@@ -122,7 +126,11 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
                 f"scheduler.providers.{name}: unknown key(s) {sorted(bad)}; "
                 "allowed: rpm, rpd, max_concurrent, timeout_s"
             )
+    detector = None
+    if SOM_METHODS & set(knobs.methods):
+        detector = detector_config(cfg.get("detector", "oracle"), cfg.get("detect"))
     return SweepSetup(
+        detector=detector,
         retry=retry,
         rate_split=_positive_int("scheduler.rate_split", _get(sched, "rate_split", 1)),
         provider_overrides=overrides,
@@ -161,8 +169,14 @@ def plan(setup: SweepSetup) -> list[TrialSpec]:
     return build_plan(setup.experiment, setup.knobs, setup.models, scenes)
 
 
-def trial_record(spec: TrialSpec, result: TrialResult, target: Box, wall_s: float) -> dict[str, Any]:
-    """The ``trials.jsonl`` line: the spec's fields, the outcome, and every scoring rule."""
+def trial_record(
+    spec: TrialSpec, result: TrialResult, target: Box, wall_s: float, probe: Probe | None = None
+) -> dict[str, Any]:
+    """The ``trials.jsonl`` line: the spec's fields, the outcome, and every scoring rule.
+
+    ``probe`` (what the scene says lies under the final point) adds ``hit_element``, ``clicked_target``
+    and ``blocked_requests``; for web scenes ``hit`` then follows the DOM (``hit_rule``, ``hit_box``).
+    """
     d = asdict(spec)
     d["trial_key"] = d.pop("key")
     final = Point(*result.final_point) if result.final_point is not None else None
@@ -181,6 +195,7 @@ def trial_record(spec: TrialSpec, result: TrialResult, target: Box, wall_s: floa
         wall_s=round(wall_s, 4),
         finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
+    d.update(probe_fields(probe, s.hit))
     return d
 
 
@@ -210,6 +225,22 @@ def skipped_result(reason_class: str, reason: str) -> TrialResult:
     )
 
 
+def interleave(specs: list[TrialSpec]) -> list[TrialSpec]:
+    """Round-robin the trials over providers (model-free ones first), keeping each provider's order.
+
+    Trials start in this order as in-flight slots free up, so every provider always has work queued and a
+    slow provider's waits overlap with the others' calls instead of following them.
+    """
+    queues: dict[str, list[TrialSpec]] = {}
+    for s in specs:
+        queues.setdefault("" if s.method in MODEL_FREE else s.provider, []).append(s)
+    out = queues.pop("", [])
+    lists = list(queues.values())
+    for i in range(max((len(q) for q in lists), default=0)):
+        out.extend(q[i] for q in lists if i < len(q))
+    return out
+
+
 async def run_trials(
     specs: list[TrialSpec],
     setup: SweepSetup,
@@ -224,11 +255,12 @@ async def run_trials(
     retries (:mod:`dvoc_bench.scheduler`). When a provider dies (auth / quota), its trials that have not
     finished are written as ``skipped`` with the reason (completed steps kept), never dropped.
     """
-    pending = [s for s in specs if s.key not in store.finished]
+    pending = interleave([s for s in specs if s.key not in store.finished])
     gates = gates if gates is not None else build_gates(setup)
     models: dict[str, Model] = {}
     envs: dict[tuple[str, str], TrialEnv] = {}
     by_name = {m.name: m for m in setup.models}
+    detector = DetectorService(setup.detector) if setup.detector is not None else None
 
     def env_for(spec: TrialSpec) -> TrialEnv:
         k = (spec.model, spec.task)
@@ -250,6 +282,7 @@ async def run_trials(
                 adaptive=setup.adaptive,
                 params=setup.params,
                 oneshot_retry_rule=setup.retry_rule,
+                detector=detector,
             )
         return envs[k]
 
@@ -281,10 +314,20 @@ async def run_trials(
                     )
                     result.steps = steps
                     finish(result)
-            record = trial_record(spec, result, env.snapshot.target_box, time.perf_counter() - t0)
+            wall_s = time.perf_counter() - t0
+            probe = None
+            if result.final_point is not None:  # web: the DOM element under the point (and a real click)
+                try:
+                    probe = await setup.registry.aprobe(spec.task, Point(*result.final_point))
+                except Exception:  # recorded as hit_rule "box": the box rule stands for this trial
+                    log.exception("trial %s: probing the final point failed", spec.key)
+            record = trial_record(spec, result, env.snapshot.target_box, wall_s, probe)
             store.append_trial(record, result.steps)
             if on_done is not None:
                 on_done(record)
 
     await asyncio.gather(*(one(s) for s in pending))
+    if detector is not None:
+        await asyncio.to_thread(detector.close)  # stops a helper process, releases an onnx session
+    await asyncio.to_thread(setup.registry.close)  # closes the browser of web scenes, if one started
     return gates
