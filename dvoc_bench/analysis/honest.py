@@ -1,0 +1,459 @@
+"""Tables under one explicit success rule, with intervals (DESIGN §5, §11; upstream-facts §8.8, §9, §11).
+
+Everything here states its rule and never mixes rules:
+
+- ``hit``: the final point lies inside the target element's box (the honest rule);
+- ``within_eps``: distance to the target centre < ε (30 px by default);
+- ``hit_radius``: distance < max(w/2, h/2, 30) (the rule of the authors' code; generous for wide targets).
+
+Rates are over *valid* trials (status ``ok``), with Wilson 95 % score intervals; ``raw_rate`` divides by
+every trial that ran (errors count as failures). Mean distances carry percentile-bootstrap intervals from
+a ``numpy.random.Generator`` seeded per group from ``seed`` and the group's name, so a table does not
+depend on row order. :func:`paired` compares two settings on the same start points (McNemar's exact
+test on the discordant pairs). :func:`frame_audit_points` / :func:`frame_audit_offsets` reread every
+recorded answer in each coordinate frame. :func:`cost_table` gives calls, tokens, cost and the cost per
+successful click (under the rule named in the table) wherever the cost is known.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+RULES = ("hit", "within_eps", "hit_radius")
+"""Success rules a table can use (columns of the trials frame)."""
+RULE_TEXT = {
+    "hit": "hit = final point inside the target box",
+    "within_eps": "within_eps = distance to the target centre < epsilon",
+    "hit_radius": "hit_radius = distance < max(w/2, h/2, 30) (the authors' code rule)",
+    "paper_success": "paper_success = the authors' stored success (mixed rule, upstream-facts §8.8)",
+}
+Z95 = 1.959963984540054
+"""Two-sided 95 % normal quantile."""
+FRAMES = ("pixel", "norm1000", "norm1")
+
+
+def check_rule(rule: str) -> str:
+    if rule not in RULES:
+        raise ValueError(f"unknown rule {rule!r}; allowed: {', '.join(RULES)}")
+    return rule
+
+
+# ------------------------------------------------------------------------------------------------ intervals
+
+
+def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval for ``k`` successes in ``n`` trials (``(nan, nan)`` when ``n == 0``)."""
+    if n <= 0:
+        return math.nan, math.nan
+    if not 0 <= k <= n:
+        raise ValueError(f"wilson: need 0 <= k <= n, got k={k}, n={n}")
+    p = k / n
+    z2 = z * z
+    denom = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def bootstrap_ci(
+    values: Sequence[float] | np.ndarray,
+    rng: np.random.Generator,
+    stat: Callable[[np.ndarray], np.ndarray] | None = None,
+    n_boot: int = 2000,
+    level: float = 0.95,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``stat`` (default: the mean over axis 1) of ``values``."""
+    x = np.asarray(values, dtype=float)
+    x = np.sort(x[np.isfinite(x)])  # sorted: the interval does not depend on the order of the rows
+    if len(x) == 0:
+        return math.nan, math.nan
+    if len(x) == 1:
+        return float(x[0]), float(x[0])
+    idx = rng.integers(0, len(x), size=(n_boot, len(x)))
+    samples = x[idx]
+    stats = samples.mean(axis=1) if stat is None else stat(samples)
+    lo, hi = np.quantile(stats, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(lo), float(hi)
+
+
+def group_rng(seed: int, key: Any) -> np.random.Generator:
+    """A generator seeded from ``seed`` and a stable hash of the group ``key``."""
+    return np.random.default_rng([int(seed), zlib.crc32(repr(key).encode("utf-8"))])
+
+
+def mcnemar_exact(a_only: int, b_only: int) -> float:
+    """Two-sided exact McNemar p-value (binomial test on the discordant pairs)."""
+    n = a_only + b_only
+    if n == 0:
+        return 1.0
+    k = min(a_only, b_only)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+# --------------------------------------------------------------------------------------------- summaries
+
+
+def _keys(by: Sequence[str] | str) -> list[str]:
+    return [by] if isinstance(by, str) else list(by)
+
+
+def _rows(g: pd.DataFrame, rule: str, rng: np.random.Generator, n_boot: int) -> dict[str, Any]:
+    ran = g[g["status"] != "skipped"]
+    valid = ran[ran["valid"]]
+    k = int(valid[rule].sum())
+    n, n_ran = len(valid), len(ran)
+    lo, hi = wilson(k, n)
+    rlo, rhi = wilson(k, n_ran)
+    dist = valid["final_dist_px"].to_numpy(dtype=float)
+    dist = dist[np.isfinite(dist)]
+    dlo, dhi = bootstrap_ci(dist, rng, n_boot=n_boot)
+    # known when every trial that ran has a recorded cost or made no model call (which costs nothing)
+    calls = ran["model_calls"].fillna(0)
+    cost_known = len(ran) > 0 and bool((ran["cost_usd"].notna() | (calls == 0)).all())
+    cost = float(ran["cost_usd"].fillna(0.0).sum()) if cost_known else math.nan
+    return {
+        "simulated": bool(g["simulated"].any()),
+        "total": len(g),
+        "errors": int((g["status"] == "error").sum()),
+        "skipped": int((g["status"] == "skipped").sum()),
+        "valid": n,
+        "success": k,
+        "rate": k / n if n else math.nan,
+        "rate_lo": lo,
+        "rate_hi": hi,
+        "raw_rate": k / n_ran if n_ran else math.nan,
+        "raw_lo": rlo,
+        "raw_hi": rhi,
+        "mean_dist": float(dist.mean()) if len(dist) else math.nan,
+        "dist_lo": dlo,
+        "dist_hi": dhi,
+        "median_dist": float(np.median(dist)) if len(dist) else math.nan,
+        "mean_iters": float(valid["iterations"].astype(float).mean()) if n else math.nan,
+        "calls": int(ran["model_calls"].fillna(0).sum()),
+        "tokens_in": int(ran["tokens_in"].fillna(0).sum()) if ran["tokens_in"].notna().any() else pd.NA,
+        "tokens_out": int(ran["tokens_out"].fillna(0).sum()) if ran["tokens_out"].notna().any() else pd.NA,
+        "cost_usd": cost,
+        "cost_per_success": _per_success(cost, k),
+        "inferred_boxes": bool(g["target_inferred"].any()) if rule == "hit" else False,
+        "rule": rule,
+    }
+
+
+def _per_success(cost: float, k: int) -> float:
+    """Cost / successes; ``inf`` when the cost is known but nothing succeeded; NaN when it is unknown."""
+    if not math.isfinite(cost):
+        return math.nan
+    if k == 0:
+        return math.inf
+    return cost / k
+
+
+def summary(
+    trials: pd.DataFrame,
+    rule: str = "hit",
+    by: Sequence[str] | str = ("model", "method"),
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One row per group: counts, the rate under ``rule`` with its Wilson interval (valid trials and all
+    trials that ran), mean distance with a bootstrap interval, median distance, mean iterations, calls,
+    tokens, cost and cost per success. ``simulated`` marks groups with simulated data."""
+    check_rule(rule)
+    keys = _keys(by)
+    rows = []
+    for name, g in trials.groupby(keys, dropna=False, sort=True):
+        name = name if isinstance(name, tuple) else (name,)
+        row = dict(zip(keys, name, strict=True))
+        row.update(_rows(g, rule, group_rng(seed, name), n_boot))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def per_task(trials: pd.DataFrame, rule: str = "hit", method: str | None = "dvoc", **kw: Any) -> pd.DataFrame:
+    """:func:`summary` by task and model (for one method, by default DVOC)."""
+    t = trials if method is None else trials[trials["method"] == method]
+    return summary(t, rule, by=("task", "model"), **kw)
+
+
+def varying_knobs(trials: pd.DataFrame, candidates: Sequence[str] | None = None) -> list[str]:
+    """The knob columns that take more than one value among one model's DVOC trials (what an ablation
+    varied; a knob that only differs between models, like each model's frame, is not an ablation)."""
+    cands = candidates or ("alpha", "overlay", "predict", "protocol", "coord_frame", "epsilon")
+    d = trials[trials["method"] == "dvoc"]
+    if d.empty:
+        return []
+    return [c for c in cands if c in d.columns and int(d.groupby("model")[c].nunique(dropna=True).max()) > 1]
+
+
+def ablation(trials: pd.DataFrame, knob: str, rule: str = "hit", **kw: Any) -> pd.DataFrame:
+    """:func:`summary` of DVOC trials by model and one knob (alpha, overlay, predict, ...)."""
+    return summary(trials[trials["method"] == "dvoc"], rule, by=("model", knob), **kw)
+
+
+def cost_table(
+    trials: pd.DataFrame, rule: str = "hit", by: Sequence[str] | str = ("model", "method")
+) -> pd.DataFrame:
+    """Calls, tokens, cost and cost per successful click (``rule`` names what counts as success), for the
+    groups whose cost is known: every trial that ran has a recorded cost or made no model call. A group
+    with no success shows ``inf``. Empty when no cost is known (e.g. the authors' records)."""
+    s = summary(trials, rule, by=by, n_boot=1)
+    s = s[s["cost_usd"].notna()]
+    cols = [*_keys(by), "simulated", "valid", "success", "calls", "tokens_in", "tokens_out", "cost_usd"]
+    return s[[*cols, "cost_per_success", "rule"]].reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------------------------------- paired
+
+_METHOD_ONLY = ("alpha", "overlay", "predict", "max_iterations", "max_attempts")
+
+
+def pair_keys(factor: str) -> list[str]:
+    """Columns that identify "the same trial under another setting of ``factor``"."""
+    keys = [
+        "model",
+        "task",
+        "start_index",
+        "rep",
+        "protocol",
+        "coord_frame",
+        "epsilon",
+        "method",
+        *_METHOD_ONLY,
+    ]
+    keys = [k for k in keys if k != factor]
+    if factor == "method":
+        keys = [k for k in keys if k not in _METHOD_ONLY]
+    return keys
+
+
+def paired(
+    trials: pd.DataFrame,
+    factor: str,
+    a: Any,
+    b: Any,
+    rule: str = "hit",
+    by: Sequence[str] | str = ("model",),
+    *,
+    keys: Sequence[str] | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Compare ``factor == a`` with ``factor == b`` on the same start points (and repeat, task, model...).
+
+    Only pairs where both trials are valid count. Per group of ``by``: pairs, successes of each side,
+    discordant counts, the rate difference ``a - b`` with a bootstrap interval over pairs, McNemar's
+    exact p-value, and the mean paired distance difference with its interval. Raises ``ValueError`` when
+    a key matches several trials on one side (filter the other knobs first)."""
+    check_rule(rule)
+    keys = list(keys) if keys is not None else pair_keys(factor)
+    keys = [k for k in keys if k in trials.columns]
+    cols = [*keys, rule, "final_dist_px", "simulated"]
+    side_a = trials[(trials[factor] == a) & trials["valid"]][cols]
+    side_b = trials[(trials[factor] == b) & trials["valid"]][cols]
+    for name, side in (("a", side_a), ("b", side_b)):
+        dup = side.duplicated(subset=keys, keep=False)
+        if dup.any():
+            raise ValueError(
+                f"paired: {int(dup.sum())} trials with {factor}={a if name == 'a' else b!r} share a key "
+                f"({', '.join(keys)}); select one value of the other knobs first"
+            )
+    m = side_a.merge(side_b, on=keys, suffixes=("_a", "_b"))
+    bykeys = [k for k in _keys(by) if k in keys]
+    rows = []
+    groups = m.groupby(bykeys, dropna=False, sort=True) if bykeys else [((), m)]
+    for name, g in groups:
+        name = name if isinstance(name, tuple) else (name,)
+        sa = g[f"{rule}_a"].astype(bool).to_numpy()
+        sb = g[f"{rule}_b"].astype(bool).to_numpy()
+        rng = group_rng(seed, (factor, a, b, *name))
+        diff = sa.astype(float) - sb.astype(float)
+        dd = (g["final_dist_px_a"] - g["final_dist_px_b"]).to_numpy(dtype=float)
+        dlo, dhi = bootstrap_ci(diff, rng, n_boot=n_boot)
+        xlo, xhi = bootstrap_ci(dd, rng, n_boot=n_boot)
+        a_only, b_only = int((sa & ~sb).sum()), int((~sa & sb).sum())
+        row = dict(zip(bykeys, name, strict=True))
+        row.update(
+            factor=factor,
+            a=a,
+            b=b,
+            simulated=bool(g["simulated_a"].any() or g["simulated_b"].any()),
+            pairs=len(g),
+            success_a=int(sa.sum()),
+            success_b=int(sb.sum()),
+            a_only=a_only,
+            b_only=b_only,
+            rate_a=float(sa.mean()) if len(g) else math.nan,
+            rate_b=float(sb.mean()) if len(g) else math.nan,
+            diff=float(diff.mean()) if len(g) else math.nan,
+            diff_lo=dlo,
+            diff_hi=dhi,
+            mcnemar_p=mcnemar_exact(a_only, b_only),
+            dist_diff=float(np.nanmean(dd)) if np.isfinite(dd).any() else math.nan,
+            dist_diff_lo=xlo,
+            dist_diff_hi=xhi,
+            rule=rule,
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------------------- frame audit
+
+
+SPANS = ("W-1", "W")
+"""How a normalised unit maps to pixels: ``(W - 1) / scale`` (our geometry) or ``W / scale`` (Gemini's
+documentation)."""
+
+
+def _factors(frame: str, w: np.ndarray, h: np.ndarray, span: str = "W-1") -> tuple[np.ndarray, np.ndarray]:
+    """Pixels per unit of ``frame``: ``(W - 1) / scale`` (``span="W-1"``, our geometry) or ``W / scale``."""
+    if span not in SPANS:
+        raise ValueError(f"unknown span {span!r}; allowed: {', '.join(SPANS)}")
+    if frame == "pixel":
+        return np.ones_like(w), np.ones_like(h)
+    scale = 1000.0 if frame == "norm1000" else 1.0
+    k = 1.0 if span == "W-1" else 0.0
+    return (w - k) / scale, (h - k) / scale
+
+
+def frame_audit_points(
+    steps: pd.DataFrame,
+    by: Sequence[str] | str = ("model", "method", "has_task"),
+    epsilon: float = 30.0,
+    span: str = "W-1",
+) -> pd.DataFrame:
+    """Every recorded absolute answer (one-shot clicks, DVOC absolute-mode answers) read as pixels, as
+    0–1000 and as 0–1 units: per group and reading, n, the rate of each rule and the median error.
+
+    ``as_recorded`` marks the reading the harness actually used (the step's ``frame``); the authors read
+    everything as pixels. The 0–1000 reading uses ``x * (W - 1) / 1000`` (our geometry's rule) or, with
+    ``span="W"``, ``x * W / 1000`` (Gemini's documentation; upstream-facts §9.6 used it): at most 1.3 px
+    apart on 1280-wide images, but it moves medians of well-aimed answers (0.7 vs 0.4 px on S1).
+    """
+    s = steps[steps["raw_x"].notna() & steps["raw_y"].notna() & steps["image_w"].notna()].copy()
+    keys = _keys(by)
+    if s.empty:
+        return pd.DataFrame(
+            columns=[
+                *keys,
+                "reading",
+                "as_recorded",
+                "simulated",
+                "n",
+                "hit",
+                "hit_radius",
+                "within_eps",
+                "median_err_px",
+            ]
+        )
+    w = s["image_w"].to_numpy(dtype=float)
+    h = s["image_h"].to_numpy(dtype=float)
+    x0, y0 = s["target_x0"].to_numpy(dtype=float), s["target_y0"].to_numpy(dtype=float)
+    x1, y1 = s["target_x1"].to_numpy(dtype=float), s["target_y1"].to_numpy(dtype=float)
+    cx, cy = s["target_cx"].to_numpy(dtype=float), s["target_cy"].to_numpy(dtype=float)
+    radius = np.maximum(np.maximum((x1 - x0) / 2, (y1 - y0) / 2), 30.0)
+    parts = []
+    for frame in FRAMES:
+        fx, fy = _factors(frame, w, h, span)
+        px = s["raw_x"].to_numpy(dtype=float) * fx
+        py = s["raw_y"].to_numpy(dtype=float) * fy
+        d = np.hypot(px - cx, py - cy)
+        part = s[[*keys, "simulated", "frame"]].copy()
+        part["reading"] = frame
+        part["_hit"] = (px >= x0) & (px <= x1) & (py >= y0) & (py <= y1)
+        part["_radius"] = d < radius
+        part["_eps"] = d < epsilon
+        part["_d"] = d
+        parts.append(part)
+    allp = pd.concat(parts, ignore_index=True)
+    rows = []
+    for name, g in allp.groupby([*keys, "reading"], dropna=False, sort=False):
+        name = name if isinstance(name, tuple) else (name,)
+        row = dict(zip([*keys, "reading"], name, strict=True))
+        row.update(
+            as_recorded=bool((g["frame"] == row["reading"]).all()),
+            simulated=bool(g["simulated"].any()),
+            n=len(g),
+            hit=float(g["_hit"].mean()),
+            hit_radius=float(g["_radius"].mean()),
+            within_eps=float(g["_eps"].mean()),
+            median_err_px=float(g["_d"].median()),
+        )
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    order = {f: i for i, f in enumerate(FRAMES)}
+    return out.sort_values(
+        [*keys, "reading"], key=lambda c: c.map(order) if c.name == "reading" else c
+    ).reset_index(drop=True)
+
+
+def frame_audit_offsets(
+    steps: pd.DataFrame, by: Sequence[str] | str = ("model", "image_w", "image_h")
+) -> pd.DataFrame:
+    """Per group: the gain of the reported offset on the true offset, per axis, against what each frame
+    predicts (pixel: 1; 0–1000: 1000/W and 1000/H).
+
+    Uses DVOC steps with a raw offset (relative mode) and a known draft. ``gain0_*`` is the least-squares
+    slope through the origin, ``gain_*`` / ``bias_*`` an ordinary fit with intercept, ``g_*`` = 1000/W,
+    1000/H. ``frame_x`` / ``frame_y`` name the frame whose gain is nearest (on a log scale).
+    ``err_raw_px`` / ``err_norm_px``: median |r - t| with r read as pixels, and as 0–1000 units."""
+    s = steps[steps["raw_dx"].notna() & steps["true_dx"].notna() & steps["image_w"].notna()]
+    keys = _keys(by)
+    rows = []
+    for name, g in s.groupby(keys, dropna=False, sort=True):
+        name = name if isinstance(name, tuple) else (name,)
+        row = dict(zip(keys, name, strict=True))
+        w, h = float(g["image_w"].iloc[0]), float(g["image_h"].iloc[0])
+        row.update(simulated=bool(g["simulated"].any()), n=len(g))
+        for ax, size in (("x", w), ("y", h)):
+            r = g[f"raw_d{ax}"].to_numpy(dtype=float)
+            t = g[f"true_d{ax}"].to_numpy(dtype=float)
+            tt = float((t * t).sum())
+            row[f"gain0_{ax}"] = float((r * t).sum() / tt) if tt > 0 else math.nan
+            if len(g) >= 3 and np.ptp(t) > 0:
+                slope, icpt = np.polyfit(t, r, 1)
+                row[f"gain_{ax}"], row[f"bias_{ax}"] = float(slope), float(icpt)
+            else:
+                row[f"gain_{ax}"], row[f"bias_{ax}"] = math.nan, math.nan
+            row[f"g_{ax}"] = 1000.0 / size
+            row[f"frame_{ax}"] = _nearest_frame(row[f"gain0_{ax}"], size)
+        rx, ry = g["raw_dx"].to_numpy(dtype=float), g["raw_dy"].to_numpy(dtype=float)
+        tx, ty = g["true_dx"].to_numpy(dtype=float), g["true_dy"].to_numpy(dtype=float)
+        row["err_raw_px"] = float(np.median(np.hypot(rx - tx, ry - ty)))
+        row["err_norm_px"] = float(np.median(np.hypot(rx * (w - 1) / 1000 - tx, ry * (h - 1) / 1000 - ty)))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _nearest_frame(gain: float, size: float) -> str:
+    if not math.isfinite(gain) or gain <= 0:
+        return "unclear"
+    cands = {"pixel": 1.0, "norm1000": 1000.0 / size, "norm1": 1.0 / size}
+    return min(cands, key=lambda f: abs(math.log(gain / cands[f])))
+
+
+def rules_side_by_side(trials: pd.DataFrame, by: Sequence[str] | str = ("model", "method")) -> pd.DataFrame:
+    """Rate over valid trials under every rule at once (and the authors' stored ``paper_success`` where the
+    records have it): how much of a result is the choice of rule (upstream-facts §8.8)."""
+    keys = _keys(by)
+    v = trials[trials["valid"]]
+    rows = []
+    for name, g in v.groupby(keys, dropna=False, sort=True):
+        name = name if isinstance(name, tuple) else (name,)
+        row = dict(zip(keys, name, strict=True))
+        row.update(simulated=bool(g["simulated"].any()), valid=len(g))
+        if g["paper_success"].notna().any():
+            row["paper_success"] = float(g["paper_success"].astype(float).mean())
+        for rule in ("hit_radius", "within_eps", "hit"):
+            row[rule] = float(g[rule].mean())
+        row["inferred_boxes"] = bool(g["target_inferred"].any())
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,387 @@
+"""Read our run directories into :class:`~dvoc_bench.analysis.schema.Runs` (DESIGN §6, §11).
+
+A path given to :func:`load_runs` may be a run directory (it holds ``trials.jsonl``), a ``trials.jsonl``
+file, or any directory above run directories: a Hydra multirun sweep
+(``runs/<exp>/multirun/<time>/<job num>/``, each job with ``.hydra/overrides.yaml``) or a whole ``runs/``
+tree. Every run directory found is read; Hydra jobs get their job number and one ``override.<key>``
+column per override, so the jobs of a sweep merge into one frame that can be grouped by what was swept.
+
+Parsed frames are cached as parquet in ``<run_dir>/.analysis_cache/`` (rebuilt when ``trials.jsonl`` or
+``steps.jsonl`` change size or mtime); a read-only run directory is simply read without a cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import struct
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from dvoc_bench.analysis.schema import (
+    STEP_COLUMNS,
+    TEXT_COLUMNS,
+    TRIAL_COLUMNS,
+    TRIAL_TO_STEP,
+    Runs,
+    coerce,
+    empty_frame,
+)
+
+log = logging.getLogger(__name__)
+
+CACHE_DIR = ".analysis_cache"
+CACHE_VERSION = 1
+RUN_DIR_ENV = "DVOC_RUN_DIR"
+"""Environment variable naming the run directory notebooks read (else the newest under ``runs/``)."""
+
+
+# ----------------------------------------------------------------------------------------------- discovery
+
+
+def find_run_dirs(paths: Iterable[Path | str]) -> list[Path]:
+    """Run directories under ``paths`` (each holds ``trials.jsonl``), in path order, without duplicates."""
+    found: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_file() and p.name == "trials.jsonl":
+            cands = [p.parent]
+        elif (p / "trials.jsonl").is_file():
+            cands = [p]
+        elif p.is_dir():
+            cands = sorted(
+                (t.parent for t in p.rglob("trials.jsonl") if CACHE_DIR not in t.parts),
+                key=_job_sort_key,
+            )
+        else:
+            raise FileNotFoundError(f"no such run directory or trials.jsonl: {p}")
+        if not cands:
+            raise FileNotFoundError(f"no run directory (a folder with trials.jsonl) under {p}")
+        for c in cands:
+            if c.resolve() not in {f.resolve() for f in found}:
+                found.append(c)
+    return found
+
+
+def _job_sort_key(p: Path) -> tuple[str, int, str]:
+    return (str(p.parent), int(p.name) if p.name.isdigit() else -1, p.name)
+
+
+def newest_run(root: Path | str = "runs") -> Path | None:
+    """The run directory under ``root`` whose ``trials.jsonl`` changed last (``None`` if there is none)."""
+    root = Path(root)
+    if not root.is_dir():
+        return None
+    files = [t for t in root.rglob("trials.jsonl") if CACHE_DIR not in t.parts]
+    if not files:
+        return None
+    return max(files, key=lambda t: t.stat().st_mtime_ns).parent
+
+
+def default_run_dir(root: Path | str | None = None) -> Path:
+    """``$DVOC_RUN_DIR`` if set, else the newest run under ``root`` (default: the repository's ``runs/``).
+
+    Raises ``FileNotFoundError`` with what to do when there is none.
+    """
+    env = os.environ.get(RUN_DIR_ENV)
+    if env:
+        return Path(env)
+    root = Path(root) if root is not None else Path(__file__).resolve().parents[2] / "runs"
+    run = newest_run(root)
+    if run is None:
+        raise FileNotFoundError(
+            f"no run found under {root}; run `python -m dvoc_bench` first or set {RUN_DIR_ENV}=<run dir>"
+        )
+    return run
+
+
+# ------------------------------------------------------------------------------------------------ scenes
+
+
+@lru_cache(maxsize=256)
+def scene_meta(task: str, scenes_dir: str | None = None) -> tuple[int | None, int | None, str | None]:
+    """``(width, height, instruction)`` of a scene from its definition file, without rendering it."""
+    from dvoc_bench.scenes import default_scenes_dir
+
+    root = Path(scenes_dir) if scenes_dir else default_scenes_dir()
+    for path in sorted(root.glob(f"*/{task}.yaml")):
+        try:
+            spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        size = spec.get("size") or spec.get("viewport")
+        w = h = None
+        if isinstance(size, list | tuple) and len(size) == 2:
+            w, h = int(size[0]), int(size[1])
+        elif isinstance(size, Mapping):
+            w, h = int(size.get("width", 0)) or None, int(size.get("height", 0)) or None
+        instr = spec.get("instruction")
+        return w, h, str(instr) if instr else None
+    return None, None, None
+
+
+def png_size(path: Path) -> tuple[int, int] | None:
+    """Width and height from a PNG's header (``None`` if it is not a readable PNG)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(24)
+    except OSError:
+        return None
+    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    w, h = struct.unpack(">II", head[16:24])
+    return int(w), int(h)
+
+
+def scene_kind(task: str | None) -> str | None:
+    """``web`` for ``W*`` task ids, ``synthetic`` otherwise."""
+    if not task:
+        return None
+    return "web" if str(task).startswith("W") else "synthetic"
+
+
+# ---------------------------------------------------------------------------------------------- flattening
+
+
+def _xy(v: Any) -> tuple[float | None, float | None]:
+    if isinstance(v, list | tuple) and len(v) >= 2:
+        return v[0], v[1]
+    if isinstance(v, Mapping):
+        return v.get("x"), v.get("y")
+    return None, None
+
+
+def flatten_trial(r: Mapping[str, Any]) -> dict[str, Any]:
+    """One ``trials.jsonl`` record -> one row of the trials frame (lists flattened)."""
+    d = dict(r)
+    d["start_x"], d["start_y"] = _xy(d.pop("start", None))
+    d["final_x"], d["final_y"] = _xy(d.pop("final_point", None))
+    box = d.pop("target_box", None)
+    if isinstance(box, list | tuple) and len(box) == 4:
+        d["target_x0"], d["target_y0"], d["target_x1"], d["target_y1"] = box
+    d["target_cx"], d["target_cy"] = _xy(d.pop("target_centre", None))
+    d["valid"] = d.get("status") == "ok"
+    d["scene_kind"] = scene_kind(d.get("task"))
+    return _scalars(d, _TRIAL_KNOWN)
+
+
+_TRIAL_KNOWN = frozenset(TRIAL_COLUMNS)
+_STEP_KNOWN = frozenset(STEP_COLUMNS) | frozenset(TEXT_COLUMNS)
+
+
+def _scalars(d: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    """Fields this schema does not know that hold lists or mappings become JSON text (typed columns)."""
+    for k in d.keys() - known:
+        if isinstance(d[k], list | dict):
+            d[k] = json.dumps(d[k], ensure_ascii=False)
+    return d
+
+
+def flatten_step(r: Mapping[str, Any]) -> dict[str, Any]:
+    """One ``steps.jsonl`` record -> one row of the steps frame."""
+    d = dict(r)
+    d["draft_x"], d["draft_y"] = _xy(d.pop("draft", None))
+    raw = d.pop("values_raw", None) or {}
+    d["raw_dx"], d["raw_dy"] = raw.get("dx"), raw.get("dy")
+    d["raw_x"], d["raw_y"], d["raw_conf"] = raw.get("x"), raw.get("y"), raw.get("confidence")
+    px = d.pop("values_px", None) or {}
+    d["px_dx"], d["px_dy"], d["px_x"], d["px_y"] = px.get("dx"), px.get("dy"), px.get("x"), px.get("y")
+    d["rep_dx"], d["rep_dy"] = _xy(d.pop("reported_offset_px", None))
+    d["step_raw_dx"], d["step_raw_dy"] = _xy(d.pop("step_raw", None))
+    d["step_dx"], d["step_dy"] = _xy(d.pop("step_clamped", None))
+    d["next_x"], d["next_y"] = _xy(d.pop("next_draft", None))
+    calls = d.get("reply_tool_calls")
+    d["reply_tool_calls"] = json.dumps(calls, ensure_ascii=False) if calls else None
+    return _scalars(d, _STEP_KNOWN)
+
+
+def attach_trials(steps: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
+    """Copy the trial columns of :data:`TRIAL_TO_STEP` onto the steps; derive ``true_dx/dy`` and
+    ``has_task`` where the frame lacks them. Steps of unknown trials are dropped."""
+    cols = ["run_dir", "trial_key", *TRIAL_TO_STEP]
+    t = trials[cols].rename(columns=TRIAL_TO_STEP)
+    base = steps.drop(columns=[c for c in TRIAL_TO_STEP.values() if c in steps.columns])
+    merged = base.merge(t, on=["run_dir", "trial_key"], how="inner", validate="many_to_one")
+    tdx = merged["target_cx"] - merged["draft_x"]
+    tdy = merged["target_cy"] - merged["draft_y"]
+    merged["true_dx"] = merged["true_dx"].fillna(tdx) if "true_dx" in merged else tdx
+    merged["true_dy"] = merged["true_dy"].fillna(tdy) if "true_dy" in merged else tdy
+    return merged
+
+
+# ------------------------------------------------------------------------------------------------ overrides
+
+
+def read_overrides(run_dir: Path) -> dict[str, Any]:
+    """The Hydra overrides of a run (``.hydra/overrides.yaml``): key -> value (scalars parsed, lists and
+    mappings kept as their text). ``hydra.*`` overrides are left out."""
+    path = run_dir / ".hydra" / "overrides.yaml"
+    if not path.is_file():
+        return {}
+    try:
+        items = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    except yaml.YAMLError:
+        return {}
+    out: dict[str, Any] = {}
+    for item in items:
+        if not isinstance(item, str) or "=" not in item:
+            continue
+        key, _, text = item.partition("=")
+        key = key.lstrip("+~")
+        if key.startswith("hydra."):
+            continue
+        try:
+            val = yaml.safe_load(text)
+        except yaml.YAMLError:
+            val = text
+        out[key] = val if isinstance(val, str | int | float | bool) or val is None else text
+    return out
+
+
+def job_number(run_dir: Path) -> int | None:
+    """The Hydra multirun job number (the directory name under a sweep with ``multirun.yaml``)."""
+    if run_dir.name.isdigit() and (run_dir.parent / "multirun.yaml").is_file():
+        return int(run_dir.name)
+    return None
+
+
+# ------------------------------------------------------------------------------------------------- reading
+
+
+_SCHEMA = hashlib.sha256(
+    json.dumps([CACHE_VERSION, TRIAL_COLUMNS, STEP_COLUMNS, TEXT_COLUMNS], sort_keys=True).encode()
+).hexdigest()[:16]
+"""Fingerprint of the schema: a cache written under another schema is rebuilt."""
+
+
+def _signature(run_dir: Path) -> dict[str, Any]:
+    sig: dict[str, Any] = {"schema": _SCHEMA}
+    for name in ("trials.jsonl", "steps.jsonl", ".hydra/overrides.yaml"):
+        p = run_dir / name
+        sig[name] = [p.stat().st_size, p.stat().st_mtime_ns] if p.exists() else None
+    return sig
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    rows = []
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                log.warning("%s: skipped a line that does not parse (torn write?)", path)
+    return rows
+
+
+def _image_sizes(run_dir: Path, steps: pd.DataFrame, trials: pd.DataFrame) -> dict[str, tuple[int, int]]:
+    """Task -> image size: from a frame the model saw, else from the scene definition."""
+    sizes: dict[str, tuple[int, int]] = {}
+    if len(steps) and "frame_sha" in steps:
+        key_task = dict(zip(trials["trial_key"], trials["task"], strict=False))
+        firsts = steps.dropna(subset=["frame_sha"]).drop_duplicates("trial_key")
+        for key, sha in zip(firsts["trial_key"], firsts["frame_sha"], strict=True):
+            task = key_task.get(key)
+            if task is None or task in sizes:
+                continue
+            wh = png_size(run_dir / "frames" / f"{sha}.png")
+            if wh:
+                sizes[task] = wh
+    for task in trials["task"].dropna().unique():
+        if task not in sizes:
+            w, h, _ = scene_meta(str(task))
+            if w and h:
+                sizes[str(task)] = (w, h)
+    return sizes
+
+
+def _parse_run(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Parse one run directory (no cache): typed trials and steps with the text columns."""
+    trials_raw = [flatten_trial(r) for r in _read_jsonl(run_dir / "trials.jsonl") if "trial_key" in r]
+    keys = {r["trial_key"] for r in trials_raw}
+    steps_raw = [flatten_step(r) for r in _read_jsonl(run_dir / "steps.jsonl") if r.get("trial_key") in keys]
+    trials = pd.DataFrame(trials_raw)
+    steps = pd.DataFrame(steps_raw)
+    rd = str(run_dir)
+    trials = coerce(trials.assign(source="run", run_dir=rd), TRIAL_COLUMNS)
+    if len(steps):
+        steps = steps.assign(source="run", run_dir=rd)
+    steps = coerce(steps, {**STEP_COLUMNS, **TEXT_COLUMNS})
+    sizes = _image_sizes(run_dir, steps, trials)
+    trials["image_w"] = trials["task"].map(lambda t: sizes.get(t, (None, None))[0]).astype("Int64")
+    trials["image_h"] = trials["task"].map(lambda t: sizes.get(t, (None, None))[1]).astype("Int64")
+    steps = attach_trials(steps, trials)
+    # has_task: the task instruction appears in the prompt (known for scenes with a definition file)
+    instr = {t: scene_meta(str(t))[2] for t in trials["task"].dropna().unique()}
+    if len(steps):
+        steps["has_task"] = pd.array(
+            [
+                pd.NA if (p is pd.NA or instr.get(t) is None) else instr[t] in p
+                for p, t in zip(steps["prompt"], steps["task"], strict=True)
+            ],
+            dtype="boolean",
+        )
+    steps = coerce(steps, {**STEP_COLUMNS, **TEXT_COLUMNS})
+    return trials, steps
+
+
+def _read_run(run_dir: Path, cache: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    cdir = run_dir / CACHE_DIR
+    sig = _signature(run_dir)
+    if cache and (cdir / "meta.json").is_file():
+        try:
+            if json.loads((cdir / "meta.json").read_text()) == sig:
+                return pd.read_parquet(cdir / "trials.parquet"), pd.read_parquet(cdir / "steps.parquet")
+        except (OSError, ValueError) as e:
+            log.info("cache of %s unreadable (%s); re-parsing", run_dir, e)
+    trials, steps = _parse_run(run_dir)
+    if cache:
+        try:
+            cdir.mkdir(exist_ok=True)
+            tag = f".{os.getpid()}.tmp"  # write aside, then rename: no reader sees half a file
+            (cdir / "meta.json").unlink(missing_ok=True)
+            for name, df in (("trials.parquet", trials), ("steps.parquet", steps)):
+                df.to_parquet(cdir / (name + tag), index=False)
+                os.replace(cdir / (name + tag), cdir / name)
+            (cdir / ("meta.json" + tag)).write_text(json.dumps(sig))
+            os.replace(cdir / ("meta.json" + tag), cdir / "meta.json")
+        except (OSError, ValueError, TypeError) as e:  # read-only run dir, or an unserialisable column
+            log.info("no analysis cache for %s: %s", run_dir, e)
+    return trials, steps
+
+
+def load_runs(*paths: Path | str, text: bool = False, cache: bool = True) -> Runs:
+    """Load run directories (or folders of them, e.g. a Hydra multirun sweep) into one :class:`Runs`.
+
+    ``text=True`` keeps the prompts and raw replies on the steps (large); ``cache=False`` skips the parquet
+    cache. Each Hydra job adds ``job`` and one ``override.<key>`` column per override it was run with.
+    """
+    if not paths:
+        raise ValueError("load_runs needs at least one run directory")
+    parts_t, parts_s, sources = [], [], []
+    for run_dir in find_run_dirs(paths):
+        trials, steps = _read_run(run_dir, cache)
+        if not text:
+            steps = steps.drop(columns=[c for c in TEXT_COLUMNS if c in steps.columns])
+        trials["job"] = pd.array([job_number(run_dir)] * len(trials), dtype="Int64")
+        overrides = read_overrides(run_dir)
+        if overrides:
+            trials["overrides"] = " ".join(f"{k}={v}" for k, v in overrides.items())
+            for k, v in overrides.items():
+                trials[f"override.{k}"] = v
+        parts_t.append(trials)
+        parts_s.append(steps)
+        sources.append(str(run_dir))
+    trials = pd.concat(parts_t, ignore_index=True) if parts_t else empty_frame(TRIAL_COLUMNS)
+    steps = pd.concat(parts_s, ignore_index=True) if parts_s else empty_frame(STEP_COLUMNS)
+    return Runs(trials, steps, sources)

@@ -1,0 +1,128 @@
+"""Markdown rendering of analysis tables (no ``tabulate`` dependency)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from dvoc_bench.analysis.paper import PAPER_LABELS
+
+
+def _default(v: Any) -> str:
+    if v is None or v is pd.NA:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "-"
+        if math.isinf(v):
+            return "∞"
+        return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+    return str(v)
+
+
+def md_table(df: pd.DataFrame, fmt: Mapping[str, Callable[[Any], str]] | None = None) -> str:
+    """``df`` as a GitHub markdown table; ``fmt`` maps a column to its cell formatter."""
+    fmt = dict(fmt or {})
+    if df.empty:
+        return "_(no rows)_"
+    cols = list(df.columns)
+    body = [
+        [fmt.get(c, _default)(v) for c, v in zip(cols, row, strict=True)]
+        for row in df.itertuples(index=False)
+    ]
+    lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in r) + " |" for r in body]
+    return "\n".join(lines)
+
+
+def pct(v: Any) -> str:
+    return "-" if v is None or v is pd.NA or not math.isfinite(float(v)) else f"{100 * float(v):.1f}%"
+
+
+def px(v: Any) -> str:
+    return "-" if v is None or v is pd.NA or not math.isfinite(float(v)) else f"{float(v):.1f}"
+
+
+def usd(v: Any) -> str:
+    if v is None or v is pd.NA:
+        return "unknown"
+    v = float(v)
+    if math.isnan(v):
+        return "unknown"
+    if math.isinf(v):
+        return "no success"
+    return f"${v:.4f}"
+
+
+def label_models(df: pd.DataFrame, paper_names: bool = False) -> pd.DataFrame:
+    """Mark the model of every simulated row ``[SIMULATED]`` and drop the ``simulated`` column."""
+    out = df.copy()
+    if "model" in out and "simulated" in out:
+        out["model"] = [
+            (PAPER_LABELS.get(m, m) if paper_names else str(m)) + (" [SIMULATED]" if s else "")
+            for m, s in zip(out["model"], out["simulated"], strict=True)
+        ]
+    return out.drop(columns=["simulated"], errors="ignore")
+
+
+def summary_view(s: pd.DataFrame) -> pd.DataFrame:
+    """An honest summary (:func:`~dvoc_bench.analysis.honest.summary`) reduced to readable columns, the
+    intervals written as ``[lo, hi]``."""
+    if s.empty:
+        return s
+    keys = [c for c in s.columns if c not in _SUMMARY_COLS]
+    out = label_models(s[[*keys, "simulated"]])
+    out["valid/total"] = [f"{v}/{t}" for v, t in zip(s["valid"], s["total"], strict=True)]
+    out["errors"] = s["errors"].to_numpy()
+    out["rate [95% CI]"] = [
+        f"{pct(r)} [{pct(a)}, {pct(b)}]"
+        for r, a, b in zip(s["rate"], s["rate_lo"], s["rate_hi"], strict=True)
+    ]
+    out["raw rate"] = s["raw_rate"].map(pct).to_numpy()
+    out["mean dist px [95% CI]"] = [
+        f"{px(m)} [{px(a)}, {px(b)}]"
+        for m, a, b in zip(s["mean_dist"], s["dist_lo"], s["dist_hi"], strict=True)
+    ]
+    out["median px"] = s["median_dist"].map(px).to_numpy()
+    out["mean iters"] = s["mean_iters"].map(px).to_numpy()
+    out["calls"] = s["calls"].to_numpy()
+    out["tokens in/out"] = [
+        "-" if i is pd.NA or o is pd.NA else f"{int(i)}/{int(o)}"
+        for i, o in zip(s["tokens_in"], s["tokens_out"], strict=True)
+    ]
+    out["cost"] = s["cost_usd"].map(usd).to_numpy()
+    out["cost / success"] = s["cost_per_success"].map(usd).to_numpy()
+    return out
+
+
+_SUMMARY_COLS = {
+    "simulated",
+    "total",
+    "errors",
+    "skipped",
+    "valid",
+    "success",
+    "rate",
+    "rate_lo",
+    "rate_hi",
+    "raw_rate",
+    "raw_lo",
+    "raw_hi",
+    "mean_dist",
+    "dist_lo",
+    "dist_hi",
+    "median_dist",
+    "mean_iters",
+    "calls",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+    "cost_per_success",
+    "inferred_boxes",
+    "rule",
+}

@@ -1,0 +1,264 @@
+"""The two frames every analysis works on: ``trials`` (one row per trial) and ``steps`` (one row per model
+call), with typed columns, and the :class:`Runs` container that holds them.
+
+Both our run directories and the authors' records are loaded into this schema, so every table and plot
+works on either. Points and boxes are flattened into ``*_x`` / ``*_y`` columns (pixels of the image the
+model saw). Columns a source cannot fill are present and empty (``<NA>`` / ``NaN``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+STR, FLOAT, INT, BOOL, NBOOL = "string", "float64", "Int64", "bool", "boolean"
+
+TRIAL_COLUMNS: dict[str, str] = {
+    # identity and provenance
+    "trial_key": STR,  # our trial hash, or the authors' record path / file#index
+    "source": STR,  # "run" (ours) or "upstream" (the authors' records)
+    "run_dir": STR,  # run directory (ours) or the authors' file / tree it came from
+    "job": INT,  # Hydra multirun job number, <NA> for a single run
+    "experiment": STR,
+    "model": STR,
+    "model_id": STR,
+    "api_base": STR,
+    "provider": STR,
+    "simulated": BOOL,  # True: produced by the simulated VLM, never a real model
+    "coord_frame": STR,  # frame the answers were read in (pixel | norm1000 | norm1)
+    "task": STR,
+    "scene_kind": STR,  # synthetic | web (from the task id: W* = web)
+    "scene_hash": STR,
+    "image_w": INT,
+    "image_h": INT,
+    # knobs
+    "method": STR,  # dvoc | oneshot | centre | random | ...
+    "protocol": STR,
+    "alpha": STR,  # alpha schedule
+    "overlay": STR,
+    "predict": STR,
+    "start_x": FLOAT,
+    "start_y": FLOAT,
+    "start_index": INT,
+    "rep": INT,
+    "seed": INT,
+    "epsilon": FLOAT,
+    "conf_threshold": FLOAT,
+    "window": INT,
+    "max_iterations": INT,
+    "max_attempts": INT,
+    "alpha_constant": FLOAT,
+    "hit_radius_min": FLOAT,
+    # outcome
+    "status": STR,  # ok | error | skipped
+    "valid": BOOL,  # status == "ok"
+    "stop_reason": STR,
+    "final_x": FLOAT,
+    "final_y": FLOAT,
+    "iterations": INT,
+    "model_calls": INT,
+    "parse_errors": INT,
+    "tokens_in": INT,
+    "tokens_out": INT,
+    "cost_usd": FLOAT,  # NaN when unknown
+    "error_class": STR,
+    "error": STR,
+    "target_x0": FLOAT,
+    "target_y0": FLOAT,
+    "target_x1": FLOAT,
+    "target_y1": FLOAT,
+    "target_cx": FLOAT,
+    "target_cy": FLOAT,
+    "target_inferred": BOOL,  # True when the target box is inferred (the authors' web scenes)
+    "final_dist_px": FLOAT,
+    "hit": BOOL,  # the honest rule: inside the target box, or on web scenes the DOM element at the point
+    "hit_rule": STR,  # box | dom: what decided `hit`
+    "hit_box": NBOOL,  # the box rule, kept when `hit` follows the DOM
+    "hit_element": STR,  # element under the final point (web: DOM selector; synthetic: element id)
+    "clicked_target": NBOOL,  # web with verify_click: a real click fired the target's listener
+    "blocked_requests": INT,  # web: requests the harness blocked
+    "within_eps": BOOL,  # final_dist_px < epsilon
+    "hit_radius": BOOL,  # final_dist_px < max(w/2, h/2, 30) (the authors' code rule)
+    "radius_px": FLOAT,
+    "wall_s": FLOAT,
+    "finished_at": STR,
+    # the authors' own fields (upstream only)
+    "paper_success": NBOOL,  # their stored `success` (mixed rule, see upstream-facts §8.8)
+    "paper_final_dist": FLOAT,  # their stored `final_dist` (0.1 px; NaN for their 999 error marker)
+    "paper_method": STR,  # their method string (dvoc, naive, dvoc_full_absolute, ...)
+    "paper_trial_id": STR,
+}
+"""Column -> pandas dtype of ``Runs.trials`` (further columns: ``override.<key>`` of Hydra jobs)."""
+
+STEP_COLUMNS: dict[str, str] = {
+    "trial_key": STR,
+    "source": STR,
+    "run_dir": STR,
+    "index": INT,  # 0-based call index within the trial
+    "kind": STR,  # verify | click | baseline
+    "draft_x": FLOAT,  # crosshair shown (verify steps)
+    "draft_y": FLOAT,
+    "true_dist_px": FLOAT,  # true distance of the draft (verify) / of the answered point (click)
+    "true_dx": FLOAT,  # target centre - draft (verify steps): the offset a perfect model reports
+    "true_dy": FLOAT,
+    "frame_sha": STR,
+    "request_sha": STR,
+    "parse_status": STR,
+    "parse_detail": STR,
+    "has_task": NBOOL,  # the prompt contained the task instruction (<NA> when unknown)
+    "raw_dx": FLOAT,  # numbers as the model gave them, in its own frame
+    "raw_dy": FLOAT,
+    "raw_x": FLOAT,
+    "raw_y": FLOAT,
+    "raw_conf": FLOAT,
+    "frame": STR,  # frame the harness read them in
+    "px_dx": FLOAT,  # the same numbers converted to pixels by the harness
+    "px_dy": FLOAT,
+    "px_x": FLOAT,
+    "px_y": FLOAT,
+    "confidence": FLOAT,
+    "rep_dx": FLOAT,  # offset the loop used (pixels)
+    "rep_dy": FLOAT,
+    "alpha": FLOAT,  # gain applied to the offset (float; the schedule name is `alpha_schedule`)
+    "decision": STR,
+    "step_raw_dx": FLOAT,
+    "step_raw_dy": FLOAT,
+    "step_dx": FLOAT,  # applied (clamped) step
+    "step_dy": FLOAT,
+    "next_x": FLOAT,
+    "next_y": FLOAT,
+    "latency_s": FLOAT,
+    "tokens_in": INT,
+    "tokens_out": INT,
+    "cost_usd": FLOAT,
+    "cached": BOOL,
+    "error_class": STR,
+    "error": STR,
+    # copied from the trial for convenience
+    "model": STR,
+    "simulated": BOOL,
+    "task": STR,
+    "scene_kind": STR,
+    "method": STR,
+    "protocol": STR,
+    "alpha_schedule": STR,
+    "overlay": STR,
+    "predict": STR,
+    "coord_frame": STR,
+    "start_index": INT,
+    "rep": INT,
+    "image_w": INT,
+    "image_h": INT,
+    "target_cx": FLOAT,
+    "target_cy": FLOAT,
+    "target_x0": FLOAT,
+    "target_y0": FLOAT,
+    "target_x1": FLOAT,
+    "target_y1": FLOAT,
+}
+"""Column -> pandas dtype of ``Runs.steps``."""
+
+TEXT_COLUMNS: dict[str, str] = {"prompt": STR, "reply_text": STR, "reply_tool_calls": STR}
+"""Large text columns of ``steps``, loaded only with ``text=True`` (tool calls as a JSON string)."""
+
+TRIAL_TO_STEP = {
+    "model": "model",
+    "simulated": "simulated",
+    "task": "task",
+    "scene_kind": "scene_kind",
+    "method": "method",
+    "protocol": "protocol",
+    "alpha": "alpha_schedule",
+    "overlay": "overlay",
+    "predict": "predict",
+    "coord_frame": "coord_frame",
+    "start_index": "start_index",
+    "rep": "rep",
+    "image_w": "image_w",
+    "image_h": "image_h",
+    "target_cx": "target_cx",
+    "target_cy": "target_cy",
+    "target_x0": "target_x0",
+    "target_y0": "target_y0",
+    "target_x1": "target_x1",
+    "target_y1": "target_y1",
+}
+"""Trial columns copied onto every step (trial name -> step name)."""
+
+
+def coerce(df: pd.DataFrame, columns: Mapping[str, str]) -> pd.DataFrame:
+    """Give ``df`` every column of ``columns`` with its dtype (missing ones empty), schema columns first."""
+    n = len(df)
+    out: dict[str, Any] = {}
+    for name, dtype in columns.items():
+        col = df[name] if name in df.columns else pd.Series([None] * n, index=df.index, dtype=object)
+        if dtype == BOOL:
+            if col.dtype != bool:
+                col = col.astype(object)
+                col = col.where(col.notna(), False).astype(bool)
+            out[name] = col
+        elif dtype == NBOOL:
+            out[name] = col.astype(object).astype("boolean")
+        elif dtype == FLOAT:
+            out[name] = pd.to_numeric(col, errors="coerce").astype("float64")
+        elif dtype == INT:
+            out[name] = pd.to_numeric(col, errors="coerce").round().astype("Int64")
+        else:
+            out[name] = col.astype("string")
+    res = pd.DataFrame(out, index=df.index)
+    extra = [c for c in df.columns if c not in columns]
+    if extra:
+        res = pd.concat([res, df[extra]], axis=1)
+    return res.reset_index(drop=True)
+
+
+def empty_frame(columns: Mapping[str, str]) -> pd.DataFrame:
+    """A frame with no rows and the schema's columns and dtypes."""
+    return coerce(pd.DataFrame(), columns)
+
+
+@dataclass
+class Runs:
+    """Trials and steps of one or more sources, in the common schema."""
+
+    trials: pd.DataFrame
+    """One row per trial (columns: :data:`TRIAL_COLUMNS`, plus ``override.<key>`` of Hydra jobs)."""
+    steps: pd.DataFrame
+    """One row per model call (columns: :data:`STEP_COLUMNS`, plus :data:`TEXT_COLUMNS` if loaded)."""
+    sources: list[str] = field(default_factory=list)
+    """The run directories / files the rows came from."""
+
+    @property
+    def simulated(self) -> bool:
+        """True when any trial was produced by the simulated VLM."""
+        return bool(len(self.trials)) and bool(self.trials["simulated"].any())
+
+    def select(self, **equal: Any) -> Runs:
+        """The trials whose columns equal the given values (a list means "any of"), with their steps."""
+        mask = pd.Series(True, index=self.trials.index)
+        for col, val in equal.items():
+            if col not in self.trials.columns:
+                raise KeyError(f"no trial column {col!r}; columns: {', '.join(self.trials.columns)}")
+            vals = val if isinstance(val, list | tuple | set) else [val]
+            mask &= self.trials[col].isin(list(vals)).fillna(False).astype(bool)
+        trials = self.trials[mask].reset_index(drop=True)
+        keys = set(zip(trials["run_dir"], trials["trial_key"], strict=True))
+        sk = pd.Series(list(zip(self.steps["run_dir"], self.steps["trial_key"], strict=True)), dtype=object)
+        steps = self.steps[sk.isin(keys).to_numpy()].reset_index(drop=True)
+        return Runs(trials, steps, list(self.sources))
+
+    @staticmethod
+    def concat(*parts: Runs) -> Runs:
+        """Stack several :class:`Runs` (columns missing in one part stay empty)."""
+        if not parts:
+            return Runs(empty_frame(TRIAL_COLUMNS), empty_frame(STEP_COLUMNS), [])
+        trials = pd.concat([p.trials for p in parts], ignore_index=True)
+        steps = pd.concat([p.steps for p in parts], ignore_index=True)
+        return Runs(trials, steps, [s for p in parts for s in p.sources])
+
+    def __repr__(self) -> str:
+        sim = " SIMULATED" if self.simulated else ""
+        return f"Runs({len(self.trials)} trials, {len(self.steps)} steps, {len(self.sources)} sources{sim})"
