@@ -220,3 +220,20 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
+
+
+def probe_fields(probe: Probe | None, box_hit: bool) -> dict[str, Any]:
+    """The ``trials.jsonl`` fields that come from probing the final point (``None`` when there is none).
+
+    ``hit`` follows the DOM when the scene has a DOM rule (``hit_rule: dom``), else the box rule
+    (``hit_rule: box``); ``hit_box`` always keeps the box rule, so the two can be compared.
+    """
+    dom = probe is not None and probe.hit is not None
+    return {
+        "hit": bool(probe.hit) if dom and probe is not None else box_hit,
+        "hit_rule": "dom" if dom else "box",
+        "hit_box": box_hit,
+        "hit_element": probe.hit_element if probe else None,
+        "clicked_target": probe.clicked_target if probe else None,
+        "blocked_requests": probe.blocked_requests if probe else None,
+    }

@@ -47,6 +47,12 @@ def test_preset_runs_offline_at_smoke_size(tmp_path, preset):
     assert all(t["status"] == "ok" for t in trials)
     assert all(t["simulated"] for t in trials if t["model"] != "none")
     assert "[SIMULATED]" in format_table(summarise(trials))
+    from dvoc_bench.report import main as report
+
+    out = tmp_path / "report"
+    assert report([str(tmp_path), "--out", str(out), "--no-figures", "--n-boot", "200"]) == 0
+    text = (out / "report.md").read_text()
+    assert "SIMULATED" in text
 
 
 def test_paper_presets_use_the_paper_protocol_and_its_sweep():
@@ -95,3 +101,11 @@ def test_submitit_local_multirun_of_two_jobs(tmp_path):
     assert models == [{"sim-ideal"}, {"sim-gemma-4-26b"}]
     for j in jobs:
         assert (j / ".hydra" / "overrides.yaml").exists()
+    from dvoc_bench.analysis import load_runs
+
+    runs = load_runs(tmp_path)  # the sweep dir: both jobs, merged, with their overrides as columns
+    t = runs.trials
+    assert len(t) == sum(1 for j in jobs for _ in read_jsonl(j / "trials.jsonl"))
+    assert set(t["job"]) == {0, 1}
+    by_job = t[t["model"] != "none"].groupby("job")["override.models"].first().to_dict()
+    assert by_job == {0: "[sim-ideal]", 1: "[sim-gemma-4-26b]"}

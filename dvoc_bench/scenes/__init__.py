@@ -1,24 +1,35 @@
 """Scenes: find scene definitions by folder, render each once, hand out Snapshots (DESIGN §9).
 
-A scenes directory holds one subfolder per kind of scene (``synthetic/``; later ``web/``). Each subfolder
+A scenes directory holds one subfolder per kind of scene (``synthetic/``, ``web/``). Each subfolder
 has a :class:`SceneSource`: a file pattern and a loader turning one file into a :class:`Snapshot`. A scene
 id is the file stem (``synthetic/S1.yaml`` -> ``S1``) and must equal the id the loader reports.
+
+Stateful sources (the web source owns a browser) are built per registry by :data:`SOURCE_FACTORIES` from
+the registry's ``options``; they may add scenes defined outside the folder (bring-your-own pages), answer
+what lies under a point (:meth:`SceneRegistry.probe`) and hold resources that :meth:`SceneRegistry.close`
+releases.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from dvoc_bench.geometry import Point
+from dvoc_bench.records import Probe
 from dvoc_bench.scenes.synthetic import render_synthetic_file
 from dvoc_bench.scenes.types import Element, SceneTruth, Snapshot
 
 __all__ = [
     "DEFAULT_SOURCES",
+    "SOURCE_FACTORIES",
     "Element",
+    "Probe",
     "SceneRegistry",
     "SceneSource",
     "SceneTruth",
@@ -35,10 +46,34 @@ class SceneSource:
     """Glob of the definition files inside the subfolder (e.g. ``*.yaml``)."""
     load: Callable[[Path], Snapshot]
     """Renders one definition file into a Snapshot (called once per scene and registry)."""
+    probe: Callable[[str, Point], Probe] | None = None
+    """Optional: what lies under a point of a loaded scene (web: the DOM element, a real click). Without
+    it the registry answers from the element boxes (:func:`box_probe`)."""
+    close: Callable[[], None] | None = None
+    """Optional: release live resources (the browser); a later call may start them again."""
+    extra: Mapping[str, Path] = field(default_factory=dict)
+    """Scenes defined outside the subfolder (bring-your-own tasks): scene id -> the path given to ``load``."""
+    backend: Any = None
+    """The object behind a stateful source (e.g. :class:`dvoc_bench.scenes.web.WebScenes`), for inspection."""
+
+
+def _web_source(options: Any) -> SceneSource:
+    from dvoc_bench.scenes.web import web_source  # keeps the browser code out of ``import dvoc_bench``
+
+    return web_source(options)
 
 
 DEFAULT_SOURCES: Mapping[str, SceneSource] = {"synthetic": SceneSource("*.yaml", render_synthetic_file)}
-"""Subfolder -> source. Web scenes will add ``"web"`` here."""
+"""Subfolder -> stateless source."""
+
+SOURCE_FACTORIES: Mapping[str, Callable[[Any], SceneSource]] = {"web": _web_source}
+"""Subfolder -> factory of a stateful source, called once per registry with ``options[subfolder]``."""
+
+
+def box_probe(truth: SceneTruth, point: Point) -> Probe:
+    """The topmost element (last in drawing order) whose box contains ``point``; the box rule stands."""
+    under = [e for e in truth.elements if e.box.contains(point)]
+    return Probe(hit_element=under[-1].id if under else None, hit=None)
 
 
 def default_scenes_dir() -> Path:
@@ -58,10 +93,20 @@ class SceneRegistry:
     threads) render every scene exactly once. Calls are synchronous and fast after the first.
     """
 
-    def __init__(self, root: Path | str, sources: Mapping[str, SceneSource] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path | str,
+        sources: Mapping[str, SceneSource] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        """``sources`` replaces the defaults (stateless and stateful); ``options`` maps a subfolder to the
+        options of its stateful source (``{"web": cfg["web"]}``), validated here (``ConfigError``)."""
         self.root = Path(root)
         """The scenes directory."""
-        self._sources = dict(DEFAULT_SOURCES if sources is None else sources)
+        if sources is None:
+            options = options or {}
+            sources = {**DEFAULT_SOURCES, **{k: f(options.get(k)) for k, f in SOURCE_FACTORIES.items()}}
+        self._sources = dict(sources)
         self._paths: dict[str, tuple[Path, SceneSource]] | None = None
         self._snapshots: dict[str, Snapshot] = {}
         self._lock = threading.RLock()
@@ -79,6 +124,13 @@ class SceneRegistry:
                                 f"scene id {path.stem!r} defined twice: {paths[path.stem][0]} and {path}"
                             )
                         paths[path.stem] = (path, source)
+                for folder, source in sorted(self._sources.items()):
+                    for sid, path in sorted(source.extra.items()):
+                        if sid in paths:
+                            raise ValueError(
+                                f"scene id {sid!r} defined twice: {paths[sid][0]} and {path} ({folder})"
+                            )
+                        paths[sid] = (Path(path), source)
                 self._paths = paths
             return self._paths
 
@@ -109,3 +161,32 @@ class SceneRegistry:
     def truth(self, scene_id: str) -> SceneTruth:
         """Ground truth of a scene (target box, elements, instruction)."""
         return self.snapshot(scene_id).truth
+
+    def source(self, folder: str) -> SceneSource:
+        """The source of a subfolder (``KeyError`` if there is none)."""
+        return self._sources[folder]
+
+    def probe(self, scene_id: str, point: Point) -> Probe:
+        """What lies under ``point`` in the scene: the source's own answer (web: the DOM), else the boxes.
+
+        May block (a browser round trip); from async code use :meth:`aprobe`.
+        """
+        snap = self.snapshot(scene_id)
+        _, source = self._index()[scene_id]
+        if source.probe is None:
+            return box_probe(snap.truth, point)
+        return source.probe(scene_id, point)
+
+    async def aprobe(self, scene_id: str, point: Point) -> Probe:
+        """:meth:`probe` for asyncio code: a live source is asked from a worker thread."""
+        _, source = self._index()[scene_id]
+        if source.probe is None:
+            return box_probe(self.snapshot(scene_id).truth, point)
+        return await asyncio.to_thread(self.probe, scene_id, point)
+
+    def close(self) -> None:
+        """Release the live resources of every source (the browser). Snapshots stay cached; a later probe
+        or render starts what it needs again."""
+        for source in self._sources.values():
+            if source.close is not None:
+                source.close()

@@ -1,0 +1,111 @@
+"""Which Chromium to launch, and with which switches (DESIGN §9).
+
+Order: an explicit path (``web.chromium`` in the config), Playwright's own download if it is present,
+``$DVOC_CHROMIUM``, ``/usr/bin/chromium``, ``chromium-browser`` and ``google-chrome`` on ``PATH``. With none
+of them, :class:`ChromiumNotFoundError` says in one line how to get one. Nothing here downloads anything.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Mapping
+
+from dvoc_bench.config import ConfigError
+
+ENV_VAR = "DVOC_CHROMIUM"
+"""Environment variable naming a Chromium binary."""
+
+SYSTEM_CANDIDATES = ("/usr/bin/chromium", "chromium-browser", "google-chrome")
+"""System browsers tried after Playwright's own and ``$DVOC_CHROMIUM`` (names are looked up on ``PATH``)."""
+
+LAUNCH_ARGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    # Glyph outlines without the machine's fontconfig hinting: same text on every machine.
+    "--font-render-hinting=none",
+    # Second fence behind the request filter: no host name resolves, so nothing that slips past the route
+    # handler (a preconnect, a DNS prefetch) can reach a remote host.
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+)
+"""Switches for a quiet, offline, deterministic headless Chromium. Playwright adds its own defaults and a
+fresh, empty temporary profile directory per launch (removed when the browser closes)."""
+
+HOW_TO_GET = (
+    "no Chromium found: run `python -m playwright install chromium`, or install a system Chromium "
+    "(Debian/Ubuntu: `apt-get install chromium`), or point DVOC_CHROMIUM (or web.chromium) at a "
+    "Chrome/Chromium binary"
+)
+
+
+class ChromiumNotFoundError(ConfigError):
+    """No usable Chromium binary; the message says how to get one (one line)."""
+
+
+def resolve_chromium(
+    explicit: str | None,
+    playwright_own: str | None,
+    env: Mapping[str, str] | None = None,
+    which: Callable[[str], str | None] = shutil.which,
+    exists: Callable[[str], bool] = os.path.isfile,
+) -> str:
+    """The first usable binary in the documented order; raises :class:`ChromiumNotFoundError`.
+
+    ``explicit`` (from the config) must exist when given: a wrong path is an error, never a silent
+    fallback to another browser.
+    """
+    env = os.environ if env is None else env
+    if explicit:
+        found = explicit if exists(explicit) else which(explicit)
+        if not found:
+            raise ChromiumNotFoundError(f"web.chromium: {explicit!r} is not an existing file; {HOW_TO_GET}")
+        return found
+    if playwright_own and exists(playwright_own):
+        return playwright_own
+    from_env = env.get(ENV_VAR)
+    if from_env:
+        found = from_env if exists(from_env) else which(from_env)
+        if not found:
+            raise ChromiumNotFoundError(f"{ENV_VAR}={from_env!r} is not an existing file; {HOW_TO_GET}")
+        return found
+    for name in SYSTEM_CANDIDATES:
+        found = name if os.path.isabs(name) and exists(name) else which(name)
+        if found:
+            return found
+    raise ChromiumNotFoundError(HOW_TO_GET)
+
+
+def find_chromium(explicit: str | None = None) -> str:
+    """Resolve the binary, asking Playwright where its own download would be (starts its driver briefly).
+
+    Safe to call from any thread, including one running an asyncio loop (the driver runs on a helper
+    thread).
+    """
+    return resolve_chromium(explicit, playwright_chromium_path())
+
+
+def playwright_chromium_path() -> str | None:
+    """Where Playwright keeps its own Chromium (which may not be downloaded); ``None`` if unknown."""
+    import threading
+
+    out: list[str | None] = [None]
+
+    def ask() -> None:
+        from playwright.sync_api import sync_playwright
+
+        try:
+            with sync_playwright() as p:
+                out[0] = p.chromium.executable_path
+        except Exception:  # no driver, unsupported platform: just no Playwright browser
+            out[0] = None
+
+    t = threading.Thread(target=ask, name="dvoc-playwright-probe", daemon=True)
+    t.start()
+    t.join(timeout=60)
+    return out[0]

@@ -1,0 +1,277 @@
+"""Web scenes without a browser: Chromium discovery, the request filter, task specs and options, probes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dvoc_bench.config import ConfigError
+from dvoc_bench.geometry import Point
+from dvoc_bench.records import Probe, probe_fields
+from dvoc_bench.scenes import SceneRegistry, box_probe, default_scenes_dir
+from dvoc_bench.scenes.web import CUSTOM_ID, WebOptions, WebScenes, load_task, task_from_mapping
+from dvoc_bench.web.browser import request_allowed, url_to_path
+from dvoc_bench.web.chromium import HOW_TO_GET, ChromiumNotFoundError, resolve_chromium
+from dvoc_bench.web.page import SetupAction, font_css, font_files, setup_actions
+
+WEB = default_scenes_dir() / "web"
+
+# ------------------------------------------------------------------------------- chromium discovery
+
+
+def _fs(*files: str):
+    present = set(files)
+    return (lambda p: p in present), (
+        lambda name: f"/opt/bin/{name}" if f"/opt/bin/{name}" in present else None
+    )
+
+
+def test_chromium_order_playwright_own_first() -> None:
+    exists, which = _fs("/pw/chrome", "/usr/bin/chromium", "/env/chrome")
+    got = resolve_chromium(
+        None, "/pw/chrome", env={"DVOC_CHROMIUM": "/env/chrome"}, which=which, exists=exists
+    )
+    assert got == "/pw/chrome"
+
+
+def test_chromium_order_env_then_system() -> None:
+    exists, which = _fs("/usr/bin/chromium", "/env/chrome")
+    env = {"DVOC_CHROMIUM": "/env/chrome"}
+    assert resolve_chromium(None, "/pw/missing", env=env, which=which, exists=exists) == "/env/chrome"
+    assert resolve_chromium(None, "/pw/missing", env={}, which=which, exists=exists) == "/usr/bin/chromium"
+    exists, which = _fs("/opt/bin/google-chrome")
+    assert resolve_chromium(None, None, env={}, which=which, exists=exists) == "/opt/bin/google-chrome"
+
+
+def test_chromium_explicit_path_wins_and_must_exist() -> None:
+    exists, which = _fs("/pw/chrome", "/my/chrome")
+    assert resolve_chromium("/my/chrome", "/pw/chrome", env={}, which=which, exists=exists) == "/my/chrome"
+    with pytest.raises(ChromiumNotFoundError, match="web.chromium: '/nope'"):
+        resolve_chromium("/nope", "/pw/chrome", env={}, which=which, exists=exists)
+    with pytest.raises(ChromiumNotFoundError, match="DVOC_CHROMIUM='/gone'"):
+        resolve_chromium(None, None, env={"DVOC_CHROMIUM": "/gone"}, which=which, exists=exists)
+
+
+def test_no_chromium_is_a_one_line_config_error_saying_how() -> None:
+    exists, which = _fs()
+    with pytest.raises(ChromiumNotFoundError) as e:
+        resolve_chromium(None, "/pw/missing", env={}, which=which, exists=exists)
+    msg = str(e.value)
+    assert isinstance(e.value, ConfigError) and "\n" not in msg and msg == HOW_TO_GET
+    assert "python -m playwright install chromium" in msg and "apt-get install chromium" in msg
+
+
+# ------------------------------------------------------------------------------------ request filter
+
+
+def test_request_filter_allows_only_local_page_files(tmp_path: Path) -> None:
+    page = tmp_path / "site" / "page.html"
+    font = Path("/fonts/DejaVuSans.ttf")
+    ok = [
+        page.as_uri(),
+        page.as_uri() + "#section",
+        (page.parent / "img" / "a.png").as_uri(),
+        font.as_uri(),
+        "data:image/png;base64,AAAA",
+        "about:blank",
+    ]
+    blocked = [
+        "http://127.0.0.1:8000/a.png",
+        "https://example.com/a.png",
+        "ws://example.com/socket",
+        (tmp_path / "other" / "secret.txt").as_uri(),
+        page.parent.as_uri() + "/../other/secret.txt",
+        "file://remote-host/share/page.html",
+        "ftp://example.com/x",
+    ]
+    for url in ok:
+        assert request_allowed(url, page, [font]), url
+    for url in blocked:
+        assert not request_allowed(url, page, [font]), url
+
+
+def test_url_to_path_decodes() -> None:
+    assert url_to_path("file:///tmp/my%20dir/p.html?x=1#y") == Path("/tmp/my dir/p.html")
+    assert url_to_path("https://x/p.html") is None
+
+
+# ------------------------------------------------------------------------------------------ fonts
+
+
+def test_font_css_names_files_that_exist_and_freezes_animation() -> None:
+    files = font_files()
+    assert {"DejaVuSans.ttf", "DejaVuSansMono.ttf", "LastResortHE-Regular.ttf"} <= set(files)
+    css = font_css()
+    for path in files.values():
+        assert path.is_file() and path.as_uri() in css
+    assert css.count("@font-face") == len(files)
+    assert "animation: none !important" in css and "transition: none !important" in css
+
+
+def test_shipped_pages_name_only_the_pinned_fonts_and_no_machine_path() -> None:
+    for html in sorted(WEB.glob("W*.html")):
+        text = html.read_text(encoding="utf-8")
+        assert "file:" not in text and "http" not in text.lower(), html.name
+        decls = [line.split("font-family:")[1] for line in text.splitlines() if "font-family:" in line]
+        families = {d.split(";")[0].strip() for d in decls}
+        assert families, html.name
+        for fam in families:
+            names = {f.strip().strip('"') for f in fam.split(",")}
+            assert names <= {"DVOC Sans", "DVOC Mono", "DVOC Fallback"}, (html.name, fam)
+
+
+def test_shipped_page_text_is_covered_by_dejavu() -> None:
+    """Every visible character of W1-W5 exists in DejaVu Sans, so no page falls back to any other font."""
+    import html as htmllib
+    import re
+
+    from fontTools.ttLib import TTFont
+
+    files = font_files()
+    cmap = set(TTFont(files["DejaVuSans.ttf"]).getBestCmap())
+    for page in sorted(WEB.glob("W*.html")):
+        text = re.sub(
+            r"<style.*?</style>|<!--.*?-->|<[^>]+>", " ", page.read_text(encoding="utf-8"), flags=re.S
+        )
+        missing = sorted({c for c in htmllib.unescape(text) if not c.isspace() and ord(c) not in cmap})
+        assert not missing, (page.name, missing)
+
+
+# -------------------------------------------------------------------------------------- task specs
+
+
+def test_shipped_tasks_load() -> None:
+    tasks = {p.stem: load_task(p) for p in sorted(WEB.glob("W*.yaml"))}
+    assert sorted(tasks) == ["W1", "W2", "W3", "W4", "W5"]
+    assert {t.selector for t in tasks.values()} == {
+        "#sign-in",
+        "#nav-docs",
+        "#card-beta",
+        "#edit-bob",
+        "#menu-profile",
+    }
+    for sid, t in tasks.items():
+        assert t.id == sid and t.page == WEB / f"{sid}.html" and t.viewport.as_list() == [1280, 720]
+    assert tasks["W5"].setup == (SetupAction("click", "#menu-toggle"),)
+    assert all(not t.setup for sid, t in tasks.items() if sid != "W5")
+
+
+def _task(tmp_path: Path, **over) -> dict:
+    page = tmp_path / "p.html"
+    page.write_text("<button id=go>Go</button>", encoding="utf-8")
+    return {"page": "p.html", "instruction": "Click Go", "selector": "#go", **over}
+
+
+def test_task_spec_defaults_and_paths(tmp_path: Path) -> None:
+    t = task_from_mapping(_task(tmp_path), base=tmp_path, where="x", default_id="mine")
+    assert (
+        t.id == "mine" and t.page == (tmp_path / "p.html").resolve() and t.viewport.as_list() == [1280, 720]
+    )
+    by_url = _task(tmp_path, page=(tmp_path / "p.html").as_uri())
+    url = task_from_mapping(by_url, base=Path("/"), where="x", default_id="u")
+    assert url.page == t.page
+
+
+@pytest.mark.parametrize(
+    ("over", "match"),
+    [
+        ({"colour": "red"}, "unknown key"),
+        ({"selector": ""}, "'selector' is required"),
+        ({"instruction": None}, "'instruction' is required"),
+        ({"page": "https://example.com/"}, "only local files"),
+        ({"page": "missing.html"}, "file not found"),
+        ({"viewport": [10, 720]}, "viewport"),
+        ({"viewport": "big"}, "viewport"),
+        ({"difficulty": "brutal"}, "difficulty"),
+        ({"setup": [{"tap": "#go"}]}, "unknown action 'tap'"),
+        ({"setup": [{"click": ""}]}, "non-empty CSS selector"),
+        ({"setup": [{"fill": "#go"}]}, "fill takes"),
+        ({"setup": "click"}, "must be a list"),
+    ],
+)
+def test_task_spec_errors_name_the_key(tmp_path: Path, over: dict, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        task_from_mapping(_task(tmp_path, **over), base=tmp_path, where="t.yaml", default_id="t")
+
+
+def test_setup_actions_parse() -> None:
+    got = setup_actions([{"click": "#a"}, {"hover": " .b "}, {"fill": {"selector": "#c", "value": 42}}], "s")
+    assert got == (SetupAction("click", "#a"), SetupAction("hover", ".b"), SetupAction("fill", "#c", "42"))
+
+
+# ----------------------------------------------------------------------------------------- options
+
+
+def test_options_defaults_and_errors(tmp_path: Path) -> None:
+    o = WebOptions.from_mapping(None)
+    assert o == WebOptions() and not o.verify_click and o.custom is None
+    # the config's empty custom block (viewport only) defines no task
+    assert (
+        WebOptions.from_mapping({"custom": {"page": None, "viewport": [1280, 720], "setup": []}}).custom
+        is None
+    )
+    for raw, match in [
+        ({"verify_click": "yes"}, "web.verify_click"),
+        ({"timeout_s": 0}, "web.timeout_s"),
+        ({"speed": 1}, "unknown key"),
+        ({"task_files": ["nope.yaml"]}, r"web.task_files\[0\]"),
+        ({"custom": {"selector": "#go", "instruction": "x"}}, "web.custom.page: required"),
+        ({"custom": {"page": "p.html", "selector": "#go", "colour": 1}}, "unknown key"),
+    ]:
+        with pytest.raises(ConfigError, match=match):
+            WebOptions.from_mapping(raw, cwd=tmp_path)
+
+
+def test_byo_tasks_join_the_registry_without_a_browser(tmp_path: Path) -> None:
+    raw = _task(tmp_path)
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump({**raw, "id": "mine"}), encoding="utf-8")
+    opts = {"task_files": ["mine.yaml"], "custom": {"page": "p.html", "selector": "#go", "instruction": "Go"}}
+    reg = SceneRegistry(default_scenes_dir(), options={"web": WebOptions.from_mapping(opts, cwd=tmp_path)})
+    assert reg.ids()[-7:] == ["W1", "W2", "W3", "W4", "W5", CUSTOM_ID, "mine"]
+    web = reg.source("web").backend
+    assert isinstance(web, WebScenes) and web.browser.launches == 0 and not web.browser.running
+    assert web.task(web.extra[CUSTOM_ID]).selector == "#go" and web.task(web.extra["mine"]).id == "mine"
+
+
+def test_byo_id_clash_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "W1.yaml").write_text(yaml.safe_dump({**_task(tmp_path), "id": "W1"}), encoding="utf-8")
+    opts = WebOptions.from_mapping({"task_files": ["W1.yaml"]}, cwd=tmp_path)
+    with pytest.raises(ValueError, match="defined twice"):
+        SceneRegistry(default_scenes_dir(), options={"web": opts}).ids()
+
+
+# ------------------------------------------------------------------------------------------ probes
+
+
+def test_synthetic_probe_is_the_topmost_box_and_the_box_rule_stands() -> None:
+    reg = SceneRegistry(default_scenes_dir())
+    truth = reg.truth("S3")
+    target = truth.target_box
+    p = reg.probe("S3", target.centre)
+    assert p == Probe(hit_element=truth.target_id, hit=None)
+    assert reg.probe("S3", Point(799, 599)).hit_element is None
+    # topmost = last drawn among the boxes containing the point
+    for e in truth.elements:
+        c = e.box.centre
+        under = [x.id for x in truth.elements if x.box.contains(c)]
+        assert box_probe(truth, c).hit_element == under[-1]
+    fields = probe_fields(p, box_hit=True)
+    assert fields == {
+        "hit": True,
+        "hit_rule": "box",
+        "hit_box": True,
+        "hit_element": truth.target_id,
+        "clicked_target": None,
+        "blocked_requests": None,
+    }
+
+
+def test_dom_probe_decides_hit() -> None:
+    miss = Probe(hit_element="button#edit-alice", hit=False, clicked_target=False, blocked_requests=0)
+    f = probe_fields(miss, box_hit=True)
+    assert f["hit"] is False and f["hit_box"] is True and f["hit_rule"] == "dom"
+    assert f["hit_element"] == "button#edit-alice" and f["clicked_target"] is False
+    none = probe_fields(None, box_hit=False)
+    assert none["hit"] is False and none["hit_element"] is None and none["hit_rule"] == "box"
