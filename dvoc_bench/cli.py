@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from dvoc_bench.cli_support import setup_with_choices
 from dvoc_bench.config import ConfigError
-from dvoc_bench.models.factory import build_model
+from dvoc_bench.models.factory import build_model, model_options
 from dvoc_bench.progress import Progress
 from dvoc_bench.store import RunStore
 from dvoc_bench.summary import format_table, summarise
@@ -26,10 +26,17 @@ def run_job(cfg: DictConfig) -> int:
     """Run one Hydra job; returns the process exit code (2 for a bad config)."""
     hc = HydraConfig.get()
     choices = dict(hc.runtime.choices)
+    if choices.get("experiment") == "frame_probe":  # a probe of the models' coordinate frames, not a sweep
+        from dvoc_bench.probe import run_job as probe_job
+
+        probe_cfg = OmegaConf.to_container(cfg, resolve=True)
+        assert isinstance(probe_cfg, dict)
+        return probe_job(probe_cfg, choices, Path(hc.runtime.output_dir))
     try:
         plain = OmegaConf.to_container(cfg, resolve=True)
         assert isinstance(plain, dict)
         setup = setup_with_choices(plain, choices)
+        model_kw = model_options(plain)  # response cache and image resizing of real models
         specs = plan(setup)
     except ConfigError as e:
         print(f"config error: {e}", file=sys.stderr)
@@ -45,7 +52,11 @@ def run_job(cfg: DictConfig) -> int:
         try:
             asyncio.run(
                 run_trials(
-                    specs, setup, store, lambda m: build_model(m, setup.registry.truth), progress.update
+                    specs,
+                    setup,
+                    store,
+                    lambda m: build_model(m, setup.registry.truth, **model_kw),
+                    progress.update,
                 )
             )
         finally:

@@ -143,6 +143,14 @@ class Step:
     """Completion tokens reported (or simulated)."""
     cost_usd: float | None = None
     """Cost of the call, ``None`` when unknown."""
+    cost_source: str | None = None
+    """Where ``cost_usd`` came from: ``litellm``, ``cache``, ``simulated``; ``None`` when unknown."""
+    image_scale: float | None = None
+    """Scale of the image actually sent (``image.max_side``); ``None`` or 1.0 when sent as is."""
+    sent_size: list[int] | None = None
+    """``[W, H]`` of the image actually sent, when it was resized."""
+    raw_tool_calls: list[dict[str, Any]] | None = None
+    """The provider's own tool calls when the client rewrote them (pixel answers on a resized image)."""
     cached: bool = False
     """True when the reply came from the response cache."""
     attempts: int = 1

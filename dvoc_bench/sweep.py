@@ -200,22 +200,39 @@ def trial_record(
 
 
 def provider_limits(model: ModelConfig, setup: SweepSetup) -> ProviderLimits:
-    """The gate limits of a model's provider: its provider file, config overrides, the process split."""
+    """The gate limits of a model: its provider file, its own ``limits:`` block (Gemini quotas are per
+    model), its own ``timeout_s``, the config's ``scheduler.providers`` overrides, then the process split."""
+    limits = getattr(model, "limits", None)
+    d: dict[str, Any] = dict(limits) if isinstance(limits, dict) else {}
     pc = getattr(model, "provider_config", None)
-    d: dict[str, Any] = {}
-    if pc is not None:
-        d = {k: getattr(pc, k, None) for k in ("rpm", "rpd", "max_concurrent", "timeout_s")}
+    d["timeout_s"] = model.raw.get("timeout_s") or (getattr(pc, "timeout_s", None) if pc else None)
     d.update(setup.provider_overrides.get(model.provider, {}))
     return ProviderLimits(**d).split(setup.rate_split)
 
 
+def gate_key(model: ModelConfig) -> str:
+    """One gate per provider; a model with its own ``limits:`` block (a per-model quota) gets its own."""
+    return f"{model.provider}:{model.name}" if model.raw.get("limits") else model.provider
+
+
 def build_gates(setup: SweepSetup) -> dict[str, RateGate]:
-    """One gate per provider of the sweep's models."""
+    """The sweep's gates, keyed by :func:`gate_key`."""
     gates: dict[str, RateGate] = {}
     for m in setup.models:
-        if m.provider not in gates:
-            gates[m.provider] = RateGate(m.provider, provider_limits(m, setup))
+        key = gate_key(m)
+        if key not in gates:
+            gates[key] = RateGate(key, provider_limits(m, setup))
     return gates
+
+
+def gated(model: Model, gate: RateGate, setup: SweepSetup) -> Model:
+    """Put the gate and the retries around the provider call, inside the response cache (hits never wait)."""
+    from dvoc_bench.models.cache import CachedModel
+
+    if isinstance(model, CachedModel):
+        model.inner = GatedModel(model.inner, gate, setup.retry, seed=setup.knobs.seed)
+        return model
+    return GatedModel(model, gate, setup.retry, seed=setup.knobs.seed)
 
 
 def skipped_result(reason_class: str, reason: str) -> TrialResult:
@@ -269,9 +286,7 @@ async def run_trials(
             if spec.method not in MODEL_FREE:
                 if spec.model not in models:
                     cfg = by_name[spec.model]
-                    models[spec.model] = GatedModel(
-                        model_factory(cfg), gates[cfg.provider], setup.retry, seed=setup.knobs.seed
-                    )
+                    models[spec.model] = gated(model_factory(cfg), gates[gate_key(cfg)], setup)
                 model = models[spec.model]
             envs[k] = TrialEnv(
                 snapshot=setup.registry.snapshot(spec.task),
@@ -291,7 +306,7 @@ async def run_trials(
     async def one(spec: TrialSpec) -> None:
         async with sem:
             env = env_for(spec)
-            gate = gates.get(spec.provider) if spec.method not in MODEL_FREE else None
+            gate = gates.get(gate_key(by_name[spec.model])) if spec.method not in MODEL_FREE else None
             t0 = time.perf_counter()
             if gate is not None and gate.dead is not None:
                 result = skipped_result(gate.dead_class or "provider_dead", gate.dead)

@@ -6,7 +6,7 @@ import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from dvoc_bench.protocol import Parsed, parse_reply
 from dvoc_bench.records import Step, TrialResult, TrialSpec
 from dvoc_bench.render import OverlayStyle, encode_png
 from dvoc_bench.scenes.types import Snapshot
+
+if TYPE_CHECKING:
+    from dvoc_bench.detect.service import DetectorService
 
 
 @dataclass
@@ -39,6 +42,8 @@ class TrialEnv:
     """Sampling parameters passed with every request."""
     oneshot_retry_rule: str = "hit"
     """Which rule tells the one-shot model its answer missed: ``hit | hit_radius | within_eps``."""
+    detector: DetectorService | None = None
+    """The sweep's shared Set-of-Mark detector (built lazily on first use); ``None`` without SoM methods."""
     _clean_png: bytes | None = None
 
     def clean_png(self) -> bytes:
@@ -131,6 +136,15 @@ def base_step(
     step.confidence = parsed.confidence
     step.tokens_in, step.tokens_out, step.cost_usd = reply.tokens_in, reply.tokens_out, reply.cost_usd
     step.cached = reply.cached
+    step.cost_source = reply.cost_source
+    scale = getattr(reply, "image_scale", None)
+    if scale is not None and scale != 1.0:  # recorded only when the image was really resized
+        sent = getattr(reply, "sent_size", None)
+        step.image_scale = scale
+        step.sent_size = list(sent.as_list() if hasattr(sent, "as_list") else sent) if sent else None
+    raw_calls = getattr(reply, "raw_tool_calls", None)
+    if raw_calls:
+        step.raw_tool_calls = [{"name": c.name, "arguments": c.arguments} for c in raw_calls]
     step.attempts, step.attempt_errors = reply.attempts, list(reply.attempt_errors)
     step.retry_wait_s = round(reply.retry_wait_s, 6)
     return step

@@ -2,15 +2,47 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from dvoc_bench.config import ConfigError, ModelConfig
 from dvoc_bench.models.base import Model
 from dvoc_bench.scenes.types import SceneTruth
 
 
-def build_model(cfg: ModelConfig, truth: Callable[[str], SceneTruth]) -> Model:
-    """A ready model for ``cfg``; ``truth`` looks up scene ground truth (used by the simulator only)."""
+def model_options(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """``build_model`` keyword arguments from the resolved global config (its ``cache:`` and ``image:``)."""
+    from dvoc_bench.models.cache import CacheOptions
+    from dvoc_bench.models.litellm_client import ImageOptions
+
+    return {
+        "cache": CacheOptions.from_mapping(cfg.get("cache")),
+        "image": ImageOptions.from_mapping(cfg.get("image")),
+    }
+
+
+def build_model(
+    cfg: ModelConfig,
+    truth: Callable[[str], SceneTruth],
+    *,
+    cache: Any = None,
+    image: Any = None,
+) -> Model:
+    """A ready model for ``cfg``; ``truth`` looks up scene ground truth (used by the simulator only).
+
+    ``cache`` (:class:`~dvoc_bench.models.cache.CacheOptions`) wraps a real model in the response cache when
+    enabled; ``image`` (:class:`~dvoc_bench.models.litellm_client.ImageOptions`) sets the resizing of the
+    images a LiteLLM model is sent (a model config's own ``image:`` block wins).
+    """
+    if cfg.kind == "litellm":
+        from dvoc_bench.models.litellm_client import LiteLLMModel
+
+        model: Model = LiteLLMModel(cfg, image)
+        if cache is not None and cache.enabled:
+            from dvoc_bench.models.cache import CachedModel, ResponseCache
+
+            model = CachedModel(model, ResponseCache(cache.dir), cfg.identity)
+        return model
     if cfg.kind == "simulator":
         from dvoc_bench.models.simulator import SimProfile, SimulatedModel
 

@@ -7,8 +7,9 @@ artefacts and the corrected protocol's gains must *emerge* from one mechanism, n
 Mechanism of one call (every random draw comes from a per-call generator, see *Determinism*):
 
 1. **Mode** from the tools offered: ``report_offset`` -> an offset answer; ``click_at`` -> a point answer;
-   ``select_element`` -> a text-only reply "not supported by simulator v0" (no tool call). With no known
-   tool the reply is text only as well.
+   ``select_element`` -> a Set-of-Mark pick (item 13) when the prompt carries an element list, else a
+   text-only reply "not supported by simulator v0" (no tool call). With no known tool the reply is text
+   only as well.
 2. **Task.** If ``truth.instruction`` occurs in the prompt text, the intended element is the target box.
    Otherwise (a prompt without the task, like the paper's first one-shot call) the model goes for the first
    interactive element in drawing order (``no_task: first_element``) or a random one (``random_element``).
@@ -48,6 +49,16 @@ Mechanism of one call (every random draw comes from a per-call generator, see *D
 12. The tool call's arguments are a JSON *string*, as Gemini sends them, e.g.
     ``{"dx": 49, "dy": 159, "confidence": 0.9}``. Tokens come from ``tokens``, the cost is 0.0 with
     ``cost_source="simulated"``, the latency is ``latency_s`` (``complete`` sleeps only when it is > 0).
+
+13. **Select mode** (Set-of-Mark): the marks are read from the prompt's ``Marked elements: {"elements":
+    [...]}`` line, in the units its ``Element list units:`` line names (pixels, 0-1000 or 0-1; converted
+    with the rule of ``geometry.point_to_pixels``). The perceived target ``T^`` is drawn as in point mode
+    (``oneshot.noise_px``, ``oneshot.outlier_p``); the pick is the smallest mark box containing ``T^``.
+    When none contains it, the nearest mark (by distance to its box) is named with probability
+    ``som.guess_unmarked``, otherwise the reply has no tool call. With probability ``som.confusion`` the
+    pick moves to one of the ``som.neighbours`` marks nearest to it (centre distance): the confusion
+    toward nearby boxes. Confidence from ``som.confidence`` (default: ``oneshot.confidence``). The reply
+    is ``select_element({"id": n, "confidence": c})``. ``p_no_tool_call`` applies as in the other modes.
 
 Ground truth is scaled to the size of the image sent when the harness resized the screenshot
 (``request.image_size`` differs from the scene's size).
@@ -100,6 +111,7 @@ __all__ = [
     "OutlierSpec",
     "SimProfile",
     "SimulatedModel",
+    "SomSpec",
     "TokensSpec",
     "load_profile",
     "parse_crosshair_line",
@@ -406,6 +418,32 @@ class TokensSpec:
         )
 
 
+@dataclass(frozen=True)
+class SomSpec:
+    """Set-of-Mark picks (``select_element``); the perception noise is the point mode's."""
+
+    confusion: float = 0.05
+    """Probability that the pick moves to a nearby mark instead."""
+    neighbours: int = 3
+    """A confused pick is uniform over this many marks nearest to the right one (centre distance)."""
+    guess_unmarked: float = 1.0
+    """When no mark contains the perceived target: probability of naming the nearest mark anyway
+    (otherwise the reply carries no tool call)."""
+    confidence: ConfidenceSpec | None = None
+    """Confidence of picks; ``None`` = ``oneshot.confidence``."""
+
+    @classmethod
+    def from_mapping(cls, d: Any, where: str = "som") -> SomSpec:
+        d = _keys(d, _field_names(cls), where)
+        conf = d.get("confidence")
+        return cls(
+            confusion=_prob(d.get("confusion", 0.05), f"{where}.confusion"),
+            neighbours=int(_num(d.get("neighbours", 3), f"{where}.neighbours", 1)),
+            guess_unmarked=_prob(d.get("guess_unmarked", 1.0), f"{where}.guess_unmarked"),
+            confidence=None if conf is None else ConfidenceSpec.from_mapping(conf, f"{where}.confidence"),
+        )
+
+
 _SECTIONS: dict[str, Callable[[Any, str], Any]] = {
     "frames": FrameMix.from_mapping,
     "noise": NoiseSpec.from_mapping,
@@ -415,6 +453,7 @@ _SECTIONS: dict[str, Callable[[Any, str], Any]] = {
     "confidence": ConfidenceSpec.from_mapping,
     "oneshot": OneShotSpec.from_mapping,
     "tokens": TokensSpec.from_mapping,
+    "som": SomSpec.from_mapping,
 }
 
 
@@ -448,6 +487,8 @@ class SimProfile:
     """Token counts per call."""
     latency_s: float = 0.0
     """Simulated latency per call in seconds (``complete`` sleeps when > 0)."""
+    som: SomSpec = field(default_factory=SomSpec)
+    """Set-of-Mark picks."""
 
     @classmethod
     def from_mapping(cls, d: Any) -> SimProfile:
@@ -472,8 +513,12 @@ class SimProfile:
         return cls(**kw)
 
     def digest(self) -> str:
-        """Stable content hash of the profile (part of the per-call seed)."""
-        blob = json.dumps(dataclasses.asdict(self), sort_keys=True, default=str)
+        """Stable content hash of the profile (part of the per-call seed). A default ``som`` block is left
+        out, so profiles written before Set-of-Mark keep their hash (and their replies)."""
+        d = dataclasses.asdict(self)
+        if self.som == SomSpec():
+            d.pop("som")
+        blob = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -527,6 +572,51 @@ def parse_crosshair_line(text: str, size: Size) -> Point | None:
         return None
     p = Point(float(m.group(1)), float(m.group(2)))
     return point_to_pixels(p, _unit_frame(m.group(3)), size)
+
+
+_MARKS_RE = re.compile(r"^[ \t]*marked elements:[ \t]*(\{.*)$", re.IGNORECASE | re.MULTILINE)
+"""The ``Marked elements: {"elements": [...]}`` line of a Set-of-Mark prompt."""
+_UNITS_RE = re.compile(r"^[ \t]*element list units:[ \t]*([^\n.]*)", re.IGNORECASE | re.MULTILINE)
+"""The ``Element list units: ...`` line."""
+
+
+def parse_marks(text: str, size: Size) -> list[tuple[int, Box]]:
+    """The marks listed in a SoM prompt as ``(id, box in pixels)``; empty when there is no readable list.
+
+    Units come from the ``Element list units:`` line (``pixels``, ``0-1000``, ``0-1``; pixels without it).
+    """
+    m = _MARKS_RE.search(text)
+    if m is None:
+        return []
+    try:
+        data, _ = json.JSONDecoder().raw_decode(m.group(1))
+    except ValueError:
+        return []
+    u = _UNITS_RE.search(text)
+    unit = u.group(1).strip().lower().replace("\u2013", "-") if u else "pixels"
+    frame = Frame.PIXEL
+    if "1000" in unit:
+        frame = Frame.NORM1000
+    elif re.match(r"0\s*-\s*1\b", unit):
+        frame = Frame.NORM1
+    marks: list[tuple[int, Box]] = []
+    for e in data.get("elements", []) if isinstance(data, Mapping) else []:
+        try:
+            ident = int(e["id"])
+            x0, y0, x1, y1 = (float(v) for v in e["box"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        a = point_to_pixels(Point(x0, y0), frame, size)
+        b = point_to_pixels(Point(x1, y1), frame, size)
+        marks.append((ident, Box(min(a.x, b.x), min(a.y, b.y), max(a.x, b.x), max(a.y, b.y))))
+    return marks
+
+
+def _box_distance(b: Box, p: Point) -> float:
+    """Distance from ``p`` to the box (0 inside)."""
+    dx = max(b.x0 - p.x, 0.0, p.x - b.x1)
+    dy = max(b.y0 - p.y, 0.0, p.y - b.y1)
+    return math.hypot(dx, dy)
 
 
 def _tool_names(tools: Sequence[Mapping[str, Any]]) -> set[str]:
@@ -701,7 +791,10 @@ class SimulatedModel:
         elif "click_at" in names:
             mode = "point"
         elif "select_element" in names:
-            return self._reply(NOT_SUPPORTED, None)
+            marks = parse_marks(req.text, req.image_size)
+            if not marks:
+                return self._reply(NOT_SUPPORTED, None)
+            mode = "select"
         else:
             return self._reply(NO_TOOL_TEXT, None)
         rng = self.rng_for(req)
@@ -712,7 +805,38 @@ class SimulatedModel:
         centre, aimed = _intended(truth, req.text, prof.no_task, rng)
         if mode == "point":
             return self._point(truth, size, centre, aimed, rng)
+        if mode == "select":
+            return self._select(truth, marks, centre, aimed, rng)
         return self._offset(req, truth, size, centre, aimed, rng)
+
+    def _select(
+        self,
+        truth: SceneTruth,
+        marks: list[tuple[int, Box]],
+        centre: Point,
+        aimed: str | None,
+        rng: np.random.Generator,
+    ) -> Reply:
+        prof = self.profile
+        t_hat = _perceive(
+            truth, centre, aimed, prof.noise, prof.oneshot.noise_px, prof.outlier, prof.oneshot.outlier_p, rng
+        )
+        u_guess, u_confuse, u_pick = rng.random(3)
+        inside = [(b.area, i) for i, (_, b) in enumerate(marks) if b.contains(t_hat)]
+        if inside:
+            pick = min(inside)[1]
+        elif u_guess < prof.som.guess_unmarked:
+            pick = min(range(len(marks)), key=lambda i: (_box_distance(marks[i][1], t_hat), i))
+        else:
+            return self._reply(NO_TOOL_TEXT, None)
+        if len(marks) > 1 and u_confuse < prof.som.confusion:
+            c = marks[pick][1].centre
+            others = sorted((marks[i][1].centre.dist(c), i) for i in range(len(marks)) if i != pick)
+            near = others[: prof.som.neighbours]
+            pick = near[int(u_pick * len(near))][1]
+        conf = (prof.som.confidence or prof.oneshot.confidence).sample(rng, 0.0)
+        args = {"id": marks[pick][0], "confidence": conf}
+        return self._reply(None, ToolCall("select_element", json.dumps(args)))
 
     def _point(
         self,

@@ -1,0 +1,58 @@
+"""SoM -> DVOC: the Set-of-Mark pick is DVOC's starting point, then the ordinary DVOC loop refines it.
+
+The SoM part is :func:`dvoc_bench.methods.som.select` (one ``select_element`` call on the marked frame);
+the DVOC part is :func:`dvoc_bench.methods.dvoc.run` itself, called with the spec's start replaced by the
+chosen mark's centre. Without a valid pick (no marks, no valid id) DVOC starts from the image centre and
+the record says so (``start_source = "centre"``); a failed call or detector ends the trial as an error.
+
+Steps: the select call is step 0, DVOC's calls follow (indices shifted by one); ``iterations`` counts the
+DVOC calls. When the planner leaves DVOC's knobs unset for this method (``alpha``, ``overlay``, ``predict``
+recorded as ``-``), the defaults ``decay`` / ``full`` / ``relative`` are used and recorded in
+``dvoc_alpha`` / ``dvoc_overlay`` / ``dvoc_predict``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from dvoc_bench.methods import dvoc
+from dvoc_bench.methods.common import TrialEnv, finish
+from dvoc_bench.methods.som import select, set_error
+from dvoc_bench.records import TrialResult, TrialSpec
+
+NOT_APPLICABLE = "-"
+"""The planner's value for a knob that does not apply to a method."""
+
+DEFAULTS = {"alpha": "decay", "overlay": "full", "predict": "relative"}
+"""DVOC knobs used when the plan leaves them unset for ``som_dvoc``."""
+
+
+def dvoc_spec(spec: TrialSpec, start: list[float]) -> TrialSpec:
+    """The spec DVOC runs with: the SoM start, and the default DVOC knobs where the plan has none."""
+    knobs = {k: (v if getattr(spec, k) == NOT_APPLICABLE else getattr(spec, k)) for k, v in DEFAULTS.items()}
+    return dataclasses.replace(spec, start=start, **knobs)
+
+
+async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
+    """Run one SoM -> DVOC trial; never raises for a model- or detector-side failure."""
+    sel = await select(spec, env)
+    res = sel.result
+    if sel.call_error is not None:
+        e = sel.call_error
+        return finish(set_error(res, e.error_class, str(e)))
+    if res.status == "error":
+        return finish(res)
+    if sel.point is not None:
+        start, res.start_source = sel.point, "som"
+    else:
+        start, res.start_source = env.snapshot.size.centre, "centre"
+    dspec = dvoc_spec(spec, start.as_list())
+    res.dvoc_alpha, res.dvoc_overlay, res.dvoc_predict = dspec.alpha, dspec.overlay, dspec.predict
+    loop = await dvoc.run(dspec, env)
+    offset = len(res.steps)
+    for s in loop.steps:
+        s.index += offset
+    res.steps = res.steps + loop.steps
+    res.status, res.stop_reason, res.final_point = loop.status, loop.stop_reason, loop.final_point
+    res.iterations, res.error_class, res.error = loop.iterations, loop.error_class, loop.error
+    return finish(res)

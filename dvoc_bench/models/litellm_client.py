@@ -1,0 +1,622 @@
+"""The LiteLLM client: every real provider behind the :class:`~dvoc_bench.models.base.Model` protocol (§7).
+
+One call = one ``user`` turn (the prompt text, then the PNG as a ``data:`` URL), the tool schemas, an
+optional ``tool_choice``, and the sampling parameters (model config ``params:`` overridden by the request's
+``params``, i.e. the sweep's ``sampling:``; the per-call ``seed`` when the config says ``send_seed``). No
+LiteLLM retries: a failed call raises :class:`ModelCallError` with one of the classes ``rate_limit`` (with
+``retry_after`` when the provider said), ``timeout``, ``server``, ``connection``, ``auth``, ``quota``,
+``bad_request``, ``unknown``; retrying is the scheduler's job.
+
+LiteLLM costs about two seconds to import: it is imported on the first call (never by ``import
+dvoc_bench`` or ``--help``), with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` so it does not fetch its price
+list from the network.
+
+**Keys.** The key is read from the environment variable the provider config names (``key_env``) when the
+client is built, kept in a private attribute, passed to LiteLLM per call, and registered for redaction:
+every error string this module produces goes through :func:`redact`, and a logging filter redacts records
+of LiteLLM, OpenAI, httpx and the root handlers. A provider without a key gets the placeholder
+``no-key``, so an ``OPENAI_API_KEY`` of the user's environment is never sent to a local server.
+
+**Cost.** ``Reply.cost_usd`` is LiteLLM's ``response_cost`` (``cost_source="litellm"``); failing that
+``litellm.completion_cost`` on the response, priced as the config's ``cost_model`` when set
+(``"litellm_price_map"`` / ``"litellm_price_map:<cost_model>"``); ``None`` with ``cost_source=None``
+when LiteLLM does not know the model (no guess).
+
+**Image resizing (``image.max_side``) and what is undone.** The harness renders, labels and words every
+prompt in the pixels of the screenshot (``request.image_size``); the methods convert answers with that
+size. When ``max_side`` is set and the longer side exceeds it, the client sends a downscaled PNG (aspect
+kept, Lanczos, scale ``s = max_side / max(W, H)``, sent size ``round(W s) x round(H s)``) and changes
+nothing else: the prompt still states ``W x H`` and the crosshair in those pixels, and so do the labels
+drawn in the image. Hence:
+
+- ``norm1000`` / ``norm1`` answers are fractions of the image and do not depend on the raster size:
+  converting with ``request.image_size`` is exact. Nothing to undo.
+- ``pixel`` answers depend on which grid the model uses. ``image.pixel_answers: stated`` (default): the
+  prompt and the labels define the frame (the original ``W x H``), as an instruction-following model
+  answers; nothing to undo. ``image.pixel_answers: sent``: the model answers in the pixels of the raster
+  it received (as computer-use models are trained to); the client maps the numbers of ``click_at`` /
+  ``report_offset`` back to the original grid (factor ``(W-1)/(W'-1)``, the rule of
+  :mod:`dvoc_bench.geometry`) and keeps the provider's own calls in :attr:`ClientReply.raw_tool_calls`.
+  ``experiment=frame_probe`` with ``image.max_side`` set tells which of the two a model does.
+
+The scale is recorded on every reply (:class:`ClientReply` ``image_scale``, ``sent_size``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import io
+import json
+import logging
+import math
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from dvoc_bench.config import ConfigError, ModelConfig
+from dvoc_bench.geometry import Size
+from dvoc_bench.models.base import ModelCallError, ModelRequest, Reply, ToolCall
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "PIXEL_ANSWERS",
+    "ClientReply",
+    "ImageOptions",
+    "LiteLLMModel",
+    "classify_exception",
+    "import_litellm",
+    "redact",
+    "register_secret",
+    "resize_png",
+]
+
+PIXEL_ANSWERS = ("stated", "sent")
+"""How a pixel-frame model reads a resized image: in the frame the prompt states, or in the sent raster."""
+
+NO_KEY = "no-key"
+"""Key sent to servers that need none (keeps the OpenAI SDK from reading ``OPENAI_API_KEY``)."""
+
+ERROR_MAX_CHARS = 300
+"""Error strings are cut to this length (after redaction)."""
+
+REDACTED = "[REDACTED]"
+
+COORD_FIELDS = {"click_at": ("x", "y"), "report_offset": ("dx", "dy")}
+"""Numbers a ``pixel_answers: sent`` client maps back to the original grid, per tool."""
+
+
+# ------------------------------------------------------------------------------------------- secrets
+
+_SECRETS: set[str] = set()
+_SECRETS_LOCK = threading.Lock()
+_MIN_SECRET = 6
+_FRAGMENT = 8
+"""An echoed fragment of at least this many characters of a registered key is redacted too."""
+
+_PATTERNS = (
+    re.compile(r"(?i)(bearer\s+)[^\s\"',;}]+"),
+    re.compile(r"(?i)([?&](?:key|api_key|api-key|access_token)=)[^&\s\"']+"),
+    re.compile(
+        r"(?i)((?:x-goog-api-key|x-api-key|api[_-]?key|authorization|openai_api_key)[\"']?\s*[:=]\s*[\"']?)"
+        r"(?!\[REDACTED\])[^\s\"',;}]+"
+    ),
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"),
+    re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"),
+)
+"""Key shapes redacted even when the key was never registered (echoed ``Bearer``, ``?key=``, ``sk-``...)."""
+
+_TOKEN_RE = re.compile(r"[A-Za-z0-9_\-+/=.:]{" + str(_FRAGMENT) + ",}")
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a key so :func:`redact` removes it (and fragments of it) from any text."""
+    if value and len(value) >= _MIN_SECRET and value != NO_KEY:
+        with _SECRETS_LOCK:
+            _SECRETS.add(value)
+
+
+def redact(text: str, secrets: set[str] | frozenset[str] | None = None) -> str:
+    """``text`` without any registered (or given) key, fragment of one, or key-shaped token."""
+    with _SECRETS_LOCK:
+        known = set(_SECRETS)
+    if secrets:
+        known |= {s for s in secrets if s and len(s) >= _MIN_SECRET}
+    for s in sorted(known, key=len, reverse=True):
+        text = text.replace(s, REDACTED)
+    if known:
+
+        def fragment(m: re.Match[str]) -> str:
+            tok = m.group(0)
+            for s in known:
+                for i in range(len(tok) - _FRAGMENT + 1):
+                    if tok[i : i + _FRAGMENT] in s:
+                        return REDACTED
+            return tok
+
+        text = _TOKEN_RE.sub(fragment, text)
+    for pat in _PATTERNS:
+        text = pat.sub(lambda m: (m.group(1) if m.re.groups else "") + REDACTED, text)
+    return text
+
+
+class _RedactFilter(logging.Filter):
+    """Rewrites every record it sees through :func:`redact` (message and arguments merged)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            msg = record.getMessage()
+        except Exception:  # a broken format string: keep the record as it is
+            return True
+        clean = redact(msg)
+        if clean != msg or record.args:
+            record.msg, record.args = clean, None
+        if record.exc_info and record.exc_info[1] is not None:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
+        return True
+
+
+REDACT_FILTER = _RedactFilter()
+"""The filter installed on third-party loggers and the root handlers."""
+
+_QUIET = {"LiteLLM": logging.ERROR, "LiteLLM Router": logging.ERROR, "LiteLLM Proxy": logging.ERROR}
+_QUIET.update({n: logging.WARNING for n in ("httpx", "httpcore", "openai", "openai._base_client")})
+
+
+def install_log_redaction() -> None:
+    """Quieten LiteLLM / OpenAI / httpx (their DEBUG lines carry headers) and redact what still passes."""
+    loggers = [logging.getLogger(n) for n in _QUIET]
+    for lg in loggers:
+        lg.setLevel(_QUIET[lg.name])
+    for lg in [*loggers, logging.getLogger()]:
+        if REDACT_FILTER not in lg.filters:
+            lg.addFilter(REDACT_FILTER)
+        for h in lg.handlers:
+            if REDACT_FILTER not in h.filters:
+                h.addFilter(REDACT_FILTER)
+
+
+# -------------------------------------------------------------------------------------------- import
+
+_IMPORT_LOCK = threading.Lock()
+_LITELLM: list[Any] = []
+
+
+def import_litellm() -> Any:
+    """The ``litellm`` module, imported once (lazily, with the local price map and quiet logging)."""
+    with _IMPORT_LOCK:
+        if not _LITELLM:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            os.environ.setdefault("LITELLM_LOG", "ERROR")
+            t0 = time.perf_counter()
+            import litellm
+
+            litellm.suppress_debug_info = True
+            litellm.set_verbose = False
+            litellm.drop_params = True
+            install_log_redaction()
+            log.debug("litellm imported in %.2f s", time.perf_counter() - t0)
+            _LITELLM.append(litellm)
+        return _LITELLM[0]
+
+
+# --------------------------------------------------------------------------------------------- image
+
+
+@dataclass(frozen=True)
+class ImageOptions:
+    """The ``image:`` block (global, overridden by the model config's own ``image:``)."""
+
+    max_side: int | None = None
+    """Longest side of the image sent, pixels; ``None`` sends the screenshot as it is (never upscaled)."""
+    pixel_answers: str = "stated"
+    """``stated`` | ``sent``: which grid a pixel-frame model answers in when the image was downscaled."""
+
+    @classmethod
+    def from_mapping(cls, d: Any, where: str = "image") -> ImageOptions:
+        d = dict(d or {})
+        unknown = set(d) - {"max_side", "pixel_answers"}
+        if unknown:
+            raise ConfigError(
+                f"{where}: unknown key {sorted(unknown)[0]!r}; allowed: max_side, pixel_answers"
+            )
+        ms = d.get("max_side")
+        if ms is not None and (isinstance(ms, bool) or not isinstance(ms, int) or ms < 16):
+            raise ConfigError(f"{where}.max_side: must be null or a whole number >= 16, got {ms!r}")
+        pa = d.get("pixel_answers", "stated")
+        if pa not in PIXEL_ANSWERS:
+            raise ConfigError(
+                f"{where}.pixel_answers: unknown value {pa!r}; allowed: {', '.join(PIXEL_ANSWERS)}"
+            )
+        return cls(max_side=ms, pixel_answers=pa)
+
+
+def resize_png(png: bytes, size: Size, max_side: int | None) -> tuple[bytes, Size]:
+    """The PNG to send and its size: unchanged when it fits ``max_side``, else downscaled (Lanczos)."""
+    if max_side is None or max(size.width, size.height) <= max_side:
+        return png, size
+    import numpy as np
+    from PIL import Image
+
+    from dvoc_bench.render import encode_png
+
+    s = max_side / max(size.width, size.height)
+    w, h = max(1, round(size.width * s)), max(1, round(size.height * s))
+    with Image.open(io.BytesIO(png)) as img:
+        small = img.convert("RGB").resize((w, h), Image.Resampling.LANCZOS)
+    return encode_png(np.asarray(small, dtype=np.uint8)), Size(w, h)
+
+
+def _unscale_calls(calls: list[ToolCall], orig: Size, sent: Size) -> list[ToolCall]:
+    """Tool calls with their pixel numbers mapped from the sent grid back to the original one."""
+    fx = (orig.width - 1) / max(sent.width - 1, 1)
+    fy = (orig.height - 1) / max(sent.height - 1, 1)
+    out = []
+    for c in calls:
+        names = COORD_FIELDS.get(c.name or "")
+        args = c.arguments
+        if names is not None and isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                args = c.arguments
+        if names is None or not isinstance(args, dict):
+            out.append(c)
+            continue
+        new = dict(args)
+        for key, f in zip(names, (fx, fy), strict=True):
+            v = new.get(key)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+                new[key] = v * f
+        out.append(ToolCall(c.name, json.dumps(new) if isinstance(c.arguments, str) else new))
+    return out
+
+
+# --------------------------------------------------------------------------------------------- reply
+
+
+@dataclass
+class ClientReply(Reply):
+    """A :class:`Reply` from the LiteLLM client, with what the client did to the image."""
+
+    image_scale: float = 1.0
+    """Sent size / screenshot size (1.0 when the image was sent as it is)."""
+    sent_size: list[int] | None = None
+    """``[width, height]`` of the image sent, ``None`` for a text-only call."""
+    raw_tool_calls: list[ToolCall] | None = None
+    """The provider's own tool calls when the client rewrote numbers (``pixel_answers: sent``)."""
+    finish_reason: str | None = None
+    """Provider's finish reason (``stop``, ``tool_calls``, ``length``...)."""
+
+
+# -------------------------------------------------------------------------------------------- errors
+
+_RETRY_IN_RE = re.compile(
+    r"(?i)(?:retry in|retry after|try again in)\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|sec|seconds)?"
+)
+_RETRY_DELAY_RE = re.compile(r"(?i)retry_?delay[\"']?\s*[:=]\s*[\"']?([0-9]+(?:\.[0-9]+)?)s")
+_QUOTA_WORDS = (
+    "insufficient_quota",
+    "per day",
+    "perday",
+    "billing",
+    "credits",
+    "quota exceeded for quota metric",
+)
+
+
+def _status(e: BaseException) -> int | None:
+    code = getattr(e, "status_code", None)
+    if code is None:
+        resp = getattr(e, "response", None)
+        code = getattr(resp, "status_code", None)
+    try:
+        return int(code) if code is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _headers(e: BaseException) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for src in (
+        getattr(getattr(e, "response", None), "headers", None),
+        getattr(e, "litellm_response_headers", None),
+    ):
+        if src is None:
+            continue
+        try:
+            out.update({str(k).lower(): str(v) for k, v in dict(src).items()})
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def parse_retry_after(value: str | None, message: str = "") -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (seconds or HTTP date) or the provider's message."""
+    if value:
+        v = value.strip()
+        try:
+            secs = float(v)
+            return secs if math.isfinite(secs) and secs >= 0 else None
+        except ValueError:
+            pass
+        try:
+            when = email.utils.parsedate_to_datetime(v)
+            return max(0.0, when.timestamp() - time.time())
+        except (TypeError, ValueError, IndexError):
+            pass
+    m = _RETRY_DELAY_RE.search(message) or _RETRY_IN_RE.search(message)
+    if m:
+        secs = float(m.group(1))
+        if m.re is _RETRY_IN_RE and (m.group(2) or "").lower() == "ms":
+            secs /= 1000.0
+        return secs
+    return None
+
+
+def _names(e: BaseException) -> set[str]:
+    return {c.__name__ for c in type(e).__mro__}
+
+
+def _chain_names(e: BaseException) -> set[str]:
+    """Class names along the cause/context chain (LiteLLM wraps a refused connection in a '500')."""
+    out: set[str] = set()
+    seen: BaseException | None = e
+    for _ in range(12):
+        if seen is None:
+            break
+        out |= _names(seen)
+        seen = seen.__cause__ or seen.__context__
+    return out
+
+
+_TIMEOUTS = {
+    "Timeout",
+    "APITimeoutError",
+    "TimeoutError",
+    "ReadTimeout",
+    "ConnectTimeout",
+    "ServerTimeoutError",
+}
+_CONNECTION = {"APIConnectionError", "ConnectError", "ConnectionError", "ClientConnectorError", "OSError"}
+
+
+def classify_exception(e: BaseException, secrets: set[str] | frozenset[str] | None = None) -> ModelCallError:
+    """Map a LiteLLM / OpenAI / transport exception to a :class:`ModelCallError` with a redacted message."""
+    names, code, chain = _names(e), _status(e), _chain_names(e)
+    raw = f"{type(e).__name__}: {e}"
+    low = raw.lower()
+    retry: float | None = None
+    if chain & _TIMEOUTS or code == 408:
+        cls = "timeout"
+    elif code == 429 or "RateLimitError" in names:
+        cls = "quota" if any(w in low for w in _QUOTA_WORDS) else "rate_limit"
+        if cls == "rate_limit":
+            retry = parse_retry_after(_headers(e).get("retry-after"), raw)
+    elif code == 402 or "BudgetExceededError" in names:
+        cls = "quota"
+    elif (
+        code in (401, 403)
+        or names & {"AuthenticationError", "PermissionDeniedError"}
+        or "api key not valid" in low
+        or "api_key_invalid" in low
+    ):
+        cls = "auth"
+    elif chain & _CONNECTION:
+        cls = "connection"  # before the 5xx rule: LiteLLM reports a refused connection as a 500
+    elif (code is not None and code >= 500) or names & {
+        "InternalServerError",
+        "ServiceUnavailableError",
+        "BadGatewayError",
+    }:
+        cls = "server"
+    elif (code is not None and 400 <= code < 500) or names & {
+        "BadRequestError",
+        "NotFoundError",
+        "UnprocessableEntityError",
+        "ContextWindowExceededError",
+        "ContentPolicyViolationError",
+        "UnsupportedParamsError",
+    }:
+        cls = "bad_request"
+    else:
+        cls = "unknown"
+    msg = redact(" ".join(raw.split()), secrets)[:ERROR_MAX_CHARS]
+    return ModelCallError(cls, msg, retry)
+
+
+# --------------------------------------------------------------------------------------------- model
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """Everything of a model config the client uses (no key)."""
+
+    model_id: str
+    """LiteLLM model id (``gemini/...``, ``openrouter/...``, ``openai/...`` with ``api_base``...)."""
+    api_base: str | None
+    """Endpoint override (local servers)."""
+    params: dict[str, Any] = field(default_factory=dict)
+    """Sampling parameters of the config (temperature, max_tokens, ...)."""
+    send_seed: bool = True
+    """Send the per-call ``seed`` (LiteLLM drops it for providers that do not take one)."""
+    tool_choice: str | None = None
+    """Default ``tool_choice`` when the request has none."""
+    timeout_s: float = 120.0
+    """Timeout of one call (model config, else the provider's)."""
+    image: ImageOptions = field(default_factory=ImageOptions)
+    """Resizing of the image sent."""
+    cost_model: str | None = None
+    """LiteLLM price-map entry to price the calls with when LiteLLM does not know ``model_id``."""
+    key_env: str | None = None
+    """Environment variable holding the key (the name only)."""
+
+    @classmethod
+    def from_config(cls, cfg: ModelConfig, image: ImageOptions | None = None) -> ClientSettings:
+        raw = cfg.raw
+        where = f"model {cfg.name}"
+        params = raw.get("params") or {}
+        if not isinstance(params, dict):
+            raise ConfigError(f"{where}: params must be a mapping, got {params!r}")
+        if raw.get("image") is not None:
+            image = ImageOptions.from_mapping(
+                {**vars(image or ImageOptions()), **raw["image"]}, f"{where}: image"
+            )
+        tc = raw.get("tool_choice")
+        if tc not in (None, "auto", "required", "none"):
+            raise ConfigError(
+                f"{where}: tool_choice: unknown value {tc!r}; allowed: auto, required, none, null"
+            )
+        prov = cfg.provider_config
+        timeout = raw.get("timeout_s") or (prov.timeout_s if prov else 120.0)
+        return cls(
+            model_id=cfg.model_id,
+            api_base=cfg.api_base,
+            params=dict(params),
+            send_seed=bool(raw.get("send_seed", True)),
+            tool_choice=tc,
+            timeout_s=float(timeout),
+            image=image or ImageOptions(),
+            cost_model=raw.get("cost_model"),
+            key_env=prov.key_env if prov else None,
+        )
+
+
+class LiteLLMModel:
+    """A real (or HTTP-served) model called through LiteLLM."""
+
+    def __init__(self, cfg: ModelConfig, image: ImageOptions | None = None):
+        self.name = cfg.name
+        """Config name of the model."""
+        self.simulated = cfg.simulated
+        """True for ``simulated: true`` configs (``local-sim``): the answers come from the simulator."""
+        self.coord_frame = cfg.coord_frame
+        """The declared answer frame (``pixel_answers: sent`` rescales only pixel answers)."""
+        self.identity = cfg.identity
+        """Model id + api base."""
+        self.settings = ClientSettings.from_config(cfg, image)
+        """What is sent with every call."""
+        key = os.environ.get(self.settings.key_env) if self.settings.key_env else None
+        prov = cfg.provider_config
+        if not key and prov is not None and prov.key_required:
+            raise ConfigError(
+                f"model {cfg.name}: provider {prov.name} needs an API key in the environment variable "
+                f"{prov.key_env}, which is not set"
+            )
+        self._key = key or NO_KEY
+        register_secret(key)
+        install_log_redaction()  # handlers added since the import (a new job's, a test's) get the filter too
+
+    def __repr__(self) -> str:  # never show the key
+        return f"LiteLLMModel({self.name!r}, {self.identity!r})"
+
+    def cache_fingerprint(self) -> dict[str, Any]:
+        """What besides the request changes the reply (part of the response-cache key; no key)."""
+        s = self.settings
+        return {
+            "params": s.params,
+            "send_seed": s.send_seed,
+            "tool_choice": s.tool_choice,
+            "max_side": s.image.max_side,
+            "pixel_answers": s.image.pixel_answers if s.image.max_side else None,
+        }
+
+    def request_kwargs(self, req: ModelRequest) -> tuple[dict[str, Any], Size | None]:
+        """The ``litellm.acompletion`` arguments for ``req`` (no key) and the size of the image sent."""
+        s = self.settings
+        sent_size: Size | None = None
+        if req.image_png is not None:
+            png, sent_size = resize_png(req.image_png, req.image_size, s.image.max_side)
+            if png is not req.image_png:
+                req = replace(req, image_png=png, image_size=sent_size, image_rgb=None)
+        kw: dict[str, Any] = {"model": s.model_id, "messages": req.messages()}
+        if s.api_base:
+            kw["api_base"] = s.api_base
+        if req.tools:
+            kw["tools"] = req.tools
+            choice = req.tool_choice or s.tool_choice
+            if choice:
+                kw["tool_choice"] = choice
+        kw.update(s.params)
+        kw.update(req.params)
+        if s.send_seed:
+            kw["seed"] = int(req.seed)
+        kw.update(timeout=s.timeout_s, num_retries=0, max_retries=0, drop_params=True)
+        return kw, sent_size
+
+    async def complete(self, request: ModelRequest) -> Reply:
+        # the first call imports LiteLLM off the event loop (about 2 s), later calls find it loaded
+        litellm = _LITELLM[0] if _LITELLM else await asyncio.to_thread(import_litellm)
+        kw, sent_size = self.request_kwargs(request)
+        t0 = time.perf_counter()
+        try:
+            resp = await litellm.acompletion(api_key=self._key, **kw)
+        except Exception as e:  # every provider failure becomes a classified, redacted ModelCallError
+            err = classify_exception(e, {self._key})
+            log.debug("%s: %s", self.name, err)
+            raise err from None
+        latency = time.perf_counter() - t0
+        try:
+            return self._reply(litellm, resp, request, sent_size, latency)
+        except Exception as e:  # a response LiteLLM accepted but that has no readable shape
+            msg = redact(f"unreadable response: {type(e).__name__}: {e}")[:ERROR_MAX_CHARS]
+            raise ModelCallError("server", msg) from None
+
+    def _reply(
+        self, litellm: Any, resp: Any, req: ModelRequest, sent_size: Size | None, latency: float
+    ) -> Reply:
+        if not resp.choices:  # no candidate at all (e.g. a blocked prompt): an empty reply, parsed as such
+            return ClientReply(text=None, latency_s=latency, finish_reason=None)
+        choice = resp.choices[0]
+        msg = choice.message
+        text = msg.content
+        if isinstance(text, list):  # content parts
+            text = "".join(p.get("text", "") for p in text if isinstance(p, dict)) or None
+        calls = [
+            ToolCall(getattr(c.function, "name", None), getattr(c.function, "arguments", None))
+            for c in (getattr(msg, "tool_calls", None) or [])
+        ]
+        usage = getattr(resp, "usage", None)
+        cost, source = self._cost(litellm, resp)
+        scale = 1.0 if sent_size is None else sent_size.width / req.image_size.width
+        raw_calls = None
+        s = self.settings
+        if (
+            sent_size is not None
+            and scale != 1.0
+            and s.image.pixel_answers == "sent"
+            and self.coord_frame == "pixel"
+        ):
+            raw_calls, calls = calls, _unscale_calls(calls, req.image_size, sent_size)
+        return ClientReply(
+            text=text if text else None,
+            tool_calls=calls,
+            tokens_in=getattr(usage, "prompt_tokens", None),
+            tokens_out=getattr(usage, "completion_tokens", None),
+            cost_usd=cost,
+            cost_source=source,
+            latency_s=latency,
+            image_scale=scale,
+            sent_size=sent_size.as_list() if sent_size else None,
+            raw_tool_calls=raw_calls,
+            finish_reason=getattr(choice, "finish_reason", None),
+        )
+
+    def _cost(self, litellm: Any, resp: Any) -> tuple[float | None, str | None]:
+        hidden = getattr(resp, "_hidden_params", None) or {}
+        c = hidden.get("response_cost") if isinstance(hidden, dict) else None
+        if isinstance(c, (int, float)) and math.isfinite(c):
+            return float(c), "litellm"
+        cm = self.settings.cost_model
+        try:
+            c = litellm.completion_cost(completion_response=resp, model=cm) if cm else None
+        except Exception:  # unknown model: the cost stays unknown
+            c = None
+        if isinstance(c, (int, float)) and math.isfinite(c):
+            return float(c), f"litellm_price_map:{cm}"
+        return None, None

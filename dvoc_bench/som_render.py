@@ -1,0 +1,178 @@
+"""Set-of-Mark drawing (seed ``ui-grounding-som.txt``, DESIGN §10): pure functions on ``HxWx3`` arrays.
+
+From detections to marks (:func:`marks_from_detections`):
+
+- boxes covering more than ``max_area_frac`` (half) of the screen are dropped: a page or a panel, not a
+  control;
+- the remaining boxes keep the detector's order (descending score) and are numbered 1, 2, ... in it;
+- coordinates change convention: a detector box is in continuous *edge* coordinates (pixel column ``i``
+  spans ``[i, i + 1)``), the harness puts pixel ``i``'s centre at ``i`` (``geometry``), so a mark's box is
+  the detection moved by -0.5 px and clipped to ``[0, W - 1] x [0, H - 1]``. A box drawn exactly on
+  pixels ``x0..x1`` therefore has its centre at ``(x0 + x1) / 2``, the scene's own element centre.
+
+Drawing (:func:`draw_marks`): every mark's box outline in its palette colour (index-keyed, deterministic),
+then every tag on top: the number on a filled rectangle of the box colour, black or white text by
+luminance, placed just above the box's top-left corner so it does not cover the control; when there is
+no room above (the box touches the top of the screen) the tag goes inside the corner. Tags never leave
+the image horizontally. Font size, line width and padding scale with ``max(W, H)``
+(:func:`mark_style`); the font is the pinned DejaVu Sans.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+from dvoc_bench.detect.types import Detection
+from dvoc_bench.geometry import Box, Size
+from dvoc_bench.render import dejavu
+
+Color = tuple[int, int, int]
+
+PALETTE: tuple[Color, ...] = (
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (214, 39, 40),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (127, 127, 127),
+    (188, 189, 34),
+    (23, 190, 207),
+)
+"""Mark colours by ``(id - 1) % 10`` (matplotlib's tab10; no pure red, which the DVOC crosshair uses)."""
+
+MAX_AREA_FRAC = 0.5
+"""Boxes covering more than this share of the screen are not marked."""
+
+MAX_MARKS = 50
+"""At most this many marks (the detector's own cap)."""
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One numbered element on the marked screenshot."""
+
+    id: int
+    """Number drawn on the tag, 1-based, in descending detector score."""
+    box: Box
+    """Box in harness pixels (pixel centres at integers), within ``[0, W-1] x [0, H-1]``."""
+    score: float
+    """Detector score."""
+    colour: Color
+    """Outline and tag colour."""
+
+    @property
+    def centre(self) -> tuple[float, float]:
+        """Where a click on this mark goes."""
+        c = self.box.centre
+        return c.x, c.y
+
+
+@dataclass(frozen=True)
+class MarkStyle:
+    """Sizes of the marks for one screenshot size."""
+
+    font_px: int
+    """Tag font size (DejaVu Sans)."""
+    line_px: int
+    """Box outline width (drawn inward)."""
+    pad_px: int
+    """Padding between the tag's text and its rectangle."""
+
+
+def mark_style(size: Size) -> MarkStyle:
+    """Sizes scaled with the screenshot: ``max(W, H) = 800`` gives 12 px text and 2 px lines, 1280 gives
+    19 px / 3 px, 1920 gives 29 px / 4 px."""
+    s = max(size.width, size.height)
+    font = max(11, round(0.015 * s))
+    return MarkStyle(font_px=font, line_px=max(1, round(s / 500)), pad_px=max(1, round(font / 6)))
+
+
+def palette_colour(mark_id: int) -> Color:
+    """The deterministic colour of mark ``mark_id`` (1-based)."""
+    return PALETTE[(mark_id - 1) % len(PALETTE)]
+
+
+def text_colour(bg: Color) -> Color:
+    """Black on light tags, white on dark ones (luminance ``0.299 R + 0.587 G + 0.114 B`` > 150)."""
+    lum = 0.299 * bg[0] + 0.587 * bg[1] + 0.114 * bg[2]
+    return (0, 0, 0) if lum > 150 else (255, 255, 255)
+
+
+def _clip(v: float, hi: float) -> float:
+    return min(max(v, 0.0), hi)
+
+
+def marks_from_detections(
+    detections: Sequence[Detection],
+    size: Size,
+    *,
+    max_area_frac: float = MAX_AREA_FRAC,
+    max_marks: int = MAX_MARKS,
+) -> list[Mark]:
+    """Number the detections that are marked (see the module docstring), in the order given."""
+    w, h = size.width, size.height
+    limit = max_area_frac * w * h
+    marks: list[Mark] = []
+    for d in detections:
+        b = d.box
+        cw = _clip(b.x1, w) - _clip(b.x0, w)
+        ch = _clip(b.y1, h) - _clip(b.y0, h)
+        if cw <= 0 or ch <= 0 or cw * ch > limit:
+            continue
+        box = Box(
+            _clip(b.x0 - 0.5, w - 1),
+            _clip(b.y0 - 0.5, h - 1),
+            _clip(b.x1 - 0.5, w - 1),
+            _clip(b.y1 - 0.5, h - 1),
+        )
+        n = len(marks) + 1
+        marks.append(Mark(n, box, float(d.score), palette_colour(n)))
+        if len(marks) >= max_marks:
+            break
+    return marks
+
+
+def tag_rect(mark: Mark, text_w: int, text_h: int, size: Size, style: MarkStyle) -> tuple[int, int, int, int]:
+    """Inclusive pixel rectangle ``(x0, y0, x1, y1)`` of a tag holding ``text_w x text_h`` of text."""
+    tw, th = text_w + 2 * style.pad_px, text_h + 2 * style.pad_px
+    bx0, by0 = math.ceil(mark.box.x0), math.ceil(mark.box.y0)
+    x0 = min(max(bx0, 0), max(size.width - tw, 0))
+    y0 = by0 - th  # just above the box's top edge
+    if y0 < 0:  # no room above: inside the corner
+        y0 = max(by0, 0)
+    return x0, y0, x0 + tw - 1, y0 + th - 1
+
+
+def draw_marks(image: np.ndarray, marks: Sequence[Mark], style: MarkStyle | None = None) -> np.ndarray:
+    """A new marked copy of ``image`` (``image`` is not modified): boxes first, then every tag on top."""
+    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+        raise ValueError(f"expected an HxWx3 uint8 image, got shape {image.shape} dtype {image.dtype}")
+    size = Size(image.shape[1], image.shape[0])
+    style = style or mark_style(size)
+    pil = Image.fromarray(np.ascontiguousarray(image))
+    draw = ImageDraw.Draw(pil)
+    for m in marks:
+        b = m.box
+        x0, y0 = math.ceil(b.x0), math.ceil(b.y0)  # the pixels inside the box's edges
+        draw.rectangle(
+            [x0, y0, max(math.floor(b.x1), x0), max(math.floor(b.y1), y0)],
+            outline=m.colour,
+            width=style.line_px,
+        )
+    font = dejavu(style.font_px)
+    for m in marks:
+        text = str(m.id)
+        left, top, right, bottom = draw.textbbox((0, 0), text, font=font)
+        x0, y0, x1, y1 = tag_rect(m, right - left, bottom - top, size, style)
+        draw.rectangle([x0, y0, x1, y1], fill=m.colour)
+        draw.text(
+            (x0 + style.pad_px - left, y0 + style.pad_px - top), text, fill=text_colour(m.colour), font=font
+        )
+    return np.array(pil, dtype=np.uint8)

@@ -1,0 +1,286 @@
+"""The LiteLLM client without a server: request building, resizing, error classes, redaction, keys, cost."""
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from dvoc_bench.config import ConfigError, default_conf_dir, load_model_config
+from dvoc_bench.geometry import Size
+from dvoc_bench.models.base import ModelRequest, ToolCall
+from dvoc_bench.models.litellm_client import (
+    ImageOptions,
+    LiteLLMModel,
+    _unscale_calls,
+    classify_exception,
+    import_litellm,
+    parse_retry_after,
+    redact,
+    register_secret,
+    resize_png,
+)
+from dvoc_bench.protocol import tools_for
+from dvoc_bench.render import decode_png, encode_png
+
+from .conftest import ROOT
+
+pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
+
+MODELS = default_conf_dir() / "model"
+
+
+@pytest.fixture
+def png():
+    img = np.zeros((600, 800, 3), dtype=np.uint8)
+    img[100:200, 300:500] = (0, 200, 0)
+    return encode_png(img)
+
+
+def request(png, **kw):
+    base = dict(
+        text="Task: press the green button",
+        image_png=png,
+        image_size=Size(800, 600),
+        tools=tools_for("offset"),
+        scene_id="S1",
+        seed=1234,
+    )
+    return ModelRequest(**{**base, **kw})
+
+
+def sim_cfg(**raw):
+    cfg = load_model_config("local-sim", MODELS, check_key=False)
+    return replace(cfg, raw={**cfg.raw, **raw})
+
+
+def test_request_carries_text_image_tools_params_seed_and_no_key(png, monkeypatch):
+    monkeypatch.setenv("DVOC_SIM_API_KEY", "sk-test-not-in-kwargs-0000")
+    m = LiteLLMModel(sim_cfg(params={"temperature": 0.2, "max_tokens": 64}, tool_choice="required"))
+    kw, sent = m.request_kwargs(request(png, params={"temperature": 0.7}))
+    (msg,) = kw["messages"]
+    assert msg["role"] == "user"
+    text, image = msg["content"]
+    assert text == {"type": "text", "text": "Task: press the green button"}
+    assert image["image_url"]["url"] == request(png).data_url()  # the very bytes, as a data URL
+    assert kw["tools"] == tools_for("offset") and kw["tool_choice"] == "required"
+    assert kw["temperature"] == 0.7 and kw["max_tokens"] == 64  # the sweep's sampling wins over the config
+    assert kw["seed"] == 1234 and kw["timeout"] == 30.0  # the provider's default timeout
+    assert kw["num_retries"] == 0 and kw["max_retries"] == 0  # retries are the scheduler's job
+    assert kw["model"] == "openai/sim-gemma-4-26b"
+    assert "api_key" not in kw and "sk-test" not in json.dumps(kw)
+    assert sent == Size(800, 600)
+    kw2, _ = LiteLLMModel(sim_cfg(send_seed=False, timeout_s=5)).request_kwargs(
+        request(png, tool_choice="auto")
+    )
+    assert "seed" not in kw2 and kw2["timeout"] == 5.0 and kw2["tool_choice"] == "auto"
+    assert "LiteLLMModel('local-sim'" in repr(m) and "sk-" not in repr(m)
+
+
+def test_resize_keeps_aspect_and_never_upscales(png):
+    same, size = resize_png(png, Size(800, 600), 1024)
+    assert same is png and size == Size(800, 600)
+    small, size = resize_png(png, Size(800, 600), 400)
+    assert size == Size(400, 300) and decode_png(small).shape == (300, 400, 3)
+    m = LiteLLMModel(sim_cfg(), ImageOptions(max_side=400))
+    kw, sent = m.request_kwargs(request(png))
+    url = kw["messages"][0]["content"][1]["image_url"]["url"]
+    assert sent == Size(400, 300) and url == request(small).data_url()
+    # a model config's own image block wins over the global one
+    kw, sent = LiteLLMModel(sim_cfg(image={"max_side": 200}), ImageOptions(max_side=400)).request_kwargs(
+        request(png)
+    )
+    assert sent == Size(200, 150)
+
+
+def test_sent_pixel_answers_are_mapped_back_and_everything_else_is_left_alone():
+    calls = [
+        ToolCall("click_at", '{"x": 399, "y": 299, "confidence": 0.9}'),
+        ToolCall("report_offset", {"dx": -40, "dy": 10, "confidence": 1}),
+        ToolCall("report_offset", "not json"),
+        ToolCall("select_element", '{"id": 3}'),
+    ]
+    out = _unscale_calls(calls, Size(800, 600), Size(400, 300))
+    assert json.loads(out[0].arguments) == pytest.approx({"x": 799.0, "y": 599.0, "confidence": 0.9})
+    assert out[1].arguments == pytest.approx({"dx": -40 * 799 / 399, "dy": 10 * 599 / 299, "confidence": 1})
+    assert out[2:] == calls[2:]
+
+
+def test_image_options_are_validated():
+    assert ImageOptions.from_mapping(None) == ImageOptions()
+    with pytest.raises(ConfigError, match="max_side"):
+        ImageOptions.from_mapping({"max_side": 4})
+    with pytest.raises(ConfigError, match="pixel_answers.*stated, sent"):
+        ImageOptions.from_mapping({"pixel_answers": "raster"})
+    with pytest.raises(ConfigError, match="unknown key 'maxside'"):
+        ImageOptions.from_mapping({"maxside": 512})
+    with pytest.raises(ConfigError, match="tool_choice"):
+        LiteLLMModel(sim_cfg(tool_choice="always"))
+
+
+def _resp(code, headers=None):
+    return httpx.Response(code, headers=headers or {}, request=httpx.Request("POST", "http://127.0.0.1/v1"))
+
+
+def test_litellm_exceptions_map_to_error_classes():
+    litellm = import_litellm()
+    cases = [
+        (
+            litellm.RateLimitError("slow down", "openai", "m", response=_resp(429, {"retry-after": "7"})),
+            "rate_limit",
+        ),
+        (
+            litellm.RateLimitError("You exceeded your current quota, insufficient_quota", "openai", "m"),
+            "quota",
+        ),
+        (litellm.RateLimitError("Quota exceeded for quota metric ... PerDay", "gemini", "m"), "quota"),
+        (litellm.Timeout("Connection timed out after 30 seconds.", "m", "openai"), "timeout"),
+        (litellm.APIConnectionError("Connection refused", "openai", "m"), "connection"),
+        (litellm.AuthenticationError("Missing Authentication header", "openrouter", "m"), "auth"),
+        (litellm.PermissionDeniedError("denied", "openai", "m", response=_resp(403)), "auth"),
+        (litellm.BadRequestError("API key not valid. Please pass a valid API key.", "m", "gemini"), "auth"),
+        (litellm.InternalServerError("boom", "openai", "m"), "server"),
+        (litellm.ServiceUnavailableError("The model is overloaded", "gemini", "m"), "server"),
+        (litellm.BadRequestError("Invalid schema", "m", "openai"), "bad_request"),
+        (litellm.NotFoundError("model not found", "m", "openai"), "bad_request"),
+        (ValueError("something else"), "unknown"),
+    ]
+    for exc, cls in cases:
+        err = classify_exception(exc)
+        assert err.error_class == cls, (exc, err)
+        assert len(str(err)) <= 300
+    assert classify_exception(cases[0][0]).retry_after == 7.0
+    assert classify_exception(cases[3][0]).retry_after is None
+
+
+def test_retry_after_from_header_date_or_message():
+    assert parse_retry_after("12") == 12.0
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date in the past: go now
+    assert parse_retry_after(None, "Resource exhausted. Please retry in 23.5s.") == 23.5
+    assert parse_retry_after(None, '"retryDelay": "41s"') == 41.0
+    assert parse_retry_after(None, "try again in 250ms") == 0.25
+    assert parse_retry_after("soon", "no hint") is None
+
+
+def test_redaction_removes_registered_keys_fragments_and_key_shapes():
+    key = "zz-secret-Q8v1PpL0w9Xr"
+    register_secret(key)
+    text = (
+        f"401: Incorrect API key provided: {key}. Also Bearer abc.def-123 and "
+        f"https://h/v1?key=AIzaSyFAKEFAKEFAKEFAKE12345&alt=json; partial {key[:12]}...; "
+        "sk-proj-abcdefghijkl and api_key='hunter22hunter22'"
+    )
+    out = redact(text)
+    for leak in (key, key[:12], "abc.def-123", "AIzaSyFAKE", "sk-proj-abcdefghijkl", "hunter22"):
+        assert leak not in out, (leak, out)
+    assert "Incorrect API key provided" in out and "alt=json" in out  # the rest of the message survives
+
+
+def test_missing_key_fails_at_config_load_naming_the_variable(monkeypatch):
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    with pytest.raises(ConfigError) as e:
+        load_model_config("gemini-3.1-flash-lite", MODELS)
+    msg = str(e.value)
+    assert "GEMINI_API_KEY" in msg and "\n" not in msg
+    cfg = load_model_config("gemini-3.1-flash-lite", MODELS, check_key=False)
+    with pytest.raises(ConfigError, match="GEMINI_API_KEY"):
+        LiteLLMModel(cfg)
+    monkeypatch.setenv("GEMINI_API_KEY", "fake-key-for-a-test-0001")
+    m = LiteLLMModel(load_model_config("gemini-3.1-flash-lite", MODELS))
+    assert m.settings.model_id == "gemini/gemini-3.1-flash-lite" and m.coord_frame == "norm1000"
+
+
+def test_cli_without_a_key_prints_one_line_and_exits_2(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "GEMINI_API_KEY"}
+    r = subprocess.run(
+        [sys.executable, "-m", "dvoc_bench", "model=gemini-3.1-flash-lite", f"hydra.run.dir={tmp_path}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert r.returncode == 2
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert lines == [
+        "config error: model gemini-3.1-flash-lite: provider gemini needs an API key in the environment "
+        "variable GEMINI_API_KEY, which is not set"
+    ]
+    assert "Traceback" not in r.stdout + r.stderr
+
+
+def test_every_real_model_config_loads_with_its_key(monkeypatch):
+    for var in ("GEMINI_API_KEY", "OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.setenv(var, "fake-key-for-config-check")
+    real = [p.stem for p in MODELS.glob("*.yaml") if not p.stem.startswith("sim-")]
+    assert {"gemini-3.1-flash-lite", "gemini-2.5-flash-lite", "gemma-4-26b", "gemma-4-31b"} <= set(real)
+    assert {"gemma-4-26b-via-or", "gemma-4-31b-via-or", "local-sim"} <= set(real)
+    for name in real:
+        cfg = load_model_config(name, MODELS)
+        assert cfg.kind == "litellm" and cfg.provider_config is not None, name
+        LiteLLMModel(cfg)  # settings validate
+        if name.startswith(("gemini", "gemma")):
+            assert cfg.coord_frame == "norm1000", name
+    assert load_model_config("gemma-4-26b", MODELS).model_id == "gemini/gemma-4-26b-a4b-it"
+    assert load_model_config("gemma-4-31b-via-or", MODELS).model_id == "openrouter/google/gemma-4-31b-it:free"
+    assert load_model_config("gemma-4-26b", MODELS).limits["rpm"] == 15
+
+
+def test_local_sim_base_url_comes_from_the_environment(monkeypatch):
+    monkeypatch.delenv("DVOC_SIM_URL", raising=False)
+    assert load_model_config("local-sim", MODELS).api_base == "http://127.0.0.1:8765/v1"
+    monkeypatch.setenv("DVOC_SIM_URL", "http://127.0.0.1:9999/v1")
+    cfg = load_model_config("local-sim", MODELS)
+    assert cfg.api_base == "http://127.0.0.1:9999/v1" and cfg.identity.endswith("@http://127.0.0.1:9999/v1")
+    assert cfg.simulated
+
+
+def test_cost_is_litellms_or_unknown():
+    litellm = import_litellm()
+    m = LiteLLMModel(sim_cfg())
+
+    class Resp:
+        _hidden_params = {"response_cost": 0.00123}
+
+    assert m._cost(litellm, Resp()) == (0.00123, "litellm")
+    Resp._hidden_params = {}
+    assert m._cost(litellm, Resp()) == (None, None)  # unknown: never a guess
+    priced = litellm.ModelResponse(
+        model="gemini-2.5-flash-lite",
+        usage={"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100},
+    )
+    m2 = LiteLLMModel(sim_cfg(cost_model="gemini/gemini-2.5-flash-lite"))
+    cost, source = m2._cost(litellm, priced)
+    assert source == "litellm_price_map:gemini/gemini-2.5-flash-lite"
+    assert cost == pytest.approx(1000 * 1e-7 + 100 * 4e-7)
+
+
+def test_help_does_not_import_litellm_and_the_client_imports_it_offline():
+    code = (
+        "import os, sys, runpy\n"
+        "sys.argv = ['dvoc_bench', '--help']\n"
+        "try:\n    runpy.run_module('dvoc_bench', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "import dvoc_bench.models.factory, dvoc_bench.serve, dvoc_bench.probe, dvoc_bench.models.cache\n"
+        "print('LITELLM', 'litellm' in sys.modules)\n"
+        "from dvoc_bench.models.litellm_client import import_litellm\n"
+        "import_litellm()\n"
+        "print('MAP', os.environ.get('LITELLM_LOCAL_MODEL_COST_MAP'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
+    r = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env
+    )
+    assert "LITELLM False" in r.stdout, r.stdout[-500:] + r.stderr[-500:]
+    assert "MAP True" in r.stdout
+    assert "Failed to fetch remote model cost map" not in r.stderr  # it never tried the network
+
+
+def test_provider_files_declare_keys_by_name_only():
+    for p in (Path(default_conf_dir()) / "provider").glob("*.yaml"):
+        text = p.read_text()
+        assert "key_env:" in text and "sk-" not in text and "AIza" not in text, p.name

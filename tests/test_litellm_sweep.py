@@ -1,0 +1,111 @@
+"""The real path end to end: sweeps through LiteLLM -> HTTP -> dvoc_bench.serve match the in-process ones."""
+
+import asyncio
+import os
+
+import pytest
+
+from dvoc_bench.cli_support import quick_setup
+from dvoc_bench.config import default_conf_dir, load_model_config
+from dvoc_bench.models.factory import build_model
+from dvoc_bench.models.simulator import SimProfile, SimulatedModel
+from dvoc_bench.scenes import DEFAULT_SOURCES, SceneRegistry, default_scenes_dir
+from dvoc_bench.serve import SimBackend, serve_in_thread
+from dvoc_bench.store import RunStore, read_jsonl
+from dvoc_bench.sweep import plan, run_trials
+
+pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
+
+# what legitimately differs between transports: timing, and the cost (the simulator says 0.0 itself;
+# over HTTP LiteLLM does not know the price of a local model, so it is unknown: None)
+VOLATILE = {"wall_s", "finished_at", "latency_s", "retry_wait_s", "cost_usd", "cost_source"}
+
+
+@pytest.fixture(scope="module")
+def sim_url():
+    backend = SimBackend(registry=SceneRegistry(default_scenes_dir(), sources=DEFAULT_SOURCES))
+    backend.warm()
+    old = os.environ.get("DVOC_SIM_URL")
+    with serve_in_thread(backend=backend) as (url, server):
+        os.environ["DVOC_SIM_URL"] = url
+        yield url, server
+    if old is None:
+        os.environ.pop("DVOC_SIM_URL", None)
+    else:
+        os.environ["DVOC_SIM_URL"] = old
+
+
+def _run(run_dir, setup, specs, factory):
+    with RunStore(run_dir) as store:
+        asyncio.run(run_trials(specs, setup, store, factory))
+    trials = {t["trial_key"]: t for t in read_jsonl(run_dir / "trials.jsonl")}
+    steps = {(s["trial_key"], s["index"]): s for s in read_jsonl(run_dir / "steps.jsonl")}
+    frames = {p.name: p.read_bytes() for p in (run_dir / "frames").iterdir()}
+    return trials, steps, frames
+
+
+def _strip(d):
+    return {k: v for k, v in d.items() if k not in VOLATILE}
+
+
+def in_process(name, truth):
+    cfg = load_model_config(name, default_conf_dir() / "model")
+    return SimulatedModel(cfg.name, SimProfile.from_mapping(cfg.raw["sim"]), truth)
+
+
+def test_sweep_over_http_matches_the_in_process_simulator(sim_url, tmp_path):
+    url, server = sim_url
+    setup = quick_setup(
+        [
+            "model=local-sim",
+            "tasks=[S1,S3,S5]",
+            "methods=[dvoc,oneshot]",
+            "overlays=[full,none]",
+            "predict_modes=[relative,absolute]",
+            "starts=random:2",
+            "protocols=[v1,paper]",
+        ]
+    )
+    (cfg,) = setup.models
+    assert cfg.api_base == url and cfg.simulated and cfg.kind == "litellm"
+    specs = plan(setup)
+    before = server.faults.counts["ok"]
+    http = _run(tmp_path / "http", setup, specs, lambda m: build_model(m, setup.registry.truth))
+    calls = server.faults.counts["ok"] - before
+    local = _run(
+        tmp_path / "local", setup, specs, lambda m: in_process("sim-gemma-4-26b", setup.registry.truth)
+    )
+    trials_h, steps_h, frames_h = http
+    trials_l, steps_l, frames_l = local
+    assert len(trials_h) == len(specs) == len(trials_l)
+    assert calls == len(steps_h) > 100  # every step was a real HTTP request
+    assert {t["status"] for t in trials_h.values()} == {"ok"}
+    assert {_k: _strip(t) for _k, t in trials_h.items()} == {_k: _strip(t) for _k, t in trials_l.items()}
+    assert steps_h.keys() == steps_l.keys()
+    for k in steps_h:
+        assert _strip(steps_h[k]) == _strip(steps_l[k]), k
+    assert frames_h == frames_l  # the very images that were sent
+    # both tools were exercised, and every record says the answers are simulated
+    tools = {c["name"] for s in steps_h.values() for c in s["reply_tool_calls"]}
+    assert tools == {"report_offset", "click_at"}
+    assert all(t["simulated"] for t in trials_h.values())
+    # over HTTP the usage comes from the server's `usage`, and the cost is unknown rather than invented
+    s0 = next(iter(steps_h.values()))
+    assert (s0["tokens_in"], s0["tokens_out"]) == (1100, 40)
+    assert all(s["cost_usd"] is None for s in steps_h.values())
+    assert all(s["cost_usd"] == 0.0 for s in steps_l.values())
+
+
+def test_a_downscaled_image_still_reaches_the_target(sim_url, tmp_path):
+    """image.max_side: the sim sees a 400x300 image; a norm1000 answer needs no undoing and DVOC converges."""
+    setup = quick_setup(["model=local-sim", "tasks=[S1,S4]", "methods=[dvoc,oneshot]", "starts=random:2"])
+    from dvoc_bench.models.litellm_client import ImageOptions
+
+    specs = plan(setup)
+    small = ImageOptions(max_side=400)
+    trials, steps, _ = _run(
+        tmp_path, setup, specs, lambda m: build_model(m, setup.registry.truth, image=small)
+    )
+    assert {t["status"] for t in trials.values()} == {"ok"}
+    hit = sum(t["hit"] for t in trials.values()) / len(trials)
+    assert hit >= 0.75

@@ -1,0 +1,296 @@
+"""The som and som_dvoc methods, the simulator's select_element answers, and a SoM sweep end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dvoc_bench.detect.config import detector_config
+from dvoc_bench.detect.service import DetectorService
+from dvoc_bench.detect.types import DetectorError
+from dvoc_bench.geometry import Frame, Point, Size
+from dvoc_bench.methods import get_method
+from dvoc_bench.methods.common import TrialEnv
+from dvoc_bench.models.base import ModelCallError, ModelRequest, Reply, ToolCall
+from dvoc_bench.models.simulator import NOT_SUPPORTED, SimProfile, SimulatedModel, load_profile, parse_marks
+from dvoc_bench.protocol.som import som_prompt, som_tools
+from dvoc_bench.records import TrialSpec
+from dvoc_bench.render import decode_png
+from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
+from dvoc_bench.som_render import PALETTE, Mark, marks_from_detections
+
+CONF = Path(__file__).resolve().parents[1] / "conf" / "model"
+REG = SceneRegistry(default_scenes_dir())
+EXACT = {  # perfect perception, no confusion
+    "frames": {"pixel": 1.0},
+    "oneshot": {"noise_px": 0.0, "confidence": 0.9},
+    "som": {"confusion": 0.0},
+}
+
+
+def _spec(task="S6", method="som", seed=1, frame="pixel", **over) -> TrialSpec:
+    fields = dict(
+        key=f"k-{task}-{method}-{seed}",
+        experiment="t",
+        model="m",
+        model_id="m",
+        api_base=None,
+        provider="p",
+        simulated=True,
+        coord_frame=frame,
+        task=task,
+        scene_hash="h",
+        method=method,
+        protocol="v1",
+        alpha="-",
+        overlay="-",
+        predict="-",
+        start=None,
+        start_index=1,
+        rep=0,
+        seed=seed,
+        epsilon=30.0,
+        conf_threshold=0.5,
+        window=2,
+        max_iterations=15,
+        max_attempts=5,
+        alpha_constant=0.5,
+    )
+    fields.update(over)
+    return TrialSpec(**fields)
+
+
+class _Frames:
+    def __init__(self):
+        self.frames: dict[str, bytes] = {}
+
+    def __call__(self, png: bytes) -> str:
+        sha = hashlib.sha256(png).hexdigest()
+        self.frames[sha] = png
+        return sha
+
+
+def _env(task="S6", model=None, backend="oracle", options=None, profile=EXACT) -> tuple[TrialEnv, _Frames]:
+    frames = _Frames()
+    if model is None:
+        model = SimulatedModel("sim", SimProfile.from_mapping(profile), REG.truth)
+    env = TrialEnv(
+        snapshot=REG.snapshot(task),
+        model=model,
+        model_identity="sim@",
+        save_frame=frames,
+        detector=DetectorService(detector_config(backend, options)),
+    )
+    return env, frames
+
+
+def _run(spec, env):
+    return asyncio.run(get_method(spec.method)(spec, env))
+
+
+class _Scripted:
+    """A model that answers with fixed replies (or raises), recording the requests."""
+
+    name = "scripted"
+    simulated = False
+
+    def __init__(self, *replies):
+        self.replies = list(replies)
+        self.requests: list[ModelRequest] = []
+
+    async def complete(self, req: ModelRequest) -> Reply:
+        self.requests.append(req)
+        r = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+        if isinstance(r, Exception):
+            raise r
+        return r
+
+
+# -------------------------------------------------------------------------------------------- som
+
+
+@pytest.mark.parametrize("frame", ["pixel", "norm1000", "norm1"])
+def test_som_with_the_oracle_clicks_the_target_centre(frame):
+    env, frames = _env()
+    res = _run(_spec(frame=frame), env)
+    snap = env.snapshot
+    assert (res.status, res.stop_reason, res.model_calls, res.iterations) == ("ok", "selected", 1, 1)
+    assert res.final_point == snap.target_box.centre.as_list() == res.som_point and res.som_hit
+    assert res.detector == "oracle" and res.detector_boxes == res.marks == 6 and res.target_detected
+    assert res.chosen_valid and res.mark_boxes[res.chosen_id - 1][:4] == [149.5, 349.5, 230.5, 390.5]
+    (step,) = res.steps
+    assert step.kind == "select" and step.values_raw == {"id": res.chosen_id, "confidence": 0.9}
+    assert step.values_px == {"x": 190.0, "y": 370.0} and step.true_dist_px == 0.0
+    marked = decode_png(frames.frames[step.frame_sha])
+    assert not np.array_equal(marked, snap.image)  # the model saw the marked frame, which was stored
+    assert tuple(marked[200, 150]) in PALETTE  # a box outline on the first green button
+    assert (
+        f"Element list units: {dict(pixel='pixels', norm1000='0-1000', norm1='0-1')[frame]}." in step.prompt
+    )
+
+
+def test_som_records_an_invalid_id_and_a_missing_one():
+    env, _ = _env(model=_Scripted(Reply(None, [ToolCall("select_element", '{"id": 99, "confidence": 0.7}')])))
+    res = _run(_spec(), env)
+    assert (res.status, res.stop_reason, res.final_point) == ("ok", "no_valid_id", None)
+    assert (res.chosen_id, res.chosen_valid, res.parse_errors) == (99, False, 1)
+    assert res.steps[0].parse_status == "parse_error" and res.steps[0].parse_detail == "unknown_id:99"
+    env, _ = _env(model=_Scripted(Reply("I cannot tell which one.")))
+    res = _run(_spec(), env)
+    assert (res.stop_reason, res.chosen_id, res.chosen_valid) == ("no_valid_id", None, False)
+
+
+def test_som_without_marks_detector_failures_and_call_errors():
+    env, frames = _env(options={"oracle": {"miss_rate": 1.0}})
+    res = _run(_spec(), env)
+    assert (res.stop_reason, res.model_calls, res.marks, res.target_detected) == ("no_marks", 0, 0, False)
+    assert not frames.frames
+
+    def broken(cfg):
+        raise DetectorError("helper sent no READY within 60 s")
+
+    env, _ = _env(backend="cv")
+    env.detector = DetectorService(detector_config("cv"), broken)
+    res = _run(_spec(), env)
+    assert (res.status, res.error_class) == ("error", "detector") and "no READY" in res.error
+    env, _ = _env(model=_Scripted(ModelCallError("rate_limit", "slow down")))
+    res = _run(_spec(), env)
+    assert (res.status, res.error_class, res.model_calls) == ("error", "rate_limit", 1)
+    env.detector = None
+    assert _run(_spec(), env).error_class == "detector"
+
+
+def test_som_target_not_detected_is_visible_in_the_record():
+    env, _ = _env(task="S3", options={"oracle": {"miss_rate": 0.5, "seed": 3}})
+    results = [_run(_spec(task="S3", seed=s), env) for s in range(40)]
+    undetected = [r for r in results if r.target_detected is False]
+    assert undetected and len(undetected) < 40
+    assert not any(r.som_hit for r in undetected)  # the model cannot pick what is not marked
+    assert all(r.som_hit for r in results if r.target_detected)  # exact perception, no confusion
+
+
+# ---------------------------------------------------------------------------------------- som_dvoc
+
+
+def test_som_dvoc_starts_dvoc_at_the_chosen_mark():
+    env, _ = _env()
+    res = _run(_spec(method="som_dvoc"), env)
+    assert res.start_source == "som" and (res.dvoc_alpha, res.dvoc_overlay, res.dvoc_predict) == (
+        "decay",
+        "full",
+        "relative",
+    )
+    kinds = [s.kind for s in res.steps]
+    assert kinds[0] == "select" and set(kinds[1:]) == {"verify"}
+    assert [s.index for s in res.steps] == list(range(len(res.steps)))
+    assert res.steps[1].draft == res.som_point == env.snapshot.target_box.centre.as_list()
+    assert res.stop_reason == "act" and env.snapshot.target_box.contains(Point(*res.final_point))
+    assert res.model_calls == len(res.steps) and res.iterations == len(res.steps) - 1
+    knobs = _run(_spec(method="som_dvoc", alpha="constant", overlay="crosshair"), env)
+    assert (knobs.dvoc_alpha, knobs.dvoc_overlay) == ("constant", "crosshair")  # set knobs are kept
+
+
+def test_som_dvoc_without_a_pick_starts_from_the_centre():
+    reply_bad = Reply(None, [ToolCall("select_element", '{"id": 42}')])
+    reply_offset = Reply(None, [ToolCall("report_offset", '{"dx": 0, "dy": 0, "confidence": 1}')])
+    env, _ = _env(model=_Scripted(reply_bad, reply_offset))
+    res = _run(_spec(method="som_dvoc"), env)
+    assert res.start_source == "centre" and res.chosen_valid is False
+    assert res.steps[1].draft == Size(800, 600).centre.as_list()
+    assert res.stop_reason == "act" and res.final_point == [399.5, 299.5]
+
+
+# -------------------------------------------------------------------------------------- simulator
+
+
+def _som_request(task="S6", frame=Frame.NORM1000, marks=None, seed=0):
+    snap = REG.snapshot(task)
+    if marks is None:
+        from dvoc_bench.detect.oracle import OracleDetector
+
+        marks = marks_from_detections(OracleDetector(snap.truth).detect(snap.image), snap.size)
+    text = som_prompt("v1", instruction=snap.instruction, size=snap.size, frame=frame, marks=marks)
+    return ModelRequest(text, None, snap.size, som_tools(), snap.scene_id, seed, image_rgb=snap.image), marks
+
+
+def _picked(model, req) -> int | None:
+    r = model.respond(req)
+    return json.loads(r.tool_calls[0].arguments)["id"] if r.tool_calls else None
+
+
+@pytest.mark.parametrize("frame", list(Frame))
+def test_simulator_reads_the_list_in_any_frame_and_picks_the_target(frame):
+    req, marks = _som_request(frame=frame)
+    read = [v for _, b in parse_marks(req.text, req.image_size) for v in b.as_list()]
+    assert read == pytest.approx([v for m in marks for v in m.box.as_list()], abs=0.6)
+    model = SimulatedModel("sim", SimProfile.from_mapping(EXACT), REG.truth)
+    target = REG.truth("S6").target_box.centre
+    (mark,) = [m for m in marks if m.box.contains(target)]
+    assert _picked(model, req) == mark.id
+
+
+def test_simulator_confusion_and_unmarked_targets():
+    req, marks = _som_request()
+    target_id = next(m.id for m in marks if m.box.contains(REG.truth("S6").target_box.centre))
+    model = SimulatedModel("sim", SimProfile.from_mapping({**EXACT, "som": {"confusion": 0.3}}), REG.truth)
+    picks = [_picked(model, dataclasses.replace(req, seed=s)) for s in range(400)]
+    wrong = [p for p in picks if p != target_id]
+    assert len(wrong) / len(picks) == pytest.approx(0.3, abs=0.07)
+    target_centre = next(m for m in marks if m.id == target_id).box.centre
+    near = sorted((m.box.centre.dist(target_centre), m.id) for m in marks if m.id != target_id)[:3]
+    assert set(wrong) <= {i for _, i in near}  # confusion goes to the nearest marks only
+    others = [m for m in marks if m.id != target_id]  # the target is not marked
+    req2, _ = _som_request(marks=[Mark(i + 1, m.box, m.score, m.colour) for i, m in enumerate(others)])
+    never = SimulatedModel("s", SimProfile.from_mapping({**EXACT, "som": {"guess_unmarked": 0.0}}), REG.truth)
+    assert _picked(never, req2) is None
+    always = SimulatedModel("s", SimProfile.from_mapping(EXACT), REG.truth)
+    assert _picked(always, req2) is not None
+
+
+def test_simulator_keeps_its_old_behaviour():
+    model = SimulatedModel("sim", SimProfile.from_mapping(EXACT), REG.truth)
+    snap = REG.snapshot("S6")
+    req = ModelRequest("Click the BLUE button", None, snap.size, som_tools(), "S6", 0, image_rgb=snap.image)
+    r = model.respond(req)  # select_element offered but no element list in the prompt
+    assert r.tool_calls == [] and r.text == NOT_SUPPORTED
+    # profiles without a som block keep their digest (so their replies stay the same)
+    for path in sorted(CONF.glob("sim-*.yaml")):
+        prof = load_profile(path)
+        d = dataclasses.asdict(prof)
+        d.pop("som")
+        old = hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        assert prof.digest() == old
+    assert SimProfile.from_mapping({"som": {"confusion": 0.2}}).digest() != SimProfile().digest()
+    with pytest.raises(ValueError, match="sim.som.confusion"):
+        SimProfile.from_mapping({"som": {"confusion": 2}})
+
+
+# ------------------------------------------------------------------------------------------ sweep
+
+
+def test_som_sweep_end_to_end_with_the_cv_detector(tmp_path):
+    from dvoc_bench.cli_support import quick_setup
+    from dvoc_bench.models.factory import build_model
+    from dvoc_bench.store import RunStore
+    from dvoc_bench.sweep import plan, run_trials
+
+    setup = quick_setup(["methods=[som,som_dvoc]", "detector=cv", "models=[sim-ideal]", "tasks=[S3,S5]"])
+    specs = plan(setup)
+    with RunStore(tmp_path) as store:
+        asyncio.run(run_trials(specs, setup, store, lambda m: build_model(m, setup.registry.truth)))
+        trials = store.trials()
+    assert len(trials) == len(specs) == 20 and all(t["status"] == "ok" for t in trials)
+    som = [t for t in trials if t["method"] == "som"]
+    assert all(t["detector"] == "cv" and t["target_detected"] and t["detector_ms"] > 0 for t in som)
+    assert {t["marks"] for t in som if t["task"] == "S3"} == {4}
+    assert sum(t["hit"] for t in som) >= 8  # sim-ideal rarely confuses neighbours
+    frames = {
+        s["frame_sha"] for s in map(json.loads, (tmp_path / "steps.jsonl").open()) if s["kind"] == "select"
+    }
+    assert frames and all((tmp_path / "frames" / f"{sha}.png").exists() for sha in frames)
