@@ -82,27 +82,35 @@ NONE_MODEL = ModelConfig(name="none", kind="none", model_id="none", provider="no
 
 
 def build_plan(
-    experiment: str, knobs: Knobs, models: Sequence[ModelConfig], scenes: dict[str, tuple[str, Size]]
+    experiment: str,
+    knobs: Knobs,
+    models: Sequence[ModelConfig],
+    scenes: dict[str, tuple[str, Size]],
+    detector: str = NA,
 ) -> list[TrialSpec]:
     """Every trial of the sweep, deduplicated by key, in a stable order.
 
     ``scenes`` maps task id -> (scene content hash, size). Knobs that do not apply to a method are
     recorded as ``"-"`` (one-shot ignores alpha/overlay/predict; the baselines also ignore the model and
     the protocol), so such trials are planned once. One-shot and the baselines keep the start index as a
-    plain repeat counter (the authors did the same); only DVOC uses the point. Under ``protocol=paper``
+    plain repeat counter (the authors did the same); only DVOC uses the point. ``som_dvoc`` sweeps the DVOC
+    knobs but starts from the SoM pick; the SoM methods carry ``detector`` (backend + settings digest) in
+    their key, so a resume with another detector runs them again. Under ``protocol=paper``
     every answer is read as pixels, whatever the model config declares (the paper's reading).
     """
     specs: dict[str, TrialSpec] = {}
     kind, n = knobs.starts
     for method in knobs.methods:
         free, dvoc = method in MODEL_FREE, method == "dvoc"
+        loop = method in ("dvoc", "som_dvoc")  # methods that run the DVOC loop
+        som = method in ("som", "som_dvoc")
         combos = itertools.product(
             [NONE_MODEL] if free else models,
             knobs.tasks,
             [NA] if free else knobs.protocols,
-            knobs.alphas if dvoc else [NA],
-            knobs.overlays if dvoc else [NA],
-            knobs.predict_modes if dvoc else [NA],
+            knobs.alphas if loop else [NA],
+            knobs.overlays if loop else [NA],
+            knobs.predict_modes if loop else [NA],
         )
         for model, task, protocol, alpha, overlay, predict in combos:
             scene_hash, size = scenes[task]
@@ -117,7 +125,7 @@ def build_plan(
                     start_index=si, rep=rep, epsilon=knobs.epsilon, conf_threshold=knobs.threshold,
                     window=knobs.window, max_iterations=knobs.max_iterations,
                     max_attempts=knobs.max_attempts, alpha_constant=knobs.alpha_constant,
-                    hit_radius_min=knobs.hit_radius_min,
+                    hit_radius_min=knobs.hit_radius_min, detector=detector if som else NA,
                 )  # fmt: skip
                 key = trial_key({**fields, "sweep_seed": knobs.seed})
                 specs.setdefault(

@@ -85,6 +85,8 @@ class TrialSpec:
     """Alpha of the ``constant`` schedule."""
     hit_radius_min: float = 30.0
     """Minimum of the paper's hit radius ``max(w/2, h/2, min)``."""
+    detector: str = "-"
+    """SoM methods: the detector backend and a digest of its settings (``cv:1a2b...``); ``-`` otherwise."""
 
 
 @dataclass

@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-KNOBS = ("protocol", "coord_frame", "alpha", "overlay", "predict")
+KNOBS = ("protocol", "coord_frame", "alpha", "overlay", "predict", "detector")
 """Knob columns shown (and grouped by) when they take more than one value in the run."""
 
 

@@ -166,7 +166,9 @@ def plan(setup: SweepSetup) -> list[TrialSpec]:
         t: (setup.registry.snapshot(t).content_hash, setup.registry.snapshot(t).size)
         for t in setup.knobs.tasks
     }
-    return build_plan(setup.experiment, setup.knobs, setup.models, scenes)
+    det = setup.detector
+    detector = f"{det.backend}:{det.digest()}" if det is not None else "-"
+    return build_plan(setup.experiment, setup.knobs, setup.models, scenes, detector)
 
 
 def trial_record(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from dvoc_bench.detect.config import detector_config
 from dvoc_bench.detect.service import DetectorService
@@ -261,6 +262,8 @@ def test_simulator_keeps_its_old_behaviour():
     assert r.tool_calls == [] and r.text == NOT_SUPPORTED
     # profiles without a som block keep their digest (so their replies stay the same)
     for path in sorted(CONF.glob("sim-*.yaml")):
+        if "som" in (yaml.safe_load(path.read_text()).get("sim") or {}):
+            continue  # a profile that sets its own som block has a new digest on purpose
         prof = load_profile(path)
         d = dataclasses.asdict(prof)
         d.pop("som")
