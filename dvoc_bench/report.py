@@ -105,19 +105,22 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
     if runs.simulated:
         rep.p(SIM_NOTE)
 
-    rep.h(3, f"Success by model and method — rule `{rule}`")
+    # knobs that split the whole run (one row per protocol in experiment=frames, per detector, ...)
+    split = [k for k in ("protocol", "detector") if k in t.columns and t[k][t[k] != "-"].nunique() > 1]
+    by = ("model", "method", *split)
+    rep.h(3, f"Success by model and method{''.join(f' and {k}' for k in split)} — rule `{rule}`")
     rep.p(
         f"Rule: {honest.RULE_TEXT[rule]}. Rate over valid trials with a Wilson 95 % interval; raw rate over "
         "all "
         "trials that ran (errors count as failures); mean distance with a percentile bootstrap 95 % interval "
         f"(seed {seed}, {n_boot} resamples)."
     )
-    summ = honest.summary(t, rule, n_boot=n_boot, seed=seed)
+    summ = honest.summary(t, rule, by=by, n_boot=n_boot, seed=seed)
     rep.table(md_table(summary_view(summ)))
     rep.fig(plots.success_bars(summ), "success", "success rates with Wilson intervals")
 
     rep.h(3, "The same trials under every rule")
-    rep.table(md_table(label_models(honest.rules_side_by_side(t)), {k: pct for k in RULES}))
+    rep.table(md_table(label_models(honest.rules_side_by_side(t, by=by)), {k: pct for k in RULES}))
 
     rep.h(3, "Table 4.1 layout with the authors' rule (for comparison only)")
     rep.p(

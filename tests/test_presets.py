@@ -73,6 +73,16 @@ def test_frames_preset_shows_oneshot_going_from_near_zero_to_high(tmp_path):
         assert rows[(model, "oneshot", "v1")]["hit"] >= 0.8
     table = format_table(summarise(trials))
     assert "protocol" in table and "paper" in table and "v1" in table
+    from dvoc_bench.report import main as report
+
+    out = tmp_path / "report"
+    assert report([str(tmp_path), "--out", str(out), "--no-figures", "--n-boot", "200"]) == 0
+    md = (out / "report.md").read_text()
+    assert "Success by model and method and protocol" in md
+    rows = [ln for ln in md.splitlines() if ln.startswith("| sim-gemma-4-26b [SIMULATED] | oneshot |")]
+    by_protocol = {ln.split("|")[3].strip(): ln for ln in rows[:2]}
+    assert set(by_protocol) == {"paper", "v1"}
+    assert "| 100.0% [" in by_protocol["v1"]
 
 
 def test_submitit_local_multirun_of_two_jobs(tmp_path):
