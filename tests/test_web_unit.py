@@ -93,7 +93,7 @@ def test_request_filter_allows_only_local_page_files(tmp_path: Path) -> None:
 
 
 def test_url_to_path_decodes() -> None:
-    assert url_to_path("file:///tmp/my%20dir/p.html?x=1#y") == Path("/tmp/my dir/p.html")
+    assert url_to_path("file:///srv/my%20dir/p.html?x=1#y") == Path("/srv/my dir/p.html")
     assert url_to_path("https://x/p.html") is None
 
 
