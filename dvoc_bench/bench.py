@@ -53,7 +53,7 @@ def bench_overhead(n: int = 300, task: str = "S3") -> dict[str, float]:
                 position_label=position_label(draft, Frame.NORM1000, snap.size),
                 style=style,
             )
-            png = encode_png(img)
+            png = encode_png(img, base=snap.image)
             sha = store.save_frame(png)
             text = dvoc_prompt(
                 "v1",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import zlib
 
 import numpy as np
 import pytest
@@ -252,3 +253,20 @@ def test_dejavu_missing_raises(monkeypatch: pytest.MonkeyPatch, tmp_path) -> Non
         monkeypatch.undo()
         render.dejavu_path.cache_clear()
         render.dejavu.cache_clear()
+
+
+def test_banded_png_with_a_base_is_byte_identical_and_decodes_exactly() -> None:
+    from dvoc_bench.render import BAND_ROWS, _adler32_combine
+
+    rng = np.random.default_rng(7)
+    base = rng.integers(0, 256, (3 * BAND_ROWS + 5, 41, 3), dtype=np.uint8)
+    base.flags.writeable = False
+    img = base.copy()
+    img[BAND_ROWS + 3, 10] = (255, 0, 0)  # one band differs
+    a, b = encode_png(img), encode_png(img, base=base)
+    assert a == b
+    assert np.array_equal(decode_png(a), img)
+    assert encode_png(base, base=base) == encode_png(base)
+    # the combined checksum equals zlib's over the concatenation
+    d1, d2 = b"hello, ", b"banded world" * 100
+    assert _adler32_combine(zlib.adler32(d1), zlib.adler32(d2), len(d2)) == zlib.adler32(d1 + d2)

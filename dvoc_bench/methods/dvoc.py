@@ -42,7 +42,7 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
         img = draw_overlay(
             snap.image, drawn, mode=spec.overlay, iteration=i, position_label=label, style=env.style
         )
-        png = encode_png(img)
+        png = encode_png(img, base=snap.image)  # only the bands the overlay touched are recompressed
         sha = env.save_frame(png)
         text = dvoc_prompt(
             spec.protocol,

@@ -51,7 +51,7 @@ def step_costs(snapshot, n: int, seed: int = 0) -> list[float]:
             img = draw_overlay(
                 snapshot.image, draft, mode="full", iteration=i % 15, position_label=label, style=style
             )
-            png = encode_png(img)
+            png = encode_png(img, base=snapshot.image)
             sha = store.save_frame(png)
             text = dvoc_prompt(
                 "v1",
