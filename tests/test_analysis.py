@@ -253,7 +253,14 @@ def test_paired_comparison_on_same_starts(runs):
 
 
 def test_frame_audit_finds_the_frame_of_a_norm1000_model(tmp_path):
-    run = sweep(tmp_path / "r", "smoke=true", "models=[sim-gemma-4-26b,sim-ideal]", "methods=[dvoc,oneshot]")
+    # 30 one-shot answers per model (a smoke run's 4 are too few for a 90 % threshold with 3 % outliers)
+    run = sweep(
+        tmp_path / "r",
+        "tasks=[S1,S3,S5]",
+        "models=[sim-gemma-4-26b,sim-ideal]",
+        "methods=[dvoc,oneshot]",
+        "repeats=2",
+    )
     r = load_runs(run, cache=False)
     pts = honest.frame_audit_points(r.steps, by=("model",))
     gem = pts[pts["model"] == "sim-gemma-4-26b"].set_index("reading")
