@@ -256,7 +256,7 @@ def test_frame_audit_finds_the_frame_of_a_norm1000_model(tmp_path):
     # 30 one-shot answers per model (a smoke run's 4 are too few for a 90 % threshold with 3 % outliers)
     run = sweep(
         tmp_path / "r",
-        "tasks=[S1,S3,S5]",
+        "tasks=[S1,S2,S3]",
         "models=[sim-gemma-4-26b,sim-ideal]",
         "methods=[dvoc,oneshot]",
         "repeats=2",
