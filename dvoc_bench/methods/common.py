@@ -74,8 +74,11 @@ class CallOutcome:
     latency_s: float
 
 
-async def call_model(env: TrialEnv, req: ModelRequest, kind: str) -> CallOutcome:
-    """Call the model; a transport/provider failure is returned, never raised."""
+async def call_model(
+    env: TrialEnv, req: ModelRequest, kind: str = "offset", *, parser: Callable[[Reply], Parsed] | None = None
+) -> CallOutcome:
+    """Call the model and parse the reply (``parse_reply(reply, kind)`` unless a ``parser`` is given);
+    a transport/provider failure is returned, never raised."""
     assert env.model is not None
     t0 = time.perf_counter()
     try:
@@ -83,7 +86,8 @@ async def call_model(env: TrialEnv, req: ModelRequest, kind: str) -> CallOutcome
     except ModelCallError as e:
         return CallOutcome(None, None, e, time.perf_counter() - t0)
     latency = reply.latency_s or (time.perf_counter() - t0)
-    return CallOutcome(reply, parse_reply(reply, kind), None, latency)
+    parsed = parser(reply) if parser is not None else parse_reply(reply, kind)
+    return CallOutcome(reply, parsed, None, latency)
 
 
 def to_pixels(parsed: Parsed, kind: str, frame: str, req: ModelRequest) -> Point | Offset | None:

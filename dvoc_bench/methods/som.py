@@ -22,12 +22,11 @@ screenshot, and the chosen id.
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass, field
 
 from dvoc_bench.detect.types import DetectorError
 from dvoc_bench.geometry import Frame, Point
-from dvoc_bench.methods.common import CallOutcome, TrialEnv, base_step, call_seed, finish
+from dvoc_bench.methods.common import CallOutcome, TrialEnv, base_step, call_model, call_seed, finish
 from dvoc_bench.models.base import ModelCallError, ModelRequest
 from dvoc_bench.protocol.som import parse_select, som_prompt, som_tools
 from dvoc_bench.records import Step, TrialResult, TrialSpec
@@ -91,14 +90,7 @@ class Selection:
 
 async def _call(env: TrialEnv, req: ModelRequest, valid_ids: set[int]) -> CallOutcome:
     """One select call; a transport/provider failure is returned, never raised."""
-    assert env.model is not None
-    t0 = time.perf_counter()
-    try:
-        reply = await env.model.complete(req)
-    except ModelCallError as e:
-        return CallOutcome(None, None, e, time.perf_counter() - t0)
-    latency = reply.latency_s or (time.perf_counter() - t0)
-    return CallOutcome(reply, parse_select(reply, valid_ids), None, latency)
+    return await call_model(env, req, parser=lambda reply: parse_select(reply, valid_ids))
 
 
 def set_error(sel_result: SomTrialResult, error_class: str, message: str) -> SomTrialResult:
@@ -130,7 +122,7 @@ async def select(spec: TrialSpec, env: TrialEnv) -> Selection:
     if not marks:
         return Selection(res, None, "no_marks")
     img = draw_marks(snap.image, marks)
-    png = encode_png(img)
+    png = encode_png(img, base=snap.image)
     sha = env.save_frame(png)
     frame = Frame(spec.coord_frame)
     req = ModelRequest(
