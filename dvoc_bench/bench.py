@@ -28,37 +28,32 @@ from pathlib import Path
 import numpy as np
 
 
-def bench_overhead(n: int = 300, task: str = "S3") -> dict[str, float]:
+def step_costs(snapshot, n: int, seed: int = 0) -> list[float]:
+    """Seconds per harness step on ``snapshot`` (no model), drafts uniform over the image."""
     from dvoc_bench.geometry import Frame, Point
     from dvoc_bench.models.base import ModelRequest
     from dvoc_bench.protocol import dvoc_prompt, position_label, tools_for
     from dvoc_bench.records import Step
     from dvoc_bench.render import OverlayStyle, draw_overlay, encode_png
-    from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
     from dvoc_bench.store import RunStore
 
-    snap = SceneRegistry(default_scenes_dir()).snapshot(task)
-    style = OverlayStyle()
-    rng = np.random.default_rng(0)
-    times = []
+    size, style = snapshot.size, OverlayStyle()
+    rng = np.random.default_rng(seed)
+    out = []
     with tempfile.TemporaryDirectory() as d, RunStore(Path(d)) as store:
         for i in range(n):
-            draft = Point(float(rng.uniform(0, 799)), float(rng.uniform(0, 599)))
+            draft = Point(float(rng.uniform(0, size.width - 1)), float(rng.uniform(0, size.height - 1)))
             t0 = time.perf_counter()
+            label = position_label(draft, Frame.NORM1000, size)
             img = draw_overlay(
-                snap.image,
-                draft,
-                mode="full",
-                iteration=i % 15,
-                position_label=position_label(draft, Frame.NORM1000, snap.size),
-                style=style,
+                snapshot.image, draft, mode="full", iteration=i % 15, position_label=label, style=style
             )
-            png = encode_png(img, base=snap.image)
+            png = encode_png(img, base=snapshot.image)
             sha = store.save_frame(png)
             text = dvoc_prompt(
                 "v1",
-                instruction=snap.instruction,
-                size=snap.size,
+                instruction=snapshot.instruction,
+                size=size,
                 frame=Frame.NORM1000,
                 overlay="full",
                 predict="relative",
@@ -69,9 +64,9 @@ def bench_overhead(n: int = 300, task: str = "S3") -> dict[str, float]:
             req = ModelRequest(
                 text=text,
                 image_png=png,
-                image_size=snap.size,
+                image_size=size,
                 tools=tools_for("offset"),
-                scene_id=snap.scene_id,
+                scene_id=snapshot.scene_id,
                 seed=i,
             )
             step = Step(
@@ -86,8 +81,14 @@ def bench_overhead(n: int = 300, task: str = "S3") -> dict[str, float]:
                 reply_text=None,
             )
             store.append_trial({"trial_key": f"bench{i}"}, [step])
-            times.append((time.perf_counter() - t0) * 1000)
-    times.sort()
+            out.append(time.perf_counter() - t0)
+    return out
+
+
+def bench_overhead(n: int = 300, task: str = "S3") -> dict[str, float]:
+    from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
+
+    times = sorted(1000 * t for t in step_costs(SceneRegistry(default_scenes_dir()).snapshot(task), n))
     return {"median_ms": statistics.median(times), "p90_ms": times[int(0.9 * len(times))], "n": n}
 
 

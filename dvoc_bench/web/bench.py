@@ -18,74 +18,17 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
+
+from dvoc_bench.bench import step_costs  # shared with the synthetic overhead benchmark
 
 WEB_IDS = ("W1", "W2", "W3", "W4", "W5")
 
 
 def _median_ms(xs: list[float]) -> float:
     return 1000 * statistics.median(xs)
-
-
-def step_costs(snapshot, n: int, seed: int = 0) -> list[float]:
-    """Seconds per harness step on ``snapshot`` (no model), drafts uniform over the image."""
-    from dvoc_bench.geometry import Frame, Point
-    from dvoc_bench.models.base import ModelRequest
-    from dvoc_bench.protocol import dvoc_prompt, position_label, tools_for
-    from dvoc_bench.records import Step
-    from dvoc_bench.render import OverlayStyle, draw_overlay, encode_png
-    from dvoc_bench.store import RunStore
-
-    size, style = snapshot.size, OverlayStyle()
-    rng = np.random.default_rng(seed)
-    out = []
-    with tempfile.TemporaryDirectory() as d, RunStore(Path(d)) as store:
-        for i in range(n):
-            draft = Point(float(rng.uniform(0, size.width - 1)), float(rng.uniform(0, size.height - 1)))
-            t0 = time.perf_counter()
-            label = position_label(draft, Frame.NORM1000, size)
-            img = draw_overlay(
-                snapshot.image, draft, mode="full", iteration=i % 15, position_label=label, style=style
-            )
-            png = encode_png(img, base=snapshot.image)
-            sha = store.save_frame(png)
-            text = dvoc_prompt(
-                "v1",
-                instruction=snapshot.instruction,
-                size=size,
-                frame=Frame.NORM1000,
-                overlay="full",
-                predict="relative",
-                draft=draft,
-                iteration=0,
-                history=[],
-            )
-            req = ModelRequest(
-                text=text,
-                image_png=png,
-                image_size=size,
-                tools=tools_for("offset"),
-                scene_id=snapshot.scene_id,
-                seed=i,
-            )
-            step = Step(
-                trial_key=f"bench{i}",
-                index=0,
-                kind="verify",
-                draft=draft.as_list(),
-                true_dist_px=1.0,
-                frame_sha=sha,
-                request_sha=req.sha("bench"),
-                prompt=text,
-                reply_text=None,
-            )
-            store.append_trial({"trial_key": f"bench{i}"}, [step])
-            out.append(time.perf_counter() - t0)
-    return out
 
 
 def run(repeats: int = 3, steps: int = 200, probes: int = 100, clicks: int = 10) -> dict[str, float]:
