@@ -60,6 +60,27 @@ Mechanism of one call (every random draw comes from a per-call generator, see *D
     toward nearby boxes. Confidence from ``som.confidence`` (default: ``oneshot.confidence``). The reply
     is ``select_element({"id": n, "confidence": c})``. ``p_no_tool_call`` applies as in the other modes.
 
+Knobs added by the calibration (issue 8; each default keeps the behaviour above):
+
+14. **Per-canvas overrides** ``canvas: [{size: [W, H], frames, gain, noise, outlier, near, axis_drop,
+    confidence, oneshot}]``: a call on a scene whose own size is ``W x H`` uses the sections given there
+    instead of the top-level ones (the authors' models answered differently on 800x600 and 1280x720
+    screens: more mixed-frame answers and more noise on the web pages, upstream-facts §9.1-9.2).
+15. ``no_task_target``: probability that a prompt without the task still aims at the real target (the
+    element that stands out) instead of ``no_task``'s pick (§9.6: first one-shot calls landed on the
+    target in 58-68 % of the authors' trials).
+16. ``latency: {median_s, sigma, scale}``: per-call latency drawn from a log-normal with that median and
+    log-sd (fitted on the authors' records) times ``scale``, added to ``latency_s``. ``scale`` is 0 in
+    the committed profiles, so offline sweeps stay fast; ``scale: 1`` gives realistic waits. The draw
+    comes from a child of the call's generator, so the reply itself does not depend on it.
+17. ``consistency: {offset, point}``: probability that a call draws from a generator seeded by its
+    *situation* (profile, scene, image size, whether the task is in the text, and in offset mode the
+    crosshair position) instead of the per-call one, so the same situation gets the same answer, as a
+    real model gives at low temperature (§9.6 "fixation": Gemini repeated the identical one-shot answer in
+    79 % of its retries and the identical offset in 90 % of the calls that saw the crosshair where it
+    was before). The choice itself uses the per-call generator. ``instance`` (an integer, 0 by default)
+    only relabels the random streams: another simulated instance of the same model.
+
 Ground truth is scaled to the size of the image sent when the harness resized the screenshot
 (``request.image_size`` differs from the scene's size).
 
@@ -102,9 +123,12 @@ from dvoc_bench.scenes.types import Element, SceneTruth
 
 __all__ = [
     "AxisDropSpec",
+    "CanvasSpec",
     "ConfidenceBucket",
     "ConfidenceSpec",
+    "ConsistencySpec",
     "FrameMix",
+    "LatencySpec",
     "NearSpec",
     "NoiseSpec",
     "OneShotSpec",
@@ -215,6 +239,10 @@ class NoiseSpec:
     """Scale parameter in px (Laplace ``b``: MAD-sd = 1.03 b; Student-t scale: MAD-sd = 1.13 s at df 3)."""
     df: float = 3.0
     """Degrees of freedom of the Student-t (ignored for Laplace)."""
+    rel: float = 0.0
+    """Offset mode only (calibration): each axis of the offset the model believes in is multiplied by
+    ``exp(rel * z)``, ``z`` from this family with scale 1 (clipped to +-2): an error that grows with the
+    distance measured and never flips the direction; 0 = none."""
 
     @classmethod
     def from_mapping(cls, d: Any, where: str = "noise") -> NoiseSpec:
@@ -223,6 +251,7 @@ class NoiseSpec:
             dist=_choice(d.get("dist", "laplace"), ("laplace", "student_t"), f"{where}.dist"),
             scale_px=_num(d.get("scale_px", 0.0), f"{where}.scale_px", 0.0),
             df=_num(d.get("df", 3.0), f"{where}.df", 1e-6),
+            rel=_num(d.get("rel", 0.0), f"{where}.rel", 0.0),
         )
 
     def sample(self, rng: np.random.Generator, scale_px: float | None = None) -> tuple[float, float]:
@@ -291,11 +320,29 @@ class AxisDropSpec:
 
     p: float = 0.0
     """Probability, per axis with ``|t^_axis| > 30`` px, that the axis is reported as 0."""
+    p_x: float | None = None
+    """Probability for the x axis alone (calibration: Gemini drops x far more often than y); ``None``
+    = ``p``."""
+    p_y: float | None = None
+    """Probability for the y axis alone; ``None`` = ``p``."""
+    max_px: float = math.inf
+    """Axes are dropped only while the perceived offset is shorter than this (calibration: none of the
+    authors' models dropped an axis beyond 300 px); ``null`` / ``.inf`` = no bound."""
 
     @classmethod
     def from_mapping(cls, d: Any, where: str = "axis_drop") -> AxisDropSpec:
         d = _keys(d, _field_names(cls), where)
-        return cls(p=_prob(d.get("p", 0.0), f"{where}.p"))
+        px, py, mx = d.get("p_x"), d.get("p_y"), d.get("max_px")
+        return cls(
+            p=_prob(d.get("p", 0.0), f"{where}.p"),
+            p_x=None if px is None else _prob(px, f"{where}.p_x"),
+            p_y=None if py is None else _prob(py, f"{where}.p_y"),
+            max_px=math.inf if mx is None else _num(mx, f"{where}.max_px", 0.0),
+        )
+
+    def per_axis(self) -> tuple[float, float]:
+        """``(p for x, p for y)``."""
+        return (self.p if self.p_x is None else self.p_x, self.p if self.p_y is None else self.p_y)
 
 
 def _categorical(d: Mapping[str, Any], where: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -384,12 +431,18 @@ class OneShotSpec:
     ``norm1000``."""
     confidence: ConfidenceSpec = field(default_factory=ConfidenceSpec)
     """Confidence of point answers (a number means always that value)."""
+    wrong_element_only: bool = False
+    """Calibration: an outlier is always another element, so a scene with a single element has none (the
+    authors' models never missed a single-element scene once the task was given); False = as ``outlier``."""
 
     @classmethod
     def from_mapping(cls, d: Any, where: str = "oneshot") -> OneShotSpec:
         d = _keys(d, _field_names(cls), where)
         frames = d.get("frames")
         conf = d.get("confidence")
+        weo = d.get("wrong_element_only", False)
+        if not isinstance(weo, bool):
+            raise ValueError(f"{where}.wrong_element_only must be true or false, got {weo!r}")
         return cls(
             noise_px=_num(d.get("noise_px", 1.0), f"{where}.noise_px", 0.0),
             outlier_p=_prob(d.get("outlier_p", 0.0), f"{where}.outlier_p"),
@@ -397,6 +450,7 @@ class OneShotSpec:
             confidence=ConfidenceSpec()
             if conf is None
             else ConfidenceSpec.from_mapping(conf, f"{where}.confidence"),
+            wrong_element_only=weo,
         )
 
 
@@ -444,6 +498,163 @@ class SomSpec:
         )
 
 
+# ------------------------------------------------------------------ calibration extensions (issue 8)
+
+
+def _gain(value: Any, where: str) -> tuple[float, float]:
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 2:
+        raise ValueError(f"{where} must be a list [gx, gy], got {value!r}")
+    return (_num(value[0], f"{where}[0]"), _num(value[1], f"{where}[1]"))
+
+
+@dataclass(frozen=True)
+class CanvasSpec:
+    """Sections that replace the top-level ones on scenes of one size (``None`` = keep the top level)."""
+
+    size: tuple[int, int]
+    """Scene size ``(W, H)`` in pixels this entry applies to (the scene's own size, before any resize)."""
+    frames: FrameMix | None = None
+    """Native-frame mixture on this canvas."""
+    gain: tuple[float, float] | None = None
+    """Per-axis gain on this canvas."""
+    noise: NoiseSpec | None = None
+    """Inlier noise on this canvas."""
+    outlier: OutlierSpec | None = None
+    """Outlier process on this canvas."""
+    near: NearSpec | None = None
+    """Near-target behaviour on this canvas."""
+    axis_drop: AxisDropSpec | None = None
+    """Axis dropping on this canvas."""
+    confidence: ConfidenceSpec | None = None
+    """Confidence of offset answers on this canvas."""
+    oneshot: OneShotSpec | None = None
+    """Point answers on this canvas."""
+
+    @classmethod
+    def from_mapping(cls, d: Any, where: str) -> CanvasSpec:
+        d = _keys(d, _field_names(cls), where)
+        size = d.get("size")
+        if not isinstance(size, Sequence) or isinstance(size, str) or len(size) != 2:
+            raise ValueError(f"{where}.size must be a list [W, H], got {size!r}")
+        w, h = (int(_num(v, f"{where}.size[{i}]", 1)) for i, v in enumerate(size))
+        kw: dict[str, Any] = {"size": (w, h)}
+        parsers: dict[str, Callable[[Any, str], Any]] = {
+            "frames": FrameMix.from_mapping,
+            "gain": _gain,
+            "noise": NoiseSpec.from_mapping,
+            "outlier": OutlierSpec.from_mapping,
+            "near": NearSpec.from_mapping,
+            "axis_drop": AxisDropSpec.from_mapping,
+            "confidence": ConfidenceSpec.from_mapping,
+            "oneshot": OneShotSpec.from_mapping,
+        }
+        for key, parse in parsers.items():
+            if d.get(key) is not None:
+                kw[key] = parse(d[key], f"{where}.{key}")
+        return cls(**kw)
+
+
+def _canvases(value: Any, where: str) -> tuple[CanvasSpec, ...]:
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        raise ValueError(f"{where} must be a list of {{size: [W, H], ...}} entries")
+    out = tuple(CanvasSpec.from_mapping(c, f"{where}[{i}]") for i, c in enumerate(value))
+    sizes = [c.size for c in out]
+    if len(set(sizes)) != len(sizes):
+        raise ValueError(f"{where}: each size may appear once, got {sizes}")
+    return out
+
+
+@dataclass(frozen=True)
+class LatencySpec:
+    """Per-call latency: a log-normal draw (median, log-sd) times ``scale``; off while ``scale`` is 0."""
+
+    median_s: float = 0.0
+    """Median seconds per call (fitted: the authors' wall time per call)."""
+    sigma: float = 0.0
+    """Standard deviation of the log of the latency."""
+    scale: float = 0.0
+    """Multiplier of the draw: 0 = no sampled latency (the default), 1 = realistic."""
+
+    @classmethod
+    def from_mapping(cls, d: Any, where: str = "latency") -> LatencySpec:
+        d = _keys(d, _field_names(cls), where)
+        return cls(
+            median_s=_num(d.get("median_s", 0.0), f"{where}.median_s", 0.0),
+            sigma=_num(d.get("sigma", 0.0), f"{where}.sigma", 0.0),
+            scale=_num(d.get("scale", 0.0), f"{where}.scale", 0.0),
+        )
+
+    def sample(self, rng: np.random.Generator) -> float:
+        """Seconds for one call (0 when off)."""
+        if self.scale <= 0 or self.median_s <= 0:
+            return 0.0
+        return float(self.scale * self.median_s * math.exp(self.sigma * rng.standard_normal()))
+
+
+@dataclass(frozen=True)
+class ConsistencySpec:
+    """Probability, per mode, that a call answers from its situation's generator (same situation, same
+    answer) rather than from the per-call one."""
+
+    offset: float = 0.0
+    """``report_offset`` calls; the situation includes the crosshair position."""
+    point: float = 0.0
+    """``click_at`` calls (one-shot, absolute mode)."""
+
+    @classmethod
+    def from_mapping(cls, d: Any, where: str = "consistency") -> ConsistencySpec:
+        d = _keys(d, _field_names(cls), where)
+        return cls(
+            offset=_prob(d.get("offset", 0.0), f"{where}.offset"),
+            point=_prob(d.get("point", 0.0), f"{where}.point"),
+        )
+
+
+_CANVAS_SECTIONS = ("frames", "gain", "noise", "outlier", "near", "axis_drop", "confidence", "oneshot")
+
+
+def for_canvas(prof: SimProfile, size: Size) -> SimProfile:
+    """``prof`` with the ``canvas`` entry of a scene of ``size`` applied (itself when none matches)."""
+    for c in prof.canvas:
+        if c.size == (size.width, size.height):
+            changes = {k: getattr(c, k) for k in _CANVAS_SECTIONS if getattr(c, k) is not None}
+            return dataclasses.replace(prof, **changes) if changes else prof
+    return prof
+
+
+def _point_outliers(prof: SimProfile, truth: SceneTruth, aimed: str | None) -> tuple[OutlierSpec, float]:
+    """Outlier process of a point answer: the profile's, or with ``oneshot.wrong_element_only`` always
+    another interactive element (none when the scene has no other)."""
+    if not prof.oneshot.wrong_element_only:
+        return prof.outlier, prof.oneshot.outlier_p
+    others = any(e.id != aimed for e in _interactive(truth))
+    return dataclasses.replace(
+        prof.outlier, wrong_element_share=1.0
+    ), prof.oneshot.outlier_p if others else 0.0
+
+
+def _gain_jitter(o: Offset, noise: NoiseSpec, rng: np.random.Generator) -> Offset:
+    """Each axis of ``o`` times ``exp(noise.rel * z)`` (``z`` from the noise family, scale 1, clipped to
+    +-2); unchanged, with no draw, when ``rel`` is 0."""
+    if noise.rel <= 0:
+        return o
+    zx, zy = noise.sample(rng, 1.0)
+    fx = math.exp(noise.rel * max(-2.0, min(2.0, zx)))
+    fy = math.exp(noise.rel * max(-2.0, min(2.0, zy)))
+    return Offset(o.dx * fx, o.dy * fy)
+
+
+def _aim(
+    truth: SceneTruth, text: str, prof: SimProfile, rng: np.random.Generator
+) -> tuple[Point, str | None]:
+    """:func:`_intended`, except that a prompt without the task aims at the target with ``no_task_target``
+    (no extra draw when it is 0, so older profiles keep their random stream)."""
+    task_given = bool(truth.instruction) and truth.instruction in text
+    if prof.no_task_target > 0 and not task_given and rng.random() < prof.no_task_target:
+        return truth.target_box.centre, truth.target_id
+    return _intended(truth, text, prof.no_task, rng)
+
+
 _SECTIONS: dict[str, Callable[[Any, str], Any]] = {
     "frames": FrameMix.from_mapping,
     "noise": NoiseSpec.from_mapping,
@@ -454,6 +665,11 @@ _SECTIONS: dict[str, Callable[[Any, str], Any]] = {
     "oneshot": OneShotSpec.from_mapping,
     "tokens": TokensSpec.from_mapping,
     "som": SomSpec.from_mapping,
+    "canvas": _canvases,
+    "latency": LatencySpec.from_mapping,
+    "no_task_target": _prob,
+    "consistency": ConsistencySpec.from_mapping,
+    "instance": lambda v, where: int(_num(v, where, 0)),
 }
 
 
@@ -489,6 +705,18 @@ class SimProfile:
     """Simulated latency per call in seconds (``complete`` sleeps when > 0)."""
     som: SomSpec = field(default_factory=SomSpec)
     """Set-of-Mark picks."""
+    canvas: tuple[CanvasSpec, ...] = ()
+    """Per-canvas overrides (calibration; empty = the top-level sections everywhere)."""
+    no_task_target: float = 0.0
+    """Probability that a prompt without the task still aims at the target (calibration)."""
+    latency: LatencySpec = field(default_factory=LatencySpec)
+    """Sampled per-call latency (calibration; off while ``latency.scale`` is 0)."""
+    consistency: ConsistencySpec = field(default_factory=ConsistencySpec)
+    """Same situation, same answer (calibration; 0 = every call draws afresh)."""
+    instance: int = 0
+    """A label that changes every random stream but no distribution: another simulated instance of the same
+    model (validation averages over a few, since a consistent model's situation draws are shared by all
+    repeats)."""
 
     @classmethod
     def from_mapping(cls, d: Any) -> SimProfile:
@@ -704,9 +932,10 @@ def _near_target(o: Offset, near: NearSpec, axis_drop: AxisDropSpec, rng: np.ran
             o = o.scaled(-1.0)
     if d < MID_PX:
         o = o.scaled(near.shrink_below_100)
-    if axis_drop.p > 0:
-        drop_x = abs(o.dx) > AXIS_DROP_MIN_PX and rng.random() < axis_drop.p
-        drop_y = abs(o.dy) > AXIS_DROP_MIN_PX and rng.random() < axis_drop.p
+    p_x, p_y = axis_drop.per_axis()
+    if (p_x > 0 or p_y > 0) and d < axis_drop.max_px:
+        drop_x = abs(o.dx) > AXIS_DROP_MIN_PX and rng.random() < p_x
+        drop_y = abs(o.dy) > AXIS_DROP_MIN_PX and rng.random() < p_y
         if drop_x and drop_y:  # never both: keep the larger component
             drop_x, drop_y = abs(o.dx) < abs(o.dy), abs(o.dx) >= abs(o.dy)
         o = Offset(0.0 if drop_x else o.dx, 0.0 if drop_y else o.dy)
@@ -778,9 +1007,20 @@ class SimulatedModel:
 
     async def complete(self, request: ModelRequest) -> Reply:
         reply = self.respond(request)
-        if self.profile.latency_s > 0:
-            await asyncio.sleep(self.profile.latency_s)
+        delay = self.latency_for(request)
+        if delay != reply.latency_s:
+            reply = dataclasses.replace(reply, latency_s=delay)
+        if delay > 0:
+            await asyncio.sleep(delay)
         return reply
+
+    def latency_for(self, req: ModelRequest) -> float:
+        """Seconds the call takes: ``latency_s`` plus the ``latency`` draw (from a child generator of the
+        call's, so the reply does not depend on whether latency is sampled)."""
+        lat = self.profile.latency
+        if lat.scale <= 0 or lat.median_s <= 0:
+            return self.profile.latency_s
+        return self.profile.latency_s + lat.sample(self.rng_for(req).spawn(1)[0])
 
     def respond(self, req: ModelRequest) -> Reply:
         """Answer one request synchronously (deterministic in the request)."""
@@ -801,13 +1041,35 @@ class SimulatedModel:
         if rng.random() < prof.p_no_tool_call:
             return self._reply(NO_TOOL_TEXT, None)
         size = req.image_size
-        truth = _truth_in_image(self.truth(req.scene_id), size)
-        centre, aimed = _intended(truth, req.text, prof.no_task, rng)
+        scene = self.truth(req.scene_id)
+        truth = _truth_in_image(scene, size)
+        prof = for_canvas(prof, scene.size)
+        rng = self.situation_rng(req, prof, mode, truth, rng)
+        centre, aimed = _aim(truth, req.text, prof, rng)
         if mode == "point":
-            return self._point(truth, size, centre, aimed, rng)
+            return self._point(truth, size, centre, aimed, rng, prof)
         if mode == "select":
             return self._select(truth, marks, centre, aimed, rng)
-        return self._offset(req, truth, size, centre, aimed, rng)
+        return self._offset(req, truth, size, centre, aimed, rng, prof)
+
+    def situation_rng(
+        self, req: ModelRequest, prof: SimProfile, mode: str, truth: SceneTruth, rng: np.random.Generator
+    ) -> np.random.Generator:
+        """``rng``, or with probability ``consistency.<mode>`` a generator seeded by the call's situation
+        (no draw at all when that probability is 0, so older profiles keep their random stream)."""
+        c = {"offset": prof.consistency.offset, "point": prof.consistency.point}.get(mode, 0.0)
+        if c <= 0 or rng.random() >= c:
+            return rng
+        task = bool(truth.instruction) and truth.instruction in req.text
+        where = ""
+        if mode == "offset":
+            image = _decode(req)
+            p = find_crosshair(image, width=3) if image is not None else None
+            p = p if p is not None else parse_crosshair_line(req.text, req.image_size)
+            where = "none" if p is None else f"{round(p.x)},{round(p.y)}"
+        key = f"{mode}|{req.scene_id}|{req.image_size.width}x{req.image_size.height}|{task}|{where}"
+        h = hashlib.sha256(self._identity + b"|situation|" + key.encode())
+        return np.random.default_rng(int.from_bytes(h.digest()[:16], "big"))
 
     def _select(
         self,
@@ -845,11 +1107,11 @@ class SimulatedModel:
         centre: Point,
         aimed: str | None,
         rng: np.random.Generator,
+        prof: SimProfile | None = None,
     ) -> Reply:
-        prof = self.profile
-        t_hat = _perceive(
-            truth, centre, aimed, prof.noise, prof.oneshot.noise_px, prof.outlier, prof.oneshot.outlier_p, rng
-        )
+        prof = self.profile if prof is None else prof
+        outlier, outlier_p = _point_outliers(prof, truth, aimed)
+        t_hat = _perceive(truth, centre, aimed, prof.noise, prof.oneshot.noise_px, outlier, outlier_p, rng)
         mix = prof.oneshot.frames or prof.frames
         frame = _sample_frame(mix.weights(position_stated=True), rng)
         p = point_from_pixels(t_hat, Frame(frame), size)
@@ -865,8 +1127,9 @@ class SimulatedModel:
         centre: Point,
         aimed: str | None,
         rng: np.random.Generator,
+        prof: SimProfile | None = None,
     ) -> Reply:
-        prof = self.profile
+        prof = self.profile if prof is None else prof
         t_hat = _perceive(truth, centre, aimed, prof.noise, None, prof.outlier, prof.outlier.p, rng)
         image = _decode(req)
         p_hat = find_crosshair(image, width=3) if image is not None else None
@@ -881,10 +1144,12 @@ class SimulatedModel:
             p_hat = size.centre
         if frame == "mixed":  # H2: target in 0-1000 units, crosshair in pixels; believed to be pixels
             g_t = point_from_pixels(t_hat, Frame.NORM1000, size)
-            belief = _near_target(g_t - p_hat, prof.near, prof.axis_drop, rng)
+            belief = _near_target(_gain_jitter(g_t - p_hat, prof.noise, rng), prof.near, prof.axis_drop, rng)
             native = belief
         else:
-            belief = _near_target(t_hat - p_hat, prof.near, prof.axis_drop, rng)
+            belief = _near_target(
+                _gain_jitter(t_hat - p_hat, prof.noise, rng), prof.near, prof.axis_drop, rng
+            )
             native = offset_from_pixels(belief, _frame_of(frame), size)
         gx, gy = prof.gain
         conf = prof.confidence.sample(rng, belief.magnitude)

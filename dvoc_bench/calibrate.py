@@ -1,0 +1,124 @@
+"""``python -m dvoc_bench.calibrate --upstream DIR --out conf/model/``: fit the simulator's profiles to the
+authors' recorded replies and write them (issue 8); ``--validate`` also runs the out-of-sample check.
+
+The fit reads step-level records only (one row per model call); the validation simulates the authors'
+sweeps under ``protocol=paper`` and compares trial outcomes. See :mod:`dvoc_bench.analysis.calibrate`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m dvoc_bench.calibrate",
+        description="Fit the simulator's profiles to the authors' recorded replies (step level) and validate "
+        "them out of sample (trial level, protocol=paper).",
+    )
+    p.add_argument(
+        "--upstream", required=True, help="folder of the authors' records (responses/ tree, JSON files)"
+    )
+    p.add_argument("--out", default="conf/model", help="where to write sim-<model>.yaml (default conf/model)")
+    p.add_argument(
+        "--models", nargs="*", default=None, help="models to fit (default: every model with enough data)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the replays and of the validation sweeps")
+    p.add_argument("--replay-reps", type=int, default=4, help="simulated draws per recorded step (default 4)")
+    p.add_argument("--refine-rounds", type=int, default=3, help="rounds of the zero / axis-drop refinement")
+    p.add_argument("--n-boot", type=int, default=300, help="bootstrap draws of the step-level intervals")
+    p.add_argument("--validate", action="store_true", help="also simulate the paper's sweeps and compare")
+    p.add_argument("--repeats", type=int, default=3, help="repeats per start point in the validation sweeps")
+    p.add_argument(
+        "--instances", type=int, default=1, help="simulated instances per model to pool (default 1)"
+    )
+    p.add_argument("--no-web", action="store_true", help="validate on S1-S6 only")
+    p.add_argument("--runs", default="runs/calibration", help="validation run directories (resumable)")
+    p.add_argument("--dry-run", action="store_true", help="fit and print, write no profile")
+    p.add_argument(
+        "--validate-only", action="store_true", help="no fit: validate the profiles already in --out"
+    )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from dvoc_bench.analysis import calibrate as cal
+    from dvoc_bench.analysis.markdown import md_table
+
+    upstream = Path(args.upstream)
+    if not upstream.exists():
+        print(f"error: --upstream {upstream} does not exist", file=sys.stderr)
+        return 2
+    try:
+        data = cal.load_calibration_data(upstream)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    fittable = cal.fittable_models(data)
+    models = args.models or fittable
+    missing = [m for m in models if m not in fittable]
+    if missing:
+        print(
+            f"error: not enough records to fit {', '.join(missing)} (fittable: {', '.join(fittable)})",
+            file=sys.stderr,
+        )
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for model in [] if args.validate_only else models:
+        t0 = time.perf_counter()
+        c = cal.calibrate_model(
+            data,
+            model,
+            refine_rounds=args.refine_rounds,
+            replay_reps=args.replay_reps,
+            seed=args.seed,
+            n_boot=args.n_boot,
+        )
+        g = cal.goodness_summary(c.steps)
+        inside = int(g["within"].sum())
+        scored = int(g["rec_lo"].notna().sum())
+        path = out / f"{cal.sim_name(model)}.yaml"
+        if not args.dry_run:
+            path.write_text(c.text, encoding="utf-8")
+        print(
+            f"{model}: {inside} of {scored} step statistics inside the records' 95 % interval "
+            f"({time.perf_counter() - t0:.0f} s) -> {'(dry run)' if args.dry_run else path}"
+        )
+    if args.validate or args.validate_only:
+        v = cal.validate(
+            data,
+            args.runs,
+            models_dir=out,
+            models=models,
+            repeats=args.repeats,
+            instances=args.instances,
+            web=False if args.no_web else None,
+            seed=args.seed,
+        )
+        text = ["# Simulator validation (SIMULATED vs the authors' records)", "", v.note, ""]
+        text += ["## Main benchmark, protocol=paper", "", md_table(cal.validation_table(v.main)), ""]
+        if v.predict is not None:
+            text += [
+                "## Predict-mode ablation (Gemini 3.1 FL)",
+                "",
+                md_table(cal.validation_table(v.predict)),
+                "",
+            ]
+        text += [f"Simulated runs: {', '.join(v.run_dirs.values())}"]
+        report = Path(args.runs) / "validation.md"
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text("\n".join(text) + "\n", encoding="utf-8")
+        print("\n".join(text))
+        print(f"\nreport: {report}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
