@@ -20,6 +20,7 @@ from dvoc_bench.config import (
     check_list,
     default_conf_dir,
     load_model_config,
+    model_names,
     parse_starts,
 )
 from dvoc_bench.control import ALPHA_SCHEDULES, AdaptiveConfig
@@ -74,7 +75,7 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
     tasks = [cfg["task"]] if cfg.get("task") else cfg.get("tasks")
     tasks = check_list("task" if cfg.get("task") else "tasks", tasks, registry.ids())
     names = [model_choice] if model_choice else cfg.get("models")
-    names = check_list("models", names, _known_models(models_dir))
+    names = check_list("models", names, model_names(models_dir))
     declare = cfg.get("declare_frame")
     if declare is not None:
         check_list("declare_frame", [declare], ["pixel", "norm1000", "norm1"])
@@ -144,10 +145,6 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
         max_in_flight=_positive_int("run.max_in_flight", _get(run, "max_in_flight", 16)),
         params=dict(cfg.get("sampling", {}) or {}),
     )
-
-
-def _known_models(models_dir: Path) -> list[str]:
-    return sorted(p.stem for p in models_dir.glob("*.yaml"))
 
 
 def _positive_int(key: str, v: Any) -> int:

@@ -25,3 +25,21 @@ def run_cli(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProce
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(scope="module")
+def sim_url():
+    """The simulator behind a real OpenAI-compatible server on localhost; DVOC_SIM_URL points at it."""
+    from dvoc_bench.scenes import DEFAULT_SOURCES, SceneRegistry, default_scenes_dir
+    from dvoc_bench.serve import SimBackend, serve_in_thread
+
+    backend = SimBackend(registry=SceneRegistry(default_scenes_dir(), sources=DEFAULT_SOURCES))
+    backend.warm()
+    old = os.environ.get("DVOC_SIM_URL")
+    with serve_in_thread(backend=backend) as (url, server):
+        os.environ["DVOC_SIM_URL"] = url
+        yield url, server
+    if old is None:
+        os.environ.pop("DVOC_SIM_URL", None)
+    else:
+        os.environ["DVOC_SIM_URL"] = old

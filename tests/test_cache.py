@@ -2,7 +2,6 @@
 
 import asyncio
 import json
-import os
 
 import pytest
 
@@ -13,8 +12,6 @@ from dvoc_bench.models.base import ModelCallError, ModelRequest, Reply, ToolCall
 from dvoc_bench.models.cache import CachedModel, CacheOptions, ResponseCache, request_key
 from dvoc_bench.models.factory import build_model, model_options
 from dvoc_bench.protocol import tools_for
-from dvoc_bench.scenes import DEFAULT_SOURCES, SceneRegistry, default_scenes_dir
-from dvoc_bench.serve import SimBackend, serve_in_thread
 from dvoc_bench.store import RunStore, read_jsonl
 from dvoc_bench.sweep import plan, run_trials
 
@@ -119,20 +116,6 @@ def test_cache_options_from_config():
     assert opts["cache"] == CacheOptions(True, "x/y")
     with pytest.raises(ConfigError, match="cache: unknown key"):
         CacheOptions.from_mapping({"enable": True})
-
-
-@pytest.fixture(scope="module")
-def sim_url():
-    backend = SimBackend(registry=SceneRegistry(default_scenes_dir(), sources=DEFAULT_SOURCES))
-    backend.warm()
-    old = os.environ.get("DVOC_SIM_URL")
-    with serve_in_thread(backend=backend) as (url, server):
-        os.environ["DVOC_SIM_URL"] = url
-        yield url, server
-    if old is None:
-        os.environ.pop("DVOC_SIM_URL", None)
-    else:
-        os.environ["DVOC_SIM_URL"] = old
 
 
 def test_rerun_of_a_sweep_is_served_from_the_cache(sim_url, tmp_path):

@@ -1,7 +1,6 @@
 """The real path end to end: sweeps through LiteLLM -> HTTP -> dvoc_bench.serve match the in-process ones."""
 
 import asyncio
-import os
 
 import pytest
 
@@ -9,8 +8,6 @@ from dvoc_bench.cli_support import quick_setup
 from dvoc_bench.config import default_conf_dir, load_model_config
 from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel
-from dvoc_bench.scenes import DEFAULT_SOURCES, SceneRegistry, default_scenes_dir
-from dvoc_bench.serve import SimBackend, serve_in_thread
 from dvoc_bench.store import RunStore, read_jsonl
 from dvoc_bench.sweep import plan, run_trials
 
@@ -19,20 +16,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success
 # what legitimately differs between transports: timing, and the cost (the simulator says 0.0 itself;
 # over HTTP LiteLLM does not know the price of a local model, so it is unknown: None)
 VOLATILE = {"wall_s", "finished_at", "latency_s", "retry_wait_s", "cost_usd", "cost_source"}
-
-
-@pytest.fixture(scope="module")
-def sim_url():
-    backend = SimBackend(registry=SceneRegistry(default_scenes_dir(), sources=DEFAULT_SOURCES))
-    backend.warm()
-    old = os.environ.get("DVOC_SIM_URL")
-    with serve_in_thread(backend=backend) as (url, server):
-        os.environ["DVOC_SIM_URL"] = url
-        yield url, server
-    if old is None:
-        os.environ.pop("DVOC_SIM_URL", None)
-    else:
-        os.environ["DVOC_SIM_URL"] = old
 
 
 def _run(run_dir, setup, specs, factory):
