@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import statistics
 import sys
 import tempfile
@@ -32,7 +31,7 @@ def step_costs(snapshot, n: int, seed: int = 0) -> list[float]:
     """Seconds per harness step on ``snapshot`` (no model), drafts uniform over the image."""
     from dvoc_bench.geometry import Frame, Point
     from dvoc_bench.models.base import ModelRequest
-    from dvoc_bench.protocol import dvoc_prompt, position_label, tools_for
+    from dvoc_bench.protocol import get_protocol, position_label, tools_for
     from dvoc_bench.records import Step
     from dvoc_bench.render import OverlayStyle, draw_overlay, encode_png
     from dvoc_bench.store import RunStore
@@ -50,8 +49,7 @@ def step_costs(snapshot, n: int, seed: int = 0) -> list[float]:
             )
             png = encode_png(img, base=snapshot.image)
             sha = store.save_frame(png)
-            text = dvoc_prompt(
-                "v1",
+            text = get_protocol("v1").dvoc_prompt(
                 instruction=snapshot.instruction,
                 size=size,
                 frame=Frame.NORM1000,
@@ -94,20 +92,17 @@ def bench_overhead(n: int = 300, task: str = "S3") -> dict[str, float]:
 
 def bench_sweep() -> dict[str, float]:
     from dvoc_bench.cli_support import quick_setup
-    from dvoc_bench.models.factory import build_model
-    from dvoc_bench.store import RunStore, read_jsonl
-    from dvoc_bench.sweep import plan, run_trials
+    from dvoc_bench.records import read_jsonl
+    from dvoc_bench.sweep import run_sweep
 
     setup = quick_setup()
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()
-        specs = plan(setup)
-        with RunStore(Path(d)) as store:
-            store.write_plan(specs)
-            asyncio.run(run_trials(specs, setup, store, lambda m: build_model(m, setup.registry.truth)))
+        res = run_sweep(setup, Path(d))
         wall = time.perf_counter() - t0
         steps = sum(1 for _ in read_jsonl(Path(d) / "steps.jsonl"))
-    return {"wall_s": wall, "trials": len(specs), "steps": steps, "ms_per_step": 1000 * wall / max(steps, 1)}
+    n = len(res.specs)
+    return {"wall_s": wall, "trials": n, "steps": steps, "ms_per_step": 1000 * wall / max(steps, 1)}
 
 
 def _two_provider_models(d: Path) -> Path:
@@ -128,8 +123,8 @@ def bench_scheduler() -> dict[str, float]:
     from dvoc_bench.cli_support import quick_setup
     from dvoc_bench.models.factory import build_model
     from dvoc_bench.models.faults import Faults, FaultyModel
-    from dvoc_bench.store import RunStore, read_jsonl
-    from dvoc_bench.sweep import plan, run_trials
+    from dvoc_bench.records import read_jsonl
+    from dvoc_bench.sweep import run_sweep
 
     rates = {"bench-fast": 1200.0, "bench-slow": 600.0}
     out: dict[str, float] = {}
@@ -147,17 +142,15 @@ def bench_scheduler() -> dict[str, float]:
         )
         servers: dict[str, FaultyModel] = {}
 
-        def factory(m):
+        def factory(m, gate):
             # the server enforces the same rate over a 1 s window (the per-minute quota scaled down)
             f = Faults(rpm=rates[m.provider] / 60.0, window_s=1.0, retry_after_s=1.0)
             servers[m.provider] = FaultyModel(build_model(m, setup.registry.truth), f)
-            return servers[m.provider]
+            return gate(servers[m.provider])
 
-        specs = plan(setup)
-        with RunStore(Path(d) / "run") as store:
-            t0 = time.perf_counter()
-            gates = asyncio.run(run_trials(specs, setup, store, factory))
-            wall = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        gates = run_sweep(setup, Path(d) / "run", factory).gates
+        wall = time.perf_counter() - t0
         sent = {p: g.stats.sent for p, g in gates.items()}
         lower = max((sent[p] - 1) * 60.0 / rates[p] for p in rates)
         out.update(calls=sum(sent.values()), lower_bound_s=lower, wall_s=wall)
@@ -175,16 +168,14 @@ def bench_scheduler() -> dict[str, float]:
                     f"run.max_in_flight={n_flight}",
                 ]
             )
-            specs2 = plan(setup2)
 
-            def slow(m, setup2=setup2):
-                return FaultyModel(build_model(m, setup2.registry.truth), Faults(latency_s=0.05))
+            def slow(m, gate, setup2=setup2):
+                return gate(FaultyModel(build_model(m, setup2.registry.truth), Faults(latency_s=0.05)))
 
             run2 = Path(d) / f"run-{n_flight}"
-            with RunStore(run2) as store:
-                t0 = time.perf_counter()
-                asyncio.run(run_trials(specs2, setup2, store, slow))
-                wall2 = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            specs2 = run_sweep(setup2, run2, slow).specs
+            wall2 = time.perf_counter() - t0
             steps2 = list(read_jsonl(run2 / "steps.jsonl"))
             in_calls = sum(s["latency_s"] for s in steps2)
             if n_flight == 1:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 import sys
 from pathlib import Path
@@ -13,11 +11,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from dvoc_bench.cli_support import setup_with_choices
 from dvoc_bench.config import ConfigError
-from dvoc_bench.models.factory import build_model, model_options
 from dvoc_bench.progress import Progress
-from dvoc_bench.store import RunStore
-from dvoc_bench.summary import format_table, summarise
-from dvoc_bench.sweep import plan, run_trials
+from dvoc_bench.sweep import plan, run_sweep
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +31,6 @@ def run_job(cfg: DictConfig) -> int:
         plain = OmegaConf.to_container(cfg, resolve=True)
         assert isinstance(plain, dict)
         setup = setup_with_choices(plain, choices)
-        model_kw = model_options(plain)  # response cache and image resizing of real models
         specs = plan(setup)
     except ConfigError as e:
         print(f"config error: {e}", file=sys.stderr)
@@ -44,39 +38,12 @@ def run_job(cfg: DictConfig) -> int:
     run_dir = Path(hc.runtime.output_dir)
     quiet = bool(cfg.get("run", {}).get("quiet", False))
     retry_errors = bool(cfg.get("resume", {}).get("retry_errors", False))
-    with RunStore(run_dir, retry_errors=retry_errors) as store:
-        store.write_plan(specs)
-        todo = sum(s.key not in store.finished for s in specs)
-        log.info("%d trials planned, %d to run, run dir %s", len(specs), todo, run_dir)
-        progress = Progress(todo, quiet=quiet)
-        try:
-            asyncio.run(
-                run_trials(
-                    specs,
-                    setup,
-                    store,
-                    lambda m: build_model(m, setup.registry.truth, **model_kw),
-                    progress.update,
-                )
-            )
-        finally:
-            progress.close()
-        keys = {s.key for s in specs}
-        trials = [t for t in store.trials() if t["trial_key"] in keys]
-    table = format_table(summarise(trials), setup.knobs.epsilon)
-    (run_dir / "summary.md").write_text(table + "\n", encoding="utf-8")
-    (run_dir / "run.json").write_text(
-        json.dumps(
-            {
-                "experiment": setup.experiment,
-                "planned": len(specs),
-                "finished": len(trials),
-                "simulated": any(t.get("simulated") for t in trials),
-            },
-            indent=1,
-        ),
-        encoding="utf-8",
-    )
-    print(table)
+    progress = Progress(len(specs), quiet=quiet)
+    try:
+        summary = run_sweep(setup, run_dir, specs=specs, retry_errors=retry_errors, on_done=progress.update)
+    finally:
+        progress.close()
+    print((run_dir / "summary.md").read_text(encoding="utf-8").rstrip("\n"))
     print(f"\nrun dir: {run_dir}")
+    log.info("%d trials run, %d finished in all", summary.ran, len(summary.trials))
     return 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import itertools
 import json
@@ -13,8 +12,9 @@ import numpy as np
 
 from dvoc_bench.config import ModelConfig
 from dvoc_bench.geometry import Point, Size
-from dvoc_bench.methods import MODEL_FREE
+from dvoc_bench.protocol.protocols import get_protocol
 from dvoc_bench.records import TrialSpec
+from dvoc_bench.registry import method_info
 
 PAPER_STARTS: tuple[Point, ...] = (
     Point(194, 92),
@@ -90,27 +90,26 @@ def build_plan(
 ) -> list[TrialSpec]:
     """Every trial of the sweep, deduplicated by key, in a stable order.
 
-    ``scenes`` maps task id -> (scene content hash, size). Knobs that do not apply to a method are
-    recorded as ``"-"`` (one-shot ignores alpha/overlay/predict; the baselines also ignore the model and
-    the protocol), so such trials are planned once. One-shot and the baselines keep the start index as a
-    plain repeat counter (the authors did the same); only DVOC uses the point. ``som_dvoc`` sweeps the DVOC
-    knobs but starts from the SoM pick; the SoM methods carry ``detector`` (backend + settings digest) in
-    their key, so a resume with another detector runs them again. Under ``protocol=paper``
-    every answer is read as pixels, whatever the model config declares (the paper's reading).
+    ``scenes`` maps task id -> (scene content hash, size). Each method's registry entry
+    (:mod:`dvoc_bench.registry`) says which knobs it uses; the others are recorded as ``"-"`` so such
+    trials are planned once (a method that calls no model also ignores the model and the protocol). Only
+    methods that ``uses_start`` get the start point; the others keep the start index as a plain repeat
+    counter (the authors did the same). Methods that use the ``detector`` knob carry it (backend +
+    settings digest) in their key, so a resume with another detector runs them again. The protocol object
+    decides the frame answers are read in (``paper`` reads every answer as pixels, the paper's reading).
     """
     specs: dict[str, TrialSpec] = {}
     kind, n = knobs.starts
     for method in knobs.methods:
-        free, dvoc = method in MODEL_FREE, method == "dvoc"
-        loop = method in ("dvoc", "som_dvoc")  # methods that run the DVOC loop
-        som = method in ("som", "som_dvoc")
+        info = method_info(method)
+        uses = info.knobs
         combos = itertools.product(
-            [NONE_MODEL] if free else models,
+            models if info.calls_model else [NONE_MODEL],
             knobs.tasks,
-            [NA] if free else knobs.protocols,
-            knobs.alphas if loop else [NA],
-            knobs.overlays if loop else [NA],
-            knobs.predict_modes if loop else [NA],
+            knobs.protocols if "protocol" in uses else [NA],
+            knobs.alphas if "alpha" in uses else [NA],
+            knobs.overlays if "overlay" in uses else [NA],
+            knobs.predict_modes if "predict" in uses else [NA],
         )
         for model, task, protocol, alpha, overlay, predict in combos:
             scene_hash, size = scenes[task]
@@ -119,20 +118,17 @@ def build_plan(
                 fields = dict(
                     model=model.name, model_id=model.model_id, api_base=model.api_base,
                     provider=model.provider, simulated=model.simulated,
-                    coord_frame="pixel" if protocol == "paper" else model.coord_frame,
+                    coord_frame=model.coord_frame if protocol == NA
+                    else get_protocol(protocol).answer_frame(model.coord_frame),
                     task=task, scene_hash=scene_hash, method=method, protocol=protocol, alpha=alpha,
-                    overlay=overlay, predict=predict, start=p.as_list() if dvoc else None,
+                    overlay=overlay, predict=predict, start=p.as_list() if info.uses_start else None,
                     start_index=si, rep=rep, epsilon=knobs.epsilon, conf_threshold=knobs.threshold,
                     window=knobs.window, max_iterations=knobs.max_iterations,
                     max_attempts=knobs.max_attempts, alpha_constant=knobs.alpha_constant,
-                    hit_radius_min=knobs.hit_radius_min, detector=detector if som else NA,
+                    hit_radius_min=knobs.hit_radius_min, detector=detector if "detector" in uses else NA,
                 )  # fmt: skip
                 key = trial_key({**fields, "sweep_seed": knobs.seed})
                 specs.setdefault(
-                    key, TrialSpec(key=key, experiment=experiment, seed=_seed_for(key), **fields)
+                    key, TrialSpec(trial_key=key, experiment=experiment, seed=_seed_for(key), **fields)
                 )
     return list(specs.values())
-
-
-def spec_fields() -> list[str]:
-    return [f.name for f in dataclasses.fields(TrialSpec)]

@@ -1,6 +1,12 @@
 """Typed records of a sweep: what was planned, what each model call did, how each trial ended (§5, §6).
 
-Records are plain dataclasses; :func:`to_jsonable` turns any of them into JSON-ready dicts. Points are
+This module is the one list of the values records may take: :data:`Status`, :data:`StopReason`,
+:data:`ErrorClass`, :data:`SceneKind`, :data:`StepKind`, :data:`ParseStatus`. Every later feature that
+needs a new value (a stop reason, an error class, a scene kind) adds it here, and everything that checks
+or groups by them (config validation, the summary, the analysis schema) reads it from here.
+
+Records are plain dataclasses; :func:`to_jsonable` turns any of them into JSON-ready dicts.
+:class:`TrialRecord` *is* the ``trials.jsonl`` line and :class:`Step` the ``steps.jsonl`` line. Points are
 stored as ``[x, y]`` lists in screenshot pixels, boxes as ``[x0, y0, x1, y1]``.
 """
 
@@ -8,15 +14,25 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
+import logging
 import math
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal, get_args
 
-TRIAL_STATUSES = ("ok", "error", "skipped")
-"""``ok``: the method ran to a stop reason. ``error``: a model call failed for good. ``skipped``: never run
-(dead provider)."""
+from dvoc_bench.geometry import Box, Point
+from dvoc_bench.scoring import score
 
-STOP_REASONS = (
+log = logging.getLogger(__name__)
+
+Status = Literal["ok", "error", "skipped"]
+"""``ok``: the method ran to a stop reason. ``error``: a model call (or the scene, the detector, the
+harness) failed for good. ``skipped``: never run (dead provider)."""
+
+StopReason = Literal[
     "act",  # the policy accepted the draft (two small confident reports)
     "abort_oscillation",  # three non-decreasing reported magnitudes
     "abort_stuck",  # two consecutive empty replies
@@ -24,16 +40,54 @@ STOP_REASONS = (
     "hit",  # one-shot: an attempt landed on the target (the harness told the model nothing else)
     "attempts_exhausted",  # one-shot: every attempt missed
     "baseline",  # centre / random: no model involved
-    "error",  # a model call failed for good
+    "selected",  # Set-of-Mark: the model named a valid mark
+    "no_valid_id",  # Set-of-Mark: the reply named no valid mark
+    "no_marks",  # Set-of-Mark: the detector found nothing to mark
+    "error",  # a call failed for good
     "skipped",  # the trial never ran
-)
+]
+"""How a trial ended."""
+
+ErrorClass = Literal[
+    "rate_limit",  # 429 after every retry
+    "timeout",  # the call took longer than the provider's timeout
+    "server",  # 5xx
+    "connection",  # the endpoint could not be reached
+    "auth",  # bad or missing key: ends the provider
+    "quota",  # daily or billing quota used up: ends the provider
+    "bad_request",  # the provider refused the request as malformed
+    "unknown",  # a provider failure the client could not classify
+    "provider_dead",  # the provider was ended by another trial's auth / quota failure
+    "detector",  # the Set-of-Mark detector failed
+    "internal",  # a bug in the harness (logged with its traceback)
+]
+"""Class of a failed call or trial (``error_class`` of steps and trials)."""
+
+SceneKind = Literal["synthetic", "web"]
+"""What produced a scene: a Pillow drawing (``synthetic``) or a page in a real Chromium (``web``).
+Task sources declare theirs when they register (:mod:`dvoc_bench.scenes.sources`)."""
+
+StepKind = Literal["verify", "click", "select", "baseline"]
+"""``verify``: a DVOC step; ``click``: a one-shot attempt; ``select``: a Set-of-Mark pick."""
+
+ParseStatus = Literal["ok", "text_fallback", "parse_error", "call_error"]
+"""What reading a reply gave: numbers from a tool call, numbers recovered from the text, nothing usable,
+or no reply at all."""
+
+TRIAL_STATUSES: tuple[str, ...] = get_args(Status)
+STOP_REASONS: tuple[str, ...] = get_args(StopReason)
+ERROR_CLASSES: tuple[str, ...] = get_args(ErrorClass)
+SCENE_KINDS: tuple[str, ...] = get_args(SceneKind)
+STEP_KINDS: tuple[str, ...] = get_args(StepKind)
+PARSE_STATUSES: tuple[str, ...] = get_args(ParseStatus)
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True)
 class TrialSpec:
-    """One planned trial: everything that can change its outcome. Its ``key`` hashes all of it."""
+    """One planned trial (a ``plan.jsonl`` line): everything that can change its outcome. Its
+    ``trial_key`` hashes all of it."""
 
-    key: str
+    trial_key: str
     """Content hash of every outcome-relevant field (see ``dvoc_bench.plan.trial_key``)."""
     experiment: str
     """Name of the experiment preset that planned it."""
@@ -54,7 +108,7 @@ class TrialSpec:
     scene_hash: str
     """Content hash of the rendered scene (pixels + geometry + instruction)."""
     method: str
-    """``dvoc | oneshot | centre | random``."""
+    """A registered method (:mod:`dvoc_bench.methods.registry`)."""
     protocol: str
     """Prompt protocol version (``v1`` corrected, ``paper`` faithful)."""
     alpha: str
@@ -97,8 +151,8 @@ class Step:
     """Key of the trial the call belongs to."""
     index: int
     """0-based call index within the trial."""
-    kind: str
-    """``verify`` (DVOC offset or absolute check), ``click`` (one-shot), ``baseline``."""
+    kind: StepKind
+    """``verify`` (DVOC offset or absolute check), ``click`` (one-shot), ``select`` (Set-of-Mark)."""
     draft: list[float] | None
     """Crosshair position (pixels) the frame showed, or ``None`` for one-shot."""
     true_dist_px: float | None
@@ -113,7 +167,7 @@ class Step:
     """Free text the model returned, if any."""
     reply_tool_calls: list[dict[str, Any]] = field(default_factory=list)
     """Tool calls as received: ``[{"name", "arguments"}]``, arguments verbatim (string or object)."""
-    parse_status: str = "ok"
+    parse_status: ParseStatus = "ok"
     """``ok``, ``text_fallback`` (numbers recovered from text), ``parse_error`` or ``call_error``."""
     parse_detail: str | None = None
     """Why parsing failed or which fallback was used."""
@@ -161,20 +215,58 @@ class Step:
     """Error class of every failed attempt of this call, in order."""
     retry_wait_s: float = 0.0
     """Seconds this call waited in its provider's gate and in backoff."""
-    error_class: str | None = None
+    error_class: ErrorClass | None = None
     """Class of a failed call (``timeout``, ``rate_limit``, ...)."""
     error: str | None = None
     """Redacted error message of a failed call."""
 
 
 @dataclass
-class TrialResult:
-    """How one trial ended: what a method returns (never ``None``, never an exception)."""
+class SomRecord:
+    """What the detector and the pick did in a ``som`` / ``som_dvoc`` trial (the ``som`` field)."""
 
-    status: str
+    backend: str | None = None
+    """Detector backend (``oracle | cv | onnx | rknn | helper``)."""
+    config_digest: str | None = None
+    """Hash of the detector's settings (backend options and the area limit)."""
+    boxes: int | None = None
+    """Boxes the detector returned."""
+    marks: int | None = None
+    """Boxes marked on the screenshot (after dropping the ones over ``max_area_frac`` of the screen)."""
+    mark_boxes: list[list[float]] = field(default_factory=list)
+    """The marks as ``[x0, y0, x1, y1, score]`` in harness pixels; mark ``id`` is at position ``id - 1``."""
+    target_detected: bool | None = None
+    """Some mark's box contains the target's centre (the detector's recall for this task)."""
+    detector_ms: float | None = None
+    """Detector wall time for this screenshot (the helper's round trip included)."""
+    inference_ms: float | None = None
+    """Model-only time when the backend reports it (onnxruntime run, the helper's ``OK`` line)."""
+    chosen_id: int | None = None
+    """The id the model named (also an invalid one), ``None`` without a readable id."""
+    chosen_valid: bool | None = None
+    """The named id is one of the marks."""
+    point: list[float] | None = None
+    """Centre of the chosen mark (the SoM click; for ``som_dvoc`` the DVOC start)."""
+    hit: bool | None = None
+    """``point`` lies inside the target element's box."""
+    start_source: str | None = None
+    """``som_dvoc``: where DVOC started, ``som`` (the chosen mark) or ``centre`` (no valid pick)."""
+    dvoc_alpha: str | None = None
+    """``som_dvoc``: alpha schedule its DVOC part used."""
+    dvoc_overlay: str | None = None
+    """``som_dvoc``: overlay its DVOC part used."""
+    dvoc_predict: str | None = None
+    """``som_dvoc``: answer kind its DVOC part used."""
+
+
+@dataclass(kw_only=True)
+class TrialOutcome:
+    """How one trial ended (the outcome part of its ``trials.jsonl`` line)."""
+
+    status: Status
     """``ok | error | skipped``."""
-    stop_reason: str
-    """One of :data:`STOP_REASONS`."""
+    stop_reason: StopReason
+    """How the trial ended."""
     final_point: list[float] | None
     """Where the harness would click, pixels; ``None`` when there is no point (error before any)."""
     iterations: int = 0
@@ -189,12 +281,24 @@ class TrialResult:
     """Sum of completion tokens."""
     cost_usd: float | None = None
     """Sum of known costs; ``None`` when no call had a known cost."""
-    error_class: str | None = None
-    """Error class when ``status == "error"``."""
+    error_class: ErrorClass | None = None
+    """Error class when ``status`` is ``error`` (or why a ``skipped`` trial was skipped)."""
     error: str | None = None
     """Redacted error text when ``status == "error"``."""
+    som: SomRecord | None = None
+    """Set-of-Mark methods: what the detector and the pick did; ``None`` for every other method."""
+
+
+@dataclass(kw_only=True)
+class TrialResult(TrialOutcome):
+    """What a method returns (never ``None``, never an exception): the outcome and the calls it made."""
+
     steps: list[Step] = field(default_factory=list)
     """The calls of the trial (written to ``steps.jsonl``, not to ``trials.jsonl``)."""
+
+    def outcome(self) -> dict[str, Any]:
+        """The outcome fields (everything but ``steps``)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(TrialOutcome)}
 
 
 @dataclass(frozen=True)
@@ -232,18 +336,99 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
-def probe_fields(probe: Probe | None, box_hit: bool) -> dict[str, Any]:
-    """The ``trials.jsonl`` fields that come from probing the final point (``None`` when there is none).
+@dataclass(kw_only=True)
+class TrialRecord(TrialOutcome, TrialSpec):
+    """One ``trials.jsonl`` line: the spec's fields, the outcome, the target and every scoring rule.
 
-    ``hit`` follows the DOM when the scene has a DOM rule (``hit_rule: dom``), else the box rule
-    (``hit_rule: box``); ``hit_box`` always keeps the box rule, so the two can be compared.
+    Build it with :meth:`build`; analysis derives its column list from these fields
+    (:mod:`dvoc_bench.analysis.schema`).
     """
-    dom = probe is not None and probe.hit is not None
-    return {
-        "hit": bool(probe.hit) if dom and probe is not None else box_hit,
-        "hit_rule": "dom" if dom else "box",
-        "hit_box": box_hit,
-        "hit_element": probe.hit_element if probe else None,
-        "clicked_target": probe.clicked_target if probe else None,
-        "blocked_requests": probe.blocked_requests if probe else None,
-    }
+
+    scene_kind: SceneKind
+    """What produced the scene (the task source's kind)."""
+    target_box: list[float]
+    """The target element's box ``[x0, y0, x1, y1]``, pixels."""
+    target_centre: list[float]
+    """Centre of ``target_box``."""
+    final_dist_px: float | None
+    """Distance from the final point to the target centre (3 decimals); ``None`` without a final point."""
+    hit: bool
+    """The honest rule: the final point is inside the target box, or on web scenes on the target's DOM
+    element (``hit_rule``)."""
+    within_eps: bool
+    """``final_dist_px < epsilon``."""
+    hit_radius: bool
+    """The paper's rule: ``final_dist_px < max(w/2, h/2, hit_radius_min)``."""
+    radius_px: float
+    """The paper's radius for this target."""
+    wall_s: float
+    """Wall time of the trial, seconds."""
+    finished_at: str
+    """UTC time the trial ended (ISO 8601)."""
+    hit_rule: Literal["box", "dom"]
+    """What decided ``hit``: the target box, or the DOM element under the point."""
+    hit_box: bool
+    """The box rule, kept beside ``hit`` when the DOM decided it."""
+    hit_element: str | None
+    """What lies under the final point (web: a short DOM selector; synthetic: the element id)."""
+    clicked_target: bool | None
+    """Web with ``web.verify_click``: a real click at the point fired the target's listener."""
+    blocked_requests: int | None
+    """Web: requests the page attempted that the harness blocked; ``None`` for other scenes."""
+
+    @classmethod
+    def build(
+        cls,
+        spec: TrialSpec,
+        result: TrialResult,
+        target: Box,
+        wall_s: float,
+        *,
+        scene_kind: SceneKind,
+        probe: Probe | None = None,
+    ) -> TrialRecord:
+        """Score ``result`` against ``target`` under every rule. ``probe`` (what the scene says lies under
+        the final point) decides ``hit`` when it carries a DOM verdict; ``hit_box`` keeps the box rule."""
+        final = Point(*result.final_point) if result.final_point is not None else None
+        s = score(final, target, spec.epsilon, spec.hit_radius_min)
+        dom = probe is not None and probe.hit is not None
+        return cls(
+            **{f.name: getattr(spec, f.name) for f in dataclasses.fields(TrialSpec)},
+            **result.outcome(),
+            scene_kind=scene_kind,
+            target_box=target.as_list(),
+            target_centre=target.centre.as_list(),
+            final_dist_px=None if s.final_dist_px is None else round(s.final_dist_px, 3),
+            hit=bool(probe.hit) if dom and probe is not None else s.hit,
+            within_eps=s.within_eps,
+            hit_radius=s.hit_radius,
+            radius_px=s.radius_px,
+            wall_s=round(wall_s, 4),
+            finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            hit_rule="dom" if dom else "box",
+            hit_box=s.hit,
+            hit_element=probe.hit_element if probe else None,
+            clicked_target=probe.clicked_target if probe else None,
+            blocked_requests=probe.blocked_requests if probe else None,
+        )
+
+
+def dumps(obj: Any) -> str:
+    """One JSONL line (without the newline) for a record or a plain value."""
+    return json.dumps(to_jsonable(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def read_jsonl(path: Path | str) -> Iterator[dict[str, Any]]:
+    """The records of a JSONL file, in order. A line that does not parse (a torn write) is skipped."""
+    path = Path(path)
+    if not path.is_file():
+        return
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                log.warning("%s: skipped a line that does not parse (a torn write?)", path)

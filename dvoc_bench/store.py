@@ -21,14 +21,14 @@ line per trial.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from dvoc_bench.records import to_jsonable
+from dvoc_bench.records import dumps as _dumps
+from dvoc_bench.records import read_jsonl
 
 PLAN, TRIALS, STEPS, FRAMES = "plan.jsonl", "trials.jsonl", "steps.jsonl", "frames"
 
@@ -55,25 +55,6 @@ def _repair_tail(path: Path) -> None:
                 return
             pos -= step
         f.truncate(0)
-
-
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Records of a JSONL file; lines that do not parse are skipped (they cannot be complete)."""
-    if not path.exists():
-        return
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
-                continue
-
-
-def _dumps(obj: Any) -> str:
-    return json.dumps(to_jsonable(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def _rewrite(path: Path, rows: Iterable[dict[str, Any]]) -> None:

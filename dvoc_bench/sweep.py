@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dvoc_bench.config import (
     OVERLAYS,
     PREDICT_MODES,
-    PROTOCOLS,
     RETRY_RULES,
     ConfigError,
     ModelConfig,
@@ -26,17 +26,20 @@ from dvoc_bench.config import (
 from dvoc_bench.control import ALPHA_SCHEDULES, AdaptiveConfig
 from dvoc_bench.detect.config import DetectorConfig, detector_config
 from dvoc_bench.detect.service import DetectorService
-from dvoc_bench.geometry import Box, Point
-from dvoc_bench.methods import METHODS, MODEL_FREE, SOM_METHODS, get_method
+from dvoc_bench.geometry import Point
 from dvoc_bench.methods.common import TrialEnv, finish
 from dvoc_bench.models.base import Model
 from dvoc_bench.plan import Knobs, build_plan
-from dvoc_bench.records import Probe, TrialResult, TrialSpec, probe_fields, to_jsonable
+from dvoc_bench.protocol.protocols import PROTOCOLS
+from dvoc_bench.records import TrialRecord, TrialResult, TrialSpec, to_jsonable
+from dvoc_bench.registry import method_info
+from dvoc_bench.registry import methods as registry_methods
 from dvoc_bench.render import OverlayStyle
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 from dvoc_bench.scheduler import GatedModel, ProviderLimits, RateGate, RetryPolicy
-from dvoc_bench.scoring import score
-from dvoc_bench.store import RunStore
+
+if TYPE_CHECKING:
+    from dvoc_bench.store import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +62,8 @@ class SweepSetup:
     provider_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     detector: DetectorConfig | None = None
     """Set-of-Mark detector (``detector=`` and ``detect:``); ``None`` when no SoM method is swept."""
+    model_options: dict[str, Any] = field(default_factory=dict)
+    """``build_model`` options of real models: the response cache and image resizing."""
 
 
 def _get(cfg: Mapping[str, Any], key: str, default: Any = None) -> Any:
@@ -80,7 +85,7 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
     if declare is not None:
         check_list("declare_frame", [declare], ["pixel", "norm1000", "norm1"])
     models = [load_model_config(n, models_dir, declare) for n in names]
-    methods = check_list("methods", cfg.get("methods"), METHODS)
+    methods = check_list("methods", cfg.get("methods"), list(registry_methods()))
     loop = cfg.get("loop", {}) or {}
     oneshot = cfg.get("oneshot", {}) or {}
     smoke = bool(cfg.get("smoke", False))
@@ -91,7 +96,7 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
     knobs = Knobs(
         tasks=tasks,
         methods=methods,
-        protocols=check_list("protocols", cfg.get("protocols"), PROTOCOLS),
+        protocols=check_list("protocols", cfg.get("protocols"), list(PROTOCOLS)),
         alphas=check_list("alphas", cfg.get("alphas"), ALPHA_SCHEDULES),
         overlays=check_list("overlays", cfg.get("overlays"), OVERLAYS),
         predict_modes=check_list("predict_modes", cfg.get("predict_modes"), PREDICT_MODES),
@@ -128,9 +133,12 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
                 "allowed: rpm, rpd, max_concurrent, timeout_s"
             )
     detector = None
-    if SOM_METHODS & set(knobs.methods):
+    if any(method_info(m).needs_detector for m in knobs.methods):
         detector = detector_config(cfg.get("detector", "oracle"), cfg.get("detect"))
+    from dvoc_bench.models.factory import model_options
+
     return SweepSetup(
+        model_options=model_options(cfg),
         detector=detector,
         retry=retry,
         rate_split=_positive_int("scheduler.rate_split", _get(sched, "rate_split", 1)),
@@ -168,36 +176,6 @@ def plan(setup: SweepSetup) -> list[TrialSpec]:
     return build_plan(setup.experiment, setup.knobs, setup.models, scenes, detector)
 
 
-def trial_record(
-    spec: TrialSpec, result: TrialResult, target: Box, wall_s: float, probe: Probe | None = None
-) -> dict[str, Any]:
-    """The ``trials.jsonl`` line: the spec's fields, the outcome, and every scoring rule.
-
-    ``probe`` (what the scene says lies under the final point) adds ``hit_element``, ``clicked_target``
-    and ``blocked_requests``; for web scenes ``hit`` then follows the DOM (``hit_rule``, ``hit_box``).
-    """
-    d = asdict(spec)
-    d["trial_key"] = d.pop("key")
-    final = Point(*result.final_point) if result.final_point is not None else None
-    s = score(final, target, spec.epsilon, spec.hit_radius_min)
-    out = to_jsonable(result)
-    out.pop("steps")
-    d.update(out)
-    d.update(
-        target_box=target.as_list(),
-        target_centre=target.centre.as_list(),
-        final_dist_px=None if s.final_dist_px is None else round(s.final_dist_px, 3),
-        hit=s.hit,
-        within_eps=s.within_eps,
-        hit_radius=s.hit_radius,
-        radius_px=s.radius_px,
-        wall_s=round(wall_s, 4),
-        finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    )
-    d.update(probe_fields(probe, s.hit))
-    return d
-
-
 def provider_limits(model: ModelConfig, setup: SweepSetup) -> ProviderLimits:
     """The gate limits of a model: its provider file, its own ``limits:`` block (Gemini quotas are per
     model), its own ``timeout_s``, the config's ``scheduler.providers`` overrides, then the process split."""
@@ -224,16 +202,6 @@ def build_gates(setup: SweepSetup) -> dict[str, RateGate]:
     return gates
 
 
-def gated(model: Model, gate: RateGate, setup: SweepSetup) -> Model:
-    """Put the gate and the retries around the provider call, inside the response cache (hits never wait)."""
-    from dvoc_bench.models.cache import CachedModel
-
-    if isinstance(model, CachedModel):
-        model.inner = GatedModel(model.inner, gate, setup.retry, seed=setup.knobs.seed)
-        return model
-    return GatedModel(model, gate, setup.retry, seed=setup.knobs.seed)
-
-
 def skipped_result(reason_class: str, reason: str) -> TrialResult:
     """A trial that was never run (or cut short) because its provider became unusable."""
     return TrialResult(
@@ -249,7 +217,7 @@ def interleave(specs: list[TrialSpec]) -> list[TrialSpec]:
     """
     queues: dict[str, list[TrialSpec]] = {}
     for s in specs:
-        queues.setdefault("" if s.method in MODEL_FREE else s.provider, []).append(s)
+        queues.setdefault(s.provider if method_info(s.method).calls_model else "", []).append(s)
     out = queues.pop("", [])
     lists = list(queues.values())
     for i in range(max((len(q) for q in lists), default=0)):
@@ -257,11 +225,111 @@ def interleave(specs: list[TrialSpec]) -> list[TrialSpec]:
     return out
 
 
-async def run_trials(
+ModelFactory = Callable[[ModelConfig, Callable[[Model], Model]], Model]
+"""Builds a model from its config. The second argument puts the provider's gate and the call-level
+retries around the provider client; the factory applies it inside its response cache (cache hits never
+wait): the chain is ``cache -> gate -> client``."""
+
+
+@dataclass
+class RunSummary:
+    """What :func:`run_sweep` did."""
+
+    run_dir: Path
+    """The run directory."""
+    specs: list[TrialSpec]
+    """Every planned trial."""
+    trials: list[dict[str, Any]]
+    """The ``trials.jsonl`` records of the planned trials (including ones finished by earlier runs)."""
+    ran: int
+    """Trials run by this call (the others were finished before: a resume)."""
+    gates: dict[str, RateGate]
+    """The providers' gates, with their call counters."""
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Trials by status."""
+        out: dict[str, int] = {}
+        for t in self.trials:
+            out[t["status"]] = out.get(t["status"], 0) + 1
+        return out
+
+
+def default_factory(setup: SweepSetup) -> ModelFactory:
+    """Models as the config describes them: the simulator, or LiteLLM behind the response cache."""
+    from dvoc_bench.models.factory import build_model
+
+    def factory(cfg: ModelConfig, gate: Callable[[Model], Model]) -> Model:
+        return build_model(cfg, setup.registry.truth, wrap=gate, **setup.model_options)
+
+    return factory
+
+
+def run_sweep(
+    setup: SweepSetup,
+    run_dir: Path | str,
+    model_factory: ModelFactory | None = None,
+    *,
+    specs: list[TrialSpec] | None = None,
+    retry_errors: bool = False,
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+    gates: dict[str, RateGate] | None = None,
+) -> RunSummary:
+    """Plan the sweep (unless ``specs`` are given), run what ``run_dir`` does not have yet, write
+    ``plan.jsonl``, ``trials.jsonl``, ``steps.jsonl``, the frames, ``summary.md`` and ``run.json``.
+
+    The only way anything runs a sweep (the CLI, benchmarks, calibration, tests). ``model_factory``
+    defaults to :func:`default_factory`; ``on_done`` sees every finished trial record (progress bars).
+    Re-running into the same ``run_dir`` resumes: finished trials are kept; ``skipped`` ones run again,
+    ``error`` ones only with ``retry_errors``.
+    """
+    from dvoc_bench.store import RunStore
+    from dvoc_bench.summary import format_table, summarise
+
+    run_dir = Path(run_dir)
+    specs = plan(setup) if specs is None else specs
+    factory = model_factory or default_factory(setup)
+    with RunStore(run_dir, retry_errors=retry_errors) as store:
+        store.write_plan(specs)
+        todo = sum(s.trial_key not in store.finished for s in specs)
+        log.info("%d trials planned, %d to run, run dir %s", len(specs), todo, run_dir)
+        gates = _run_coroutine(lambda: _run_trials(specs, setup, store, factory, on_done, gates))
+        keys = {s.trial_key for s in specs}
+        trials = [t for t in store.trials() if t["trial_key"] in keys]
+    (run_dir / "summary.md").write_text(format_table(summarise(trials), setup.knobs.epsilon) + "\n", "utf-8")
+    (run_dir / "run.json").write_text(
+        json.dumps(
+            {
+                "experiment": setup.experiment,
+                "planned": len(specs),
+                "finished": len(trials),
+                "simulated": any(t.get("simulated") for t in trials),
+            },
+            indent=1,
+        ),
+        encoding="utf-8",
+    )
+    return RunSummary(run_dir, specs, trials, todo, gates)
+
+
+def _run_coroutine(make: Callable[[], Any]) -> Any:
+    """Run the coroutine ``make()`` to completion, also from inside a running event loop (a notebook):
+    then in a worker thread with its own loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()
+
+
+async def _run_trials(
     specs: list[TrialSpec],
     setup: SweepSetup,
     store: RunStore,
-    model_factory: Callable[[ModelConfig], Model],
+    model_factory: ModelFactory,
     on_done: Callable[[dict[str, Any]], None] | None = None,
     gates: dict[str, RateGate] | None = None,
 ) -> dict[str, RateGate]:
@@ -271,21 +339,25 @@ async def run_trials(
     retries (:mod:`dvoc_bench.scheduler`). When a provider dies (auth / quota), its trials that have not
     finished are written as ``skipped`` with the reason (completed steps kept), never dropped.
     """
-    pending = interleave([s for s in specs if s.key not in store.finished])
+    pending = interleave([s for s in specs if s.trial_key not in store.finished])
     gates = gates if gates is not None else build_gates(setup)
     models: dict[str, Model] = {}
     envs: dict[tuple[str, str], TrialEnv] = {}
     by_name = {m.name: m for m in setup.models}
     detector = DetectorService(setup.detector) if setup.detector is not None else None
 
+    def gate_for(cfg: ModelConfig) -> Callable[[Model], Model]:
+        gate = gates[gate_key(cfg)]
+        return lambda client: GatedModel(client, gate, setup.retry, seed=setup.knobs.seed)
+
     def env_for(spec: TrialSpec) -> TrialEnv:
         k = (spec.model, spec.task)
         if k not in envs:
             model = None
-            if spec.method not in MODEL_FREE:
+            if method_info(spec.method).calls_model:
                 if spec.model not in models:
                     cfg = by_name[spec.model]
-                    models[spec.model] = gated(model_factory(cfg), gates[gate_key(cfg)], setup)
+                    models[spec.model] = model_factory(cfg, gate_for(cfg))
                 model = models[spec.model]
             envs[k] = TrialEnv(
                 snapshot=setup.registry.snapshot(spec.task),
@@ -305,15 +377,16 @@ async def run_trials(
     async def one(spec: TrialSpec) -> None:
         async with sem:
             env = env_for(spec)
-            gate = gates.get(gate_key(by_name[spec.model])) if spec.method not in MODEL_FREE else None
+            info = method_info(spec.method)
+            gate = gates.get(gate_key(by_name[spec.model])) if info.calls_model else None
             t0 = time.perf_counter()
             if gate is not None and gate.dead is not None:
                 result = skipped_result(gate.dead_class or "provider_dead", gate.dead)
             else:
                 try:
-                    result = await get_method(spec.method)(spec, env)
+                    result = await info.run(spec, env)
                 except Exception as e:  # a bug in a method must not take the sweep down; record it
-                    log.exception("trial %s failed inside the harness", spec.key)
+                    log.exception("trial %s failed inside the harness", spec.trial_key)
                     result = TrialResult(
                         status="error",
                         stop_reason="error",
@@ -334,11 +407,19 @@ async def run_trials(
                 try:
                     probe = await setup.registry.aprobe(spec.task, Point(*result.final_point))
                 except Exception:  # recorded as hit_rule "box": the box rule stands for this trial
-                    log.exception("trial %s: probing the final point failed", spec.key)
-            record = trial_record(spec, result, env.snapshot.target_box, wall_s, probe)
-            store.append_trial(record, result.steps)
+                    log.exception("trial %s: probing the final point failed", spec.trial_key)
+            record = TrialRecord.build(
+                spec,
+                result,
+                env.snapshot.target_box,
+                wall_s,
+                scene_kind=setup.registry.kind(spec.task),
+                probe=probe,
+            )
+            line = to_jsonable(record)
+            store.append_trial(line, result.steps)
             if on_done is not None:
-                on_done(record)
+                on_done(line)
 
     await asyncio.gather(*(one(s) for s in pending))
     if detector is not None:

@@ -30,10 +30,12 @@ def cli():
 @pytest.fixture(scope="module")
 def sim_url():
     """The simulator behind a real OpenAI-compatible server on localhost; DVOC_SIM_URL points at it."""
-    from dvoc_bench.scenes import DEFAULT_SOURCES, SceneRegistry, default_scenes_dir
+    from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
     from dvoc_bench.serve import SimBackend, serve_in_thread
 
-    backend = SimBackend(registry=SceneRegistry(default_scenes_dir(), sources=DEFAULT_SOURCES))
+    backend = SimBackend(
+        registry=SceneRegistry(default_scenes_dir(), sources=build_sources(names=["synthetic"]))
+    )
     backend.warm()
     old = os.environ.get("DVOC_SIM_URL")
     with serve_in_thread(backend=backend) as (url, server):

@@ -3,7 +3,6 @@ audit, the paper-rule tables, plots and the report CLI (fresh in-process simulat
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import subprocess
@@ -18,18 +17,14 @@ from dvoc_bench.analysis import Runs, honest, load_runs, paper, plots
 from dvoc_bench.analysis.loaders import CACHE_DIR, find_run_dirs, newest_run
 from dvoc_bench.analysis.schema import STEP_COLUMNS, TRIAL_COLUMNS
 from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.models.factory import build_model
-from dvoc_bench.store import RunStore
-from dvoc_bench.sweep import plan, run_trials
+from dvoc_bench.sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def sweep(run_dir: Path, *overrides: str) -> Path:
     """A fresh simulated sweep, in process, into ``run_dir``."""
-    setup = quick_setup(overrides)
-    with RunStore(run_dir) as store:
-        asyncio.run(run_trials(plan(setup), setup, store, lambda m: build_model(m, setup.registry.truth)))
+    run_sweep(quick_setup(overrides), run_dir)
     return run_dir
 
 

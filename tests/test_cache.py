@@ -12,8 +12,8 @@ from dvoc_bench.models.base import ModelCallError, ModelRequest, Reply, ToolCall
 from dvoc_bench.models.cache import CachedModel, CacheOptions, ResponseCache, request_key
 from dvoc_bench.models.factory import build_model, model_options
 from dvoc_bench.protocol import tools_for
-from dvoc_bench.store import RunStore, read_jsonl
-from dvoc_bench.sweep import plan, run_trials
+from dvoc_bench.records import read_jsonl
+from dvoc_bench.sweep import plan, run_sweep
 
 pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
 
@@ -126,8 +126,9 @@ def test_rerun_of_a_sweep_is_served_from_the_cache(sim_url, tmp_path):
     specs = plan(setup)
 
     def run(d):
-        with RunStore(d) as store:
-            asyncio.run(run_trials(specs, setup, store, lambda m: build_model(m, setup.registry.truth, **kw)))
+        run_sweep(
+            setup, d, lambda m, gate: build_model(m, setup.registry.truth, wrap=gate, **kw), specs=specs
+        )
         return list(read_jsonl(d / "trials.jsonl")), list(read_jsonl(d / "steps.jsonl"))
 
     n0 = server.faults.counts["requests"]

@@ -22,8 +22,7 @@ from dvoc_bench.models.base import ModelRequest
 from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel, load_profile
 from dvoc_bench.protocol.tools import tools_for
-from dvoc_bench.store import RunStore
-from dvoc_bench.sweep import plan, run_trials
+from dvoc_bench.sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf" / "model"
@@ -314,9 +313,7 @@ def _run(run_dir: Path, seed: int) -> pd.DataFrame:
             "run.quiet=true",
         ]
     )
-    specs = plan(setup)
-    with RunStore(run_dir) as store:
-        asyncio.run(run_trials(specs, setup, store, lambda m: build_model(m, setup.registry.truth)))
+    run_sweep(setup, run_dir)
     return load_runs(run_dir).steps
 
 

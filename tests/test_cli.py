@@ -22,7 +22,7 @@ def test_smoke_sweep_writes_complete_records(tmp_path):
     plan = list(read_jsonl(tmp_path / "plan.jsonl"))
     trials = list(read_jsonl(tmp_path / "trials.jsonl"))
     steps = list(read_jsonl(tmp_path / "steps.jsonl"))
-    assert sorted(p["key"] for p in plan) == sorted(t["trial_key"] for t in trials)
+    assert sorted(p["trial_key"] for p in plan) == sorted(t["trial_key"] for t in trials)
     assert (tmp_path / ".hydra" / "config.yaml").exists()
     # every model call has its frame on disk, and every model trial's calls are all there
     frames = {p.stem for p in (tmp_path / "frames").iterdir()}
@@ -155,7 +155,7 @@ def test_killed_sweep_resumes_without_duplicates_or_losses(tmp_path):
     os.kill(p.pid, signal.SIGKILL)
     p.wait()
     done_before = sum(1 for _ in read_jsonl(trials))
-    planned = {json.loads(line)["key"] for line in (run_dir / "plan.jsonl").open()}
+    planned = {json.loads(line)["trial_key"] for line in (run_dir / "plan.jsonl").open()}
     assert 8 <= done_before < len(planned), "the kill should land mid-sweep"
     r = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

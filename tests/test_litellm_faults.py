@@ -7,11 +7,11 @@ from dataclasses import replace
 import pytest
 
 from dvoc_bench.config import default_conf_dir, load_model_config
-from dvoc_bench.models.base import ModelCallError, ModelRequest
-from dvoc_bench.models.litellm_client import ClientReply, LiteLLMModel
+from dvoc_bench.models.base import ModelCallError, ModelRequest, Reply
+from dvoc_bench.models.litellm_client import LiteLLMModel
 from dvoc_bench.protocol import tools_for
 from dvoc_bench.render import encode_png
-from dvoc_bench.scenes import DEFAULT_SOURCES, SceneRegistry, default_scenes_dir
+from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
 
 pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success
 
 @pytest.fixture(scope="module")
 def backend():
-    b = SimBackend(registry=SceneRegistry(default_scenes_dir(), sources=DEFAULT_SOURCES))
+    b = SimBackend(registry=SceneRegistry(default_scenes_dir(), sources=build_sources(names=["synthetic"])))
     b.warm()
     return b
 
@@ -55,7 +55,7 @@ def fails(model, req) -> ModelCallError:
 def test_ok_reply_fields(backend, req):
     with serve_in_thread(backend=backend) as (url, _):
         r = call(client(url), req)
-    assert isinstance(r, ClientReply) and r.tool_calls[0].name == "click_at"
+    assert isinstance(r, Reply) and r.tool_calls[0].name == "click_at"
     assert isinstance(r.tool_calls[0].arguments, str)  # verbatim, as the provider sent it
     assert (r.tokens_in, r.tokens_out, r.cost_usd, r.cost_source) == (1100, 40, None, None)
     assert r.image_scale == 1.0 and r.sent_size == [800, 600] and r.finish_reason == "tool_calls"

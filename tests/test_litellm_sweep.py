@@ -1,15 +1,13 @@
 """The real path end to end: sweeps through LiteLLM -> HTTP -> dvoc_bench.serve match the in-process ones."""
 
-import asyncio
-
 import pytest
 
 from dvoc_bench.cli_support import quick_setup
 from dvoc_bench.config import default_conf_dir, load_model_config
 from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel
-from dvoc_bench.store import RunStore, read_jsonl
-from dvoc_bench.sweep import plan, run_trials
+from dvoc_bench.records import read_jsonl
+from dvoc_bench.sweep import plan, run_sweep
 
 pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
 
@@ -19,8 +17,7 @@ VOLATILE = {"wall_s", "finished_at", "latency_s", "retry_wait_s", "cost_usd", "c
 
 
 def _run(run_dir, setup, specs, factory):
-    with RunStore(run_dir) as store:
-        asyncio.run(run_trials(specs, setup, store, factory))
+    run_sweep(setup, run_dir, factory, specs=specs)
     trials = {t["trial_key"]: t for t in read_jsonl(run_dir / "trials.jsonl")}
     steps = {(s["trial_key"], s["index"]): s for s in read_jsonl(run_dir / "steps.jsonl")}
     frames = {p.name: p.read_bytes() for p in (run_dir / "frames").iterdir()}
@@ -53,10 +50,15 @@ def test_sweep_over_http_matches_the_in_process_simulator(sim_url, tmp_path):
     assert cfg.api_base == url and cfg.simulated and cfg.kind == "litellm"
     specs = plan(setup)
     before = server.faults.counts["ok"]
-    http = _run(tmp_path / "http", setup, specs, lambda m: build_model(m, setup.registry.truth))
+    http = _run(
+        tmp_path / "http", setup, specs, lambda m, gate: build_model(m, setup.registry.truth, wrap=gate)
+    )
     calls = server.faults.counts["ok"] - before
     local = _run(
-        tmp_path / "local", setup, specs, lambda m: in_process("sim-gemma-4-26b", setup.registry.truth)
+        tmp_path / "local",
+        setup,
+        specs,
+        lambda m, gate: gate(in_process("sim-gemma-4-26b", setup.registry.truth)),
     )
     trials_h, steps_h, frames_h = http
     trials_l, steps_l, frames_l = local
@@ -87,7 +89,7 @@ def test_a_downscaled_image_still_reaches_the_target(sim_url, tmp_path):
     specs = plan(setup)
     small = ImageOptions(max_side=400)
     trials, steps, _ = _run(
-        tmp_path, setup, specs, lambda m: build_model(m, setup.registry.truth, image=small)
+        tmp_path, setup, specs, lambda m, gate: build_model(m, setup.registry.truth, image=small, wrap=gate)
     )
     assert {t["status"] for t in trials.values()} == {"ok"}
     hit = sum(t["hit"] for t in trials.values()) / len(trials)

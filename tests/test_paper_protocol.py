@@ -1,21 +1,17 @@
 """protocol=paper: the authors' semantics (upstream-facts §1–§3), in our words, beside v1."""
 
-import asyncio
 import re
 
 from dvoc_bench.cli_support import quick_setup
 from dvoc_bench.geometry import Frame, Offset, Point, Size
-from dvoc_bench.models.factory import build_model
-from dvoc_bench.protocol import HistoryEntry, dvoc_prompt, oneshot_prompt, overlay_label
-from dvoc_bench.store import RunStore
-from dvoc_bench.sweep import plan, run_trials
+from dvoc_bench.protocol import HistoryEntry, get_protocol
+from dvoc_bench.sweep import run_sweep
 
 SIZE = Size(800, 600)
 
 
 def prompt(protocol, overlay="full", predict="relative", history=(), iteration=0):
-    return dvoc_prompt(
-        protocol,
+    return get_protocol(protocol).dvoc_prompt(
         instruction="Click the BLUE button",
         size=SIZE,
         frame=Frame.NORM1000,
@@ -57,16 +53,14 @@ def test_paper_text_only_overlay_never_states_the_position_at_step_zero():
 
 
 def test_paper_oneshot_first_call_has_no_task():
-    first = oneshot_prompt(
-        "paper",
+    first = get_protocol("paper").oneshot_prompt(
         instruction="Click the BLUE button",
         size=SIZE,
         frame=Frame.NORM1000,
         attempt=0,
         previous=None,
     )
-    retry = oneshot_prompt(
-        "paper",
+    retry = get_protocol("paper").oneshot_prompt(
         instruction="Click the BLUE button",
         size=SIZE,
         frame=Frame.NORM1000,
@@ -78,16 +72,18 @@ def test_paper_oneshot_first_call_has_no_task():
 
 
 def test_paper_label_is_truncated_pixels_with_fixed_radius():
-    assert overlay_label("paper", Point(454.9, 352.7), Frame.NORM1000, SIZE) == "(454, 352) +/- 30px"
-    assert overlay_label("v1", Point(454.9, 352.7), Frame.NORM1000, SIZE) == "(569, 589) /1000"
+    assert (
+        get_protocol("paper").overlay_label(Point(454.9, 352.7), Frame.NORM1000, SIZE, 30)
+        == "(454, 352) +/- 30px"
+    )
+    assert (
+        get_protocol("v1").overlay_label(Point(454.9, 352.7), Frame.NORM1000, SIZE, 30) == "(569, 589) /1000"
+    )
 
 
 def run(tmp_path, *overrides):
-    setup = quick_setup(overrides)
-    specs = plan(setup)
-    with RunStore(tmp_path) as store:
-        asyncio.run(run_trials(specs, setup, store, lambda m: build_model(m, setup.registry.truth)))
-        return specs, store.trials()
+    res = run_sweep(quick_setup(overrides), tmp_path)
+    return res.specs, res.trials
 
 
 def test_paper_reads_every_answer_as_pixels_and_reproduces_the_oneshot_artefact(tmp_path):

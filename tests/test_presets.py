@@ -1,6 +1,5 @@
 """Every experiment preset runs offline at smoke size; frames shows the headline; multirun works."""
 
-import asyncio
 import subprocess
 import sys
 from pathlib import Path
@@ -8,10 +7,9 @@ from pathlib import Path
 import pytest
 
 from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.models.factory import build_model
-from dvoc_bench.store import RunStore, read_jsonl
+from dvoc_bench.records import read_jsonl
 from dvoc_bench.summary import format_table, summarise
-from dvoc_bench.sweep import plan, run_trials
+from dvoc_bench.sweep import run_sweep
 
 from .conftest import ROOT
 
@@ -29,10 +27,8 @@ EXPECTED = {
 
 def run(tmp_path, *overrides):
     setup = quick_setup(overrides)
-    specs = plan(setup)
-    with RunStore(tmp_path) as store:
-        asyncio.run(run_trials(specs, setup, store, lambda m: build_model(m, setup.registry.truth)))
-        return setup, specs, store.trials()
+    res = run_sweep(setup, tmp_path)
+    return setup, res.specs, res.trials
 
 
 def test_every_paper_section_has_a_preset():

@@ -12,7 +12,7 @@ from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.litellm_client import ImageOptions
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel
 from dvoc_bench.probe import ProbeAnswer, ProbeOptions, classify, probe_model, probe_prompt, score_answer
-from dvoc_bench.scenes import DEFAULT_SOURCES, SceneRegistry, default_scenes_dir
+from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import SimBackend, serve_in_thread
 
 from .conftest import run_cli
@@ -25,7 +25,7 @@ TASKS = ["S1", "S2", "S3", "S4", "S5", "S6"]
 
 @pytest.fixture(scope="module")
 def registry():
-    return SceneRegistry(default_scenes_dir(), sources=DEFAULT_SOURCES)
+    return SceneRegistry(default_scenes_dir(), sources=build_sources(names=["synthetic"]))
 
 
 def sim(name, registry, **oneshot):

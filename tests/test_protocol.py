@@ -25,14 +25,14 @@ from dvoc_bench.protocol import (
     HistoryEntry,
     Parsed,
     crosshair_line,
-    dvoc_prompt,
     frame_statement,
-    oneshot_prompt,
+    get_protocol,
     parse_crosshair_line,
     parse_reply,
     position_label,
     tools_for,
 )
+from dvoc_bench.protocol.prompts import dvoc_prompt, oneshot_prompt
 
 SYN = Size(800, 600)
 WEB = Size(1280, 720)
@@ -53,7 +53,7 @@ def _dvoc(**kw: Any) -> str:
         history=[],
     )
     args.update(kw)
-    return dvoc_prompt("v1", **args)
+    return dvoc_prompt(**args)
 
 
 def _oneshot(**kw: Any) -> str:
@@ -61,7 +61,7 @@ def _oneshot(**kw: Any) -> str:
         instruction=INSTRUCTION, size=SYN, frame=Frame.PIXEL, attempt=0, previous=None
     )
     args.update(kw)
-    return oneshot_prompt("v1", **args)
+    return oneshot_prompt(**args)
 
 
 # (size, draft in pixels, frame, expected crosshair line): numbers worked out by hand from
@@ -182,21 +182,7 @@ def test_unknown_protocol_raises() -> None:
     for protocol in ("x", "Paper", ""):
         msg = f"protocol '{protocol}' is not available; allowed: v1, paper"
         with pytest.raises(ValueError, match=re.escape(msg)):
-            dvoc_prompt(
-                protocol,
-                instruction=INSTRUCTION,
-                size=SYN,
-                frame=Frame.PIXEL,
-                overlay="full",
-                predict="relative",
-                draft=Point(1, 1),
-                iteration=0,
-                history=[],
-            )
-        with pytest.raises(ValueError, match=re.escape(msg)):
-            oneshot_prompt(
-                protocol, instruction=INSTRUCTION, size=SYN, frame=Frame.PIXEL, attempt=0, previous=None
-            )
+            get_protocol(protocol)
 
 
 def test_bad_knobs_raise() -> None:

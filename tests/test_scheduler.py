@@ -14,9 +14,9 @@ from dvoc_bench.cli_support import quick_setup
 from dvoc_bench.models.base import ModelCallError
 from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.faults import Faults, FaultyModel
+from dvoc_bench.records import read_jsonl
 from dvoc_bench.scheduler import ProviderLimits, RateGate
-from dvoc_bench.store import RunStore, read_jsonl
-from dvoc_bench.sweep import plan, run_trials
+from dvoc_bench.sweep import plan, run_sweep
 
 from .conftest import ROOT
 
@@ -40,17 +40,16 @@ def sweep(run_dir, models_dir, faults, *overrides, retry_errors=False):
     specs = plan(setup)
     wrapped = {}
 
-    def factory(m):
+    def factory(m, gate):
         wrapped[m.provider] = FaultyModel(
             build_model(m, setup.registry.truth), faults.get(m.provider, Faults())
         )
-        return wrapped[m.provider]
+        return gate(wrapped[m.provider])
 
-    with RunStore(run_dir, retry_errors=retry_errors) as store:
-        t0 = time.perf_counter()
-        gates = asyncio.run(run_trials(specs, setup, store, factory))
-        wall = time.perf_counter() - t0
-        trials = store.trials()
+    t0 = time.perf_counter()
+    res = run_sweep(setup, run_dir, factory, specs=specs, retry_errors=retry_errors)
+    wall = time.perf_counter() - t0
+    gates, trials = res.gates, res.trials
     steps = list(read_jsonl(run_dir / "steps.jsonl"))
     return specs, trials, steps, gates, wrapped, wall
 

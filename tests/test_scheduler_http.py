@@ -4,17 +4,16 @@ Each test starts the simulator server with one kind of fault and runs a small sw
 model; every planned trial must end as ok, error or skipped with the documented cause.
 """
 
-import asyncio
 import os
 
 import pytest
 
 from dvoc_bench.cli_support import quick_setup
 from dvoc_bench.models.factory import build_model, model_options
-from dvoc_bench.scenes import DEFAULT_SOURCES, SceneRegistry, default_scenes_dir
+from dvoc_bench.records import read_jsonl
+from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
-from dvoc_bench.store import RunStore, read_jsonl
-from dvoc_bench.sweep import plan, run_trials
+from dvoc_bench.sweep import plan, run_sweep
 
 pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
 
@@ -29,7 +28,7 @@ FAST = [
 
 @pytest.fixture(scope="module")
 def backend():
-    b = SimBackend(registry=SceneRegistry(default_scenes_dir(), sources=DEFAULT_SOURCES))
+    b = SimBackend(registry=SceneRegistry(default_scenes_dir(), sources=build_sources(names=["synthetic"])))
     b.warm()
     return b
 
@@ -44,10 +43,7 @@ def sweep(tmp_path, backend, faults, *overrides):
 
             kw = model_options(compose(["model=local-sim", *FAST, *overrides])[0])
             specs = plan(setup)
-            with RunStore(tmp_path) as store:
-                asyncio.run(
-                    run_trials(specs, setup, store, lambda m: build_model(m, setup.registry.truth, **kw))
-                )
+            run_sweep(setup, tmp_path, lambda m, gate: build_model(m, setup.registry.truth, wrap=gate, **kw))
         finally:
             if old is None:
                 os.environ.pop("DVOC_SIM_URL", None)

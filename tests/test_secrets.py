@@ -13,7 +13,7 @@ from dvoc_bench.models.base import ModelCallError, ModelRequest
 from dvoc_bench.models.litellm_client import LiteLLMModel
 from dvoc_bench.protocol import tools_for
 from dvoc_bench.render import encode_png
-from dvoc_bench.scenes import DEFAULT_SOURCES, SceneRegistry, default_scenes_dir
+from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
 from dvoc_bench.store import read_jsonl
 
@@ -41,7 +41,7 @@ def tree_text(*roots: Path) -> str:
 
 @pytest.fixture(scope="module")
 def backend():
-    b = SimBackend(registry=SceneRegistry(default_scenes_dir(), sources=DEFAULT_SOURCES))
+    b = SimBackend(registry=SceneRegistry(default_scenes_dir(), sources=build_sources(names=["synthetic"])))
     b.warm()
     return b
 

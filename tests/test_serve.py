@@ -15,7 +15,7 @@ from dvoc_bench.geometry import Point
 from dvoc_bench.models.base import ModelRequest
 from dvoc_bench.protocol import tools_for
 from dvoc_bench.render import OverlayStyle, draw_overlay, encode_png
-from dvoc_bench.scenes import DEFAULT_SOURCES, SceneRegistry, default_scenes_dir
+from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, HTTPError, SimBackend, make_server, serve_in_thread
 
 from .conftest import ROOT
@@ -23,7 +23,7 @@ from .conftest import ROOT
 
 @pytest.fixture(scope="module")
 def backend():
-    b = SimBackend(registry=SceneRegistry(default_scenes_dir(), sources=DEFAULT_SOURCES))
+    b = SimBackend(registry=SceneRegistry(default_scenes_dir(), sources=build_sources(names=["synthetic"])))
     b.warm()
     return b
 

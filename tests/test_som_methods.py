@@ -16,12 +16,12 @@ from dvoc_bench.detect.config import detector_config
 from dvoc_bench.detect.service import DetectorService
 from dvoc_bench.detect.types import DetectorError
 from dvoc_bench.geometry import Frame, Point, Size
-from dvoc_bench.methods import get_method
 from dvoc_bench.methods.common import TrialEnv
 from dvoc_bench.models.base import ModelCallError, ModelRequest, Reply, ToolCall
 from dvoc_bench.models.simulator import NOT_SUPPORTED, SimProfile, SimulatedModel, load_profile, parse_marks
 from dvoc_bench.protocol.som import som_prompt, som_tools
 from dvoc_bench.records import TrialSpec
+from dvoc_bench.registry import method_info
 from dvoc_bench.render import decode_png
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 from dvoc_bench.som_render import PALETTE, Mark, marks_from_detections
@@ -37,7 +37,7 @@ EXACT = {  # perfect perception, no confusion
 
 def _spec(task="S6", method="som", seed=1, frame="pixel", **over) -> TrialSpec:
     fields = dict(
-        key=f"k-{task}-{method}-{seed}",
+        trial_key=f"k-{task}-{method}-{seed}",
         experiment="t",
         model="m",
         model_id="m",
@@ -92,7 +92,7 @@ def _env(task="S6", model=None, backend="oracle", options=None, profile=EXACT) -
 
 
 def _run(spec, env):
-    return asyncio.run(get_method(spec.method)(spec, env))
+    return asyncio.run(method_info(spec.method).run(spec, env))
 
 
 class _Scripted:
@@ -122,11 +122,16 @@ def test_som_with_the_oracle_clicks_the_target_centre(frame):
     res = _run(_spec(frame=frame), env)
     snap = env.snapshot
     assert (res.status, res.stop_reason, res.model_calls, res.iterations) == ("ok", "selected", 1, 1)
-    assert res.final_point == snap.target_box.centre.as_list() == res.som_point and res.som_hit
-    assert res.detector == "oracle" and res.detector_boxes == res.marks == 6 and res.target_detected
-    assert res.chosen_valid and res.mark_boxes[res.chosen_id - 1][:4] == [149.5, 349.5, 230.5, 390.5]
+    assert res.final_point == snap.target_box.centre.as_list() == res.som.point and res.som.hit
+    assert res.som.backend == "oracle" and res.som.boxes == res.som.marks == 6 and res.som.target_detected
+    assert res.som.chosen_valid and res.som.mark_boxes[res.som.chosen_id - 1][:4] == [
+        149.5,
+        349.5,
+        230.5,
+        390.5,
+    ]
     (step,) = res.steps
-    assert step.kind == "select" and step.values_raw == {"id": res.chosen_id, "confidence": 0.9}
+    assert step.kind == "select" and step.values_raw == {"id": res.som.chosen_id, "confidence": 0.9}
     assert step.values_px == {"x": 190.0, "y": 370.0} and step.true_dist_px == 0.0
     marked = decode_png(frames.frames[step.frame_sha])
     assert not np.array_equal(marked, snap.image)  # the model saw the marked frame, which was stored
@@ -140,17 +145,22 @@ def test_som_records_an_invalid_id_and_a_missing_one():
     env, _ = _env(model=_Scripted(Reply(None, [ToolCall("select_element", '{"id": 99, "confidence": 0.7}')])))
     res = _run(_spec(), env)
     assert (res.status, res.stop_reason, res.final_point) == ("ok", "no_valid_id", None)
-    assert (res.chosen_id, res.chosen_valid, res.parse_errors) == (99, False, 1)
+    assert (res.som.chosen_id, res.som.chosen_valid, res.parse_errors) == (99, False, 1)
     assert res.steps[0].parse_status == "parse_error" and res.steps[0].parse_detail == "unknown_id:99"
     env, _ = _env(model=_Scripted(Reply("I cannot tell which one.")))
     res = _run(_spec(), env)
-    assert (res.stop_reason, res.chosen_id, res.chosen_valid) == ("no_valid_id", None, False)
+    assert (res.stop_reason, res.som.chosen_id, res.som.chosen_valid) == ("no_valid_id", None, False)
 
 
 def test_som_without_marks_detector_failures_and_call_errors():
     env, frames = _env(options={"oracle": {"miss_rate": 1.0}})
     res = _run(_spec(), env)
-    assert (res.stop_reason, res.model_calls, res.marks, res.target_detected) == ("no_marks", 0, 0, False)
+    assert (res.stop_reason, res.model_calls, res.som.marks, res.som.target_detected) == (
+        "no_marks",
+        0,
+        0,
+        False,
+    )
     assert not frames.frames
 
     def broken(cfg):
@@ -170,10 +180,10 @@ def test_som_without_marks_detector_failures_and_call_errors():
 def test_som_target_not_detected_is_visible_in_the_record():
     env, _ = _env(task="S3", options={"oracle": {"miss_rate": 0.5, "seed": 3}})
     results = [_run(_spec(task="S3", seed=s), env) for s in range(40)]
-    undetected = [r for r in results if r.target_detected is False]
+    undetected = [r for r in results if r.som.target_detected is False]
     assert undetected and len(undetected) < 40
-    assert not any(r.som_hit for r in undetected)  # the model cannot pick what is not marked
-    assert all(r.som_hit for r in results if r.target_detected)  # exact perception, no confusion
+    assert not any(r.som.hit for r in undetected)  # the model cannot pick what is not marked
+    assert all(r.som.hit for r in results if r.som.target_detected)  # exact perception, no confusion
 
 
 # ---------------------------------------------------------------------------------------- som_dvoc
@@ -182,7 +192,11 @@ def test_som_target_not_detected_is_visible_in_the_record():
 def test_som_dvoc_starts_dvoc_at_the_chosen_mark():
     env, _ = _env()
     res = _run(_spec(method="som_dvoc"), env)
-    assert res.start_source == "som" and (res.dvoc_alpha, res.dvoc_overlay, res.dvoc_predict) == (
+    assert res.som.start_source == "som" and (
+        res.som.dvoc_alpha,
+        res.som.dvoc_overlay,
+        res.som.dvoc_predict,
+    ) == (
         "decay",
         "full",
         "relative",
@@ -190,11 +204,11 @@ def test_som_dvoc_starts_dvoc_at_the_chosen_mark():
     kinds = [s.kind for s in res.steps]
     assert kinds[0] == "select" and set(kinds[1:]) == {"verify"}
     assert [s.index for s in res.steps] == list(range(len(res.steps)))
-    assert res.steps[1].draft == res.som_point == env.snapshot.target_box.centre.as_list()
+    assert res.steps[1].draft == res.som.point == env.snapshot.target_box.centre.as_list()
     assert res.stop_reason == "act" and env.snapshot.target_box.contains(Point(*res.final_point))
     assert res.model_calls == len(res.steps) and res.iterations == len(res.steps) - 1
     knobs = _run(_spec(method="som_dvoc", alpha="constant", overlay="crosshair"), env)
-    assert (knobs.dvoc_alpha, knobs.dvoc_overlay) == ("constant", "crosshair")  # set knobs are kept
+    assert (knobs.som.dvoc_alpha, knobs.som.dvoc_overlay) == ("constant", "crosshair")  # set knobs are kept
 
 
 def test_som_dvoc_without_a_pick_starts_from_the_centre():
@@ -202,7 +216,7 @@ def test_som_dvoc_without_a_pick_starts_from_the_centre():
     reply_offset = Reply(None, [ToolCall("report_offset", '{"dx": 0, "dy": 0, "confidence": 1}')])
     env, _ = _env(model=_Scripted(reply_bad, reply_offset))
     res = _run(_spec(method="som_dvoc"), env)
-    assert res.start_source == "centre" and res.chosen_valid is False
+    assert res.som.start_source == "centre" and res.som.chosen_valid is False
     assert res.steps[1].draft == Size(800, 600).centre.as_list()
     assert res.stop_reason == "act" and res.final_point == [399.5, 299.5]
 
@@ -216,7 +230,7 @@ def _som_request(task="S6", frame=Frame.NORM1000, marks=None, seed=0):
         from dvoc_bench.detect.oracle import OracleDetector
 
         marks = marks_from_detections(OracleDetector(snap.truth).detect(snap.image), snap.size)
-    text = som_prompt("v1", instruction=snap.instruction, size=snap.size, frame=frame, marks=marks)
+    text = som_prompt(instruction=snap.instruction, size=snap.size, frame=frame, marks=marks)
     return ModelRequest(text, None, snap.size, som_tools(), snap.scene_id, seed, image_rgb=snap.image), marks
 
 
@@ -279,19 +293,16 @@ def test_simulator_keeps_its_old_behaviour():
 
 def test_som_sweep_end_to_end_with_the_cv_detector(tmp_path):
     from dvoc_bench.cli_support import quick_setup
-    from dvoc_bench.models.factory import build_model
-    from dvoc_bench.store import RunStore
-    from dvoc_bench.sweep import plan, run_trials
+    from dvoc_bench.sweep import run_sweep
 
     setup = quick_setup(["methods=[som,som_dvoc]", "detector=cv", "models=[sim-ideal]", "tasks=[S3,S5]"])
-    specs = plan(setup)
-    with RunStore(tmp_path) as store:
-        asyncio.run(run_trials(specs, setup, store, lambda m: build_model(m, setup.registry.truth)))
-        trials = store.trials()
+    res = run_sweep(setup, tmp_path)
+    specs, trials = res.specs, res.trials
     assert len(trials) == len(specs) == 20 and all(t["status"] == "ok" for t in trials)
     som = [t for t in trials if t["method"] == "som"]
-    assert all(t["detector"] == "cv" and t["target_detected"] and t["detector_ms"] > 0 for t in som)
-    assert {t["marks"] for t in som if t["task"] == "S3"} == {4}
+    assert all(t["detector"].startswith("cv:") and t["som"]["backend"] == "cv" for t in som)
+    assert all(t["som"]["target_detected"] and t["som"]["detector_ms"] > 0 for t in som)
+    assert {t["som"]["marks"] for t in som if t["task"] == "S3"} == {4}
     assert sum(t["hit"] for t in som) >= 8  # sim-ideal rarely confuses neighbours
     frames = {
         s["frame_sha"] for s in map(json.loads, (tmp_path / "steps.jsonl").open()) if s["kind"] == "select"

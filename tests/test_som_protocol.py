@@ -54,19 +54,15 @@ def test_element_list_in_each_frame():
 
 
 def test_prompt_carries_instruction_size_units_and_the_list():
-    text = som_prompt(
-        "v1", instruction="Click the CLICK ME button", size=SIZE, frame=Frame.NORM1000, marks=MARKS
-    )
+    text = som_prompt(instruction="Click the CLICK ME button", size=SIZE, frame=Frame.NORM1000, marks=MARKS)
     assert "Instruction: Click the CLICK ME button" in text
     assert "800×600 pixels" in text
     assert "Element list units: 0-1000." in text and "/ 799 x 1000" in text
     line = next(ln for ln in text.splitlines() if ln.startswith(ELEMENTS_PREFIX))
     assert json.loads(line[len(ELEMENTS_PREFIX) :]) == element_list(MARKS, Frame.NORM1000, SIZE)
     assert "select_element" in text
-    px = som_prompt("v1", instruction="x", size=SIZE, frame=Frame.PIXEL, marks=MARKS)
+    px = som_prompt(instruction="x", size=SIZE, frame=Frame.PIXEL, marks=MARKS)
     assert "Element list units: pixels." in px and "799 at the right edge" in px
-    with pytest.raises(ValueError, match="protocol"):
-        som_prompt("v9", instruction="x", size=SIZE, frame=Frame.PIXEL, marks=MARKS)
     tools = som_tools()
     assert tools[0]["function"]["name"] == "select_element"
     tools[0]["function"]["name"] = "changed"

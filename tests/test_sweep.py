@@ -1,20 +1,12 @@
 """End-to-end science checks on the simulator (in process, through the same plan/run/store path)."""
 
-import asyncio
-
 from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.models.factory import build_model
-from dvoc_bench.store import RunStore
 from dvoc_bench.summary import summarise
-from dvoc_bench.sweep import plan, run_trials
+from dvoc_bench.sweep import run_sweep
 
 
 def run(tmp_path, *overrides):
-    setup = quick_setup(overrides)
-    specs = plan(setup)
-    with RunStore(tmp_path) as store:
-        asyncio.run(run_trials(specs, setup, store, lambda m: build_model(m, setup.registry.truth)))
-        return store.trials()
+    return run_sweep(quick_setup(overrides), tmp_path).trials
 
 
 def rate(trials, method, rule="hit"):

@@ -5,7 +5,6 @@ Skips (with the reason) only when no Chromium can be found on this machine; CI i
 
 from __future__ import annotations
 
-import asyncio
 import http.server
 import json
 import threading
@@ -18,12 +17,10 @@ import pytest
 from dvoc_bench.cli_support import quick_setup
 from dvoc_bench.config import ConfigError
 from dvoc_bench.geometry import Box, Point
-from dvoc_bench.models.factory import build_model
 from dvoc_bench.render import encode_png
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 from dvoc_bench.scenes.web import WebOptions, WebScenes, task_from_mapping
-from dvoc_bench.store import RunStore
-from dvoc_bench.sweep import plan, run_trials
+from dvoc_bench.sweep import run_sweep
 from dvoc_bench.web.chromium import ChromiumNotFoundError, find_chromium
 from dvoc_bench.web.page import new_task_page, prepare, screenshot
 
@@ -341,10 +338,8 @@ button { font: inherit; position: absolute; width: 140px; height: 50px; }
             "web.custom.instruction='Click the Save button'",
         ]
     )
-    specs = plan(setup)
-    with RunStore(tmp_path / "run") as store:
-        asyncio.run(run_trials(specs, setup, store, lambda m: build_model(m, setup.registry.truth)))
-        trials = store.trials()
+    res = run_sweep(setup, tmp_path / "run")
+    specs, trials = res.specs, res.trials
     web = setup.registry.source("web").backend
     assert web.browser.launches == 1 and not web.browser.running
     assert {t["task"] for t in trials} == {"W4", "custom"} and len(trials) == len(specs)

@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from dvoc_bench.config import ConfigError
-from dvoc_bench.geometry import Point
-from dvoc_bench.records import Probe, probe_fields
+from dvoc_bench.geometry import Box, Point
+from dvoc_bench.records import Probe
 from dvoc_bench.scenes import SceneRegistry, box_probe, default_scenes_dir
 from dvoc_bench.scenes.web import CUSTOM_ID, WebOptions, WebScenes, load_task, task_from_mapping
 from dvoc_bench.web.browser import request_allowed, url_to_path
@@ -257,21 +257,37 @@ def test_synthetic_probe_is_the_topmost_box_and_the_box_rule_stands() -> None:
         c = e.box.centre
         under = [x.id for x in truth.elements if x.box.contains(c)]
         assert box_probe(truth, c).hit_element == under[-1]
-    fields = probe_fields(p, box_hit=True)
+    rec = _record(target.centre, target, p)
+    fields = {k: getattr(rec, k) for k in ("hit", "hit_rule", "hit_box", "hit_element", "clicked_target")}
     assert fields == {
         "hit": True,
         "hit_rule": "box",
         "hit_box": True,
         "hit_element": truth.target_id,
         "clicked_target": None,
-        "blocked_requests": None,
     }
+    assert rec.blocked_requests is None
+
+
+def _record(point, target, probe):
+    """The trials.jsonl record of a trial that ended at ``point`` with ``probe`` under it."""
+    from dvoc_bench.records import TrialRecord, TrialResult, TrialSpec
+
+    spec = TrialSpec(
+        trial_key="k", experiment="e", model="m", model_id="m", api_base=None, provider="p", simulated=True,
+        coord_frame="pixel", task="W4", scene_hash="h", method="centre", protocol="-", alpha="-",
+        overlay="-", predict="-", start=None, start_index=1, rep=0, seed=0, epsilon=30.0,
+        conf_threshold=0.5, window=2, max_iterations=15, max_attempts=5, alpha_constant=0.5,
+    )  # fmt: skip
+    res = TrialResult(status="ok", stop_reason="baseline", final_point=point.as_list())
+    return TrialRecord.build(spec, res, target, 0.0, scene_kind="web", probe=probe)
 
 
 def test_dom_probe_decides_hit() -> None:
+    target = Box(0, 0, 100, 100)
     miss = Probe(hit_element="button#edit-alice", hit=False, clicked_target=False, blocked_requests=0)
-    f = probe_fields(miss, box_hit=True)
-    assert f["hit"] is False and f["hit_box"] is True and f["hit_rule"] == "dom"
-    assert f["hit_element"] == "button#edit-alice" and f["clicked_target"] is False
-    none = probe_fields(None, box_hit=False)
-    assert none["hit"] is False and none["hit_element"] is None and none["hit_rule"] == "box"
+    f = _record(Point(50, 50), target, miss)
+    assert f.hit is False and f.hit_box is True and f.hit_rule == "dom"
+    assert f.hit_element == "button#edit-alice" and f.clicked_target is False and f.blocked_requests == 0
+    none = _record(Point(500, 500), target, None)
+    assert none.hit is False and none.hit_element is None and none.hit_rule == "box"

@@ -9,7 +9,6 @@ parse (which also writes the parquet cache), a parse without cache, and the cach
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import tempfile
 import time
@@ -19,14 +18,10 @@ from pathlib import Path
 def make_run(run_dir: Path, n_steps: int) -> int:
     """A run directory with at least ``n_steps`` step lines (replicated from a real simulated sweep)."""
     from dvoc_bench.cli_support import quick_setup
-    from dvoc_bench.models.factory import build_model
-    from dvoc_bench.store import RunStore
-    from dvoc_bench.sweep import plan, run_trials
+    from dvoc_bench.sweep import run_sweep
 
     seed_dir = run_dir.parent / "seed"
-    setup = quick_setup(["smoke=true"])
-    with RunStore(seed_dir) as store:
-        asyncio.run(run_trials(plan(setup), setup, store, lambda m: build_model(m, setup.registry.truth)))
+    run_sweep(quick_setup(["smoke=true"]), seed_dir)
     trials = [json.loads(x) for x in (seed_dir / "trials.jsonl").read_text().splitlines() if x.strip()]
     steps = [json.loads(x) for x in (seed_dir / "steps.jsonl").read_text().splitlines() if x.strip()]
     run_dir.mkdir(parents=True, exist_ok=True)

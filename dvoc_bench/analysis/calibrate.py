@@ -31,7 +31,6 @@ This module imports pandas (analysis package); the CLI is ``python -m dvoc_bench
 
 from __future__ import annotations
 
-import asyncio
 import datetime as _dt
 import hashlib
 import json
@@ -1319,9 +1318,7 @@ def simulate(overrides: Sequence[str], run_dir: Path | str, *, models_dir: Path 
     """
     from dvoc_bench.analysis.loaders import load_runs
     from dvoc_bench.cli_support import quick_setup
-    from dvoc_bench.models.factory import build_model
-    from dvoc_bench.store import RunStore
-    from dvoc_bench.sweep import plan, run_trials
+    from dvoc_bench.sweep import run_sweep
 
     ov = list(overrides) + ["run.quiet=true"]
     if models_dir is not None:
@@ -1329,25 +1326,8 @@ def simulate(overrides: Sequence[str], run_dir: Path | str, *, models_dir: Path 
     setup = quick_setup(ov)
     if not all(m.kind == "simulator" for m in setup.models):
         raise ValueError("simulate() runs simulated profiles only (offline)")
-    specs = plan(setup)
-    run_dir = Path(run_dir)
-    with RunStore(run_dir) as store:
-        store.write_plan(specs)
-        _run_async(lambda: run_trials(specs, setup, store, lambda m: build_model(m, setup.registry.truth)))
+    run_sweep(setup, run_dir)
     return load_runs(run_dir)
-
-
-def _run_async(make: Any) -> Any:
-    """Run the coroutine ``make()`` to completion, also from inside a running event loop (a notebook): then
-    in a worker thread with its own loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(make())
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(lambda: asyncio.run(make())).result()
 
 
 def paper_overrides(

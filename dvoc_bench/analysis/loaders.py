@@ -34,6 +34,7 @@ from dvoc_bench.analysis.schema import (
     coerce,
     empty_frame,
 )
+from dvoc_bench.records import read_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -139,11 +140,17 @@ def png_size(path: Path) -> tuple[int, int] | None:
     return int(w), int(h)
 
 
-def scene_kind(task: str | None) -> str | None:
-    """``web`` for ``W*`` task ids, ``synthetic`` otherwise."""
+@lru_cache(maxsize=256)
+def legacy_scene_kind(task: str | None, scenes_dir: str | None = None) -> str | None:
+    """The kind of scene of a record written before records carried ``scene_kind``: the folder of the
+    scene's definition file (``scenes/<kind>/<task>.yaml``); ``None`` when it is not found."""
+    from dvoc_bench.scenes import default_scenes_dir
+
     if not task:
         return None
-    return "web" if str(task).startswith("W") else "synthetic"
+    root = Path(scenes_dir) if scenes_dir else default_scenes_dir()
+    found = sorted(root.glob(f"*/{task}.yaml"))
+    return found[0].parent.name if found else None
 
 
 # ---------------------------------------------------------------------------------------------- flattening
@@ -167,7 +174,10 @@ def flatten_trial(r: Mapping[str, Any]) -> dict[str, Any]:
         d["target_x0"], d["target_y0"], d["target_x1"], d["target_y1"] = box
     d["target_cx"], d["target_cy"] = _xy(d.pop("target_centre", None))
     d["valid"] = d.get("status") == "ok"
-    d["scene_kind"] = scene_kind(d.get("task"))
+    d["scene_kind"] = d.get("scene_kind") or legacy_scene_kind(d.get("task"))
+    som = d.pop("som", None)
+    if isinstance(som, Mapping):  # Set-of-Mark trials: the nested record becomes som_* columns
+        d.update({f"som_{k}": v for k, v in som.items()})
     return _scalars(d, _TRIAL_KNOWN)
 
 
@@ -268,22 +278,6 @@ def _signature(run_dir: Path) -> dict[str, Any]:
     return sig
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    rows = []
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                log.warning("%s: skipped a line that does not parse (torn write?)", path)
-    return rows
-
-
 def _image_sizes(run_dir: Path, steps: pd.DataFrame, trials: pd.DataFrame) -> dict[str, tuple[int, int]]:
     """Task -> image size: from a frame the model saw, else from the scene definition."""
     sizes: dict[str, tuple[int, int]] = {}
@@ -307,9 +301,9 @@ def _image_sizes(run_dir: Path, steps: pd.DataFrame, trials: pd.DataFrame) -> di
 
 def _parse_run(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Parse one run directory (no cache): typed trials and steps with the text columns."""
-    trials_raw = [flatten_trial(r) for r in _read_jsonl(run_dir / "trials.jsonl") if "trial_key" in r]
+    trials_raw = [flatten_trial(r) for r in read_jsonl(run_dir / "trials.jsonl") if "trial_key" in r]
     keys = {r["trial_key"] for r in trials_raw}
-    steps_raw = [flatten_step(r) for r in _read_jsonl(run_dir / "steps.jsonl") if r.get("trial_key") in keys]
+    steps_raw = [flatten_step(r) for r in read_jsonl(run_dir / "steps.jsonl") if r.get("trial_key") in keys]
     trials = pd.DataFrame(trials_raw)
     steps = pd.DataFrame(steps_raw)
     rd = str(run_dir)

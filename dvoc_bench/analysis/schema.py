@@ -10,88 +10,85 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import pandas as pd
 
+from dvoc_bench.records import SomRecord, TrialRecord
+
 STR, FLOAT, INT, BOOL, NBOOL = "string", "float64", "Int64", "bool", "boolean"
 
+_POINTS = {
+    "start": ("start_x", "start_y"),
+    "final_point": ("final_x", "final_y"),
+    "target_centre": ("target_cx", "target_cy"),
+}
+"""Point fields of :class:`TrialRecord` -> their two columns."""
+
+_BOXES = {"target_box": "target"}
+"""Box fields -> column prefix (``<prefix>_x0`` .. ``<prefix>_y1``)."""
+
+_NESTED = {"som": SomRecord}
+"""Nested record fields -> their record type (flattened into ``<field>_<name>`` columns)."""
+
+_NULLABLE = {"hit_box"}
+"""Columns that another source (the authors' records) may leave unknown: nullable booleans."""
+
+
+def dtype_of(hint: Any) -> str:
+    """The column dtype of a record field's type: lists and mappings become JSON text."""
+    args = [a for a in get_args(hint) if a is not type(None)]
+    optional = get_origin(hint) in (Union, UnionType) and len(args) < len(get_args(hint))
+    base = args[0] if optional and len(args) == 1 else hint
+    if get_origin(base) is Literal or base is str:
+        return STR
+    if base is bool:
+        return NBOOL if optional else BOOL
+    if base is int:
+        return INT
+    if base is float:
+        return FLOAT
+    return STR
+
+
+def record_columns(cls: type, prefix: str = "") -> dict[str, str]:
+    """Column -> dtype of a record type's fields as the loaders flatten them."""
+    out: dict[str, str] = {}
+    for name, hint in get_type_hints(cls).items():
+        if name in _POINTS:
+            out.update(dict.fromkeys(_POINTS[name], FLOAT))
+        elif name in _BOXES:
+            out.update({f"{_BOXES[name]}_{c}": FLOAT for c in ("x0", "y0", "x1", "y1")})
+        elif name in _NESTED:
+            out.update(record_columns(_NESTED[name], prefix=f"{name}_"))
+        else:
+            out[prefix + name] = NBOOL if name in _NULLABLE else dtype_of(hint)
+    return out
+
+
 TRIAL_COLUMNS: dict[str, str] = {
-    # identity and provenance
+    # provenance: where the row came from
     "trial_key": STR,  # our trial hash, or the authors' record path / file#index
     "source": STR,  # "run" (ours) or "upstream" (the authors' records)
     "run_dir": STR,  # run directory (ours) or the authors' file / tree it came from
     "job": INT,  # Hydra multirun job number, <NA> for a single run
-    "experiment": STR,
-    "model": STR,
-    "model_id": STR,
-    "api_base": STR,
-    "provider": STR,
-    "simulated": BOOL,  # True: produced by the simulated VLM, never a real model
-    "coord_frame": STR,  # frame the answers were read in (pixel | norm1000 | norm1)
-    "task": STR,
-    "scene_kind": STR,  # synthetic | web (from the task id: W* = web)
-    "scene_hash": STR,
+    # every field of the trials.jsonl line (dvoc_bench.records.TrialRecord), points and boxes flattened
+    **record_columns(TrialRecord),
+    # derived by the loaders
     "image_w": INT,
     "image_h": INT,
-    # knobs
-    "method": STR,  # dvoc | oneshot | centre | random | ...
-    "protocol": STR,
-    "alpha": STR,  # alpha schedule
-    "overlay": STR,
-    "predict": STR,
-    "start_x": FLOAT,
-    "start_y": FLOAT,
-    "start_index": INT,
-    "rep": INT,
-    "seed": INT,
-    "epsilon": FLOAT,
-    "conf_threshold": FLOAT,
-    "window": INT,
-    "max_iterations": INT,
-    "max_attempts": INT,
-    "alpha_constant": FLOAT,
-    "hit_radius_min": FLOAT,
-    # outcome
-    "status": STR,  # ok | error | skipped
     "valid": BOOL,  # status == "ok"
-    "stop_reason": STR,
-    "final_x": FLOAT,
-    "final_y": FLOAT,
-    "iterations": INT,
-    "model_calls": INT,
-    "parse_errors": INT,
-    "tokens_in": INT,
-    "tokens_out": INT,
-    "cost_usd": FLOAT,  # NaN when unknown
-    "error_class": STR,
-    "error": STR,
-    "target_x0": FLOAT,
-    "target_y0": FLOAT,
-    "target_x1": FLOAT,
-    "target_y1": FLOAT,
-    "target_cx": FLOAT,
-    "target_cy": FLOAT,
     "target_inferred": BOOL,  # True when the target box is inferred (the authors' web scenes)
-    "final_dist_px": FLOAT,
-    "hit": BOOL,  # the honest rule: inside the target box, or on web scenes the DOM element at the point
-    "hit_rule": STR,  # box | dom: what decided `hit`
-    "hit_box": NBOOL,  # the box rule, kept when `hit` follows the DOM
-    "hit_element": STR,  # element under the final point (web: DOM selector; synthetic: element id)
-    "clicked_target": NBOOL,  # web with verify_click: a real click fired the target's listener
-    "blocked_requests": INT,  # web: requests the harness blocked
-    "within_eps": BOOL,  # final_dist_px < epsilon
-    "hit_radius": BOOL,  # final_dist_px < max(w/2, h/2, 30) (the authors' code rule)
-    "radius_px": FLOAT,
-    "wall_s": FLOAT,
-    "finished_at": STR,
     # the authors' own fields (upstream only)
     "paper_success": NBOOL,  # their stored `success` (mixed rule, see upstream-facts §8.8)
     "paper_final_dist": FLOAT,  # their stored `final_dist` (0.1 px; NaN for their 999 error marker)
     "paper_method": STR,  # their method string (dvoc, naive, dvoc_full_absolute, ...)
     "paper_trial_id": STR,
 }
-"""Column -> pandas dtype of ``Runs.trials`` (further columns: ``override.<key>`` of Hydra jobs)."""
+"""Column -> pandas dtype of ``Runs.trials`` (further columns: ``override.<key>`` of Hydra jobs). The
+record's own columns are derived from :class:`~dvoc_bench.records.TrialRecord`, so a field added there
+is a column here."""
 
 STEP_COLUMNS: dict[str, str] = {
     "trial_key": STR,

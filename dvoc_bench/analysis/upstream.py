@@ -35,10 +35,11 @@ from typing import Any
 
 import pandas as pd
 
-from dvoc_bench.analysis.loaders import attach_trials, scene_kind
+from dvoc_bench.analysis.loaders import attach_trials
 from dvoc_bench.analysis.schema import STEP_COLUMNS, TEXT_COLUMNS, TRIAL_COLUMNS, Runs, coerce
 from dvoc_bench.control import PolicyConfig, Report, alpha, correct, decide
-from dvoc_bench.geometry import Box, Offset, Point, Size, paper_hit_radius
+from dvoc_bench.geometry import Box, Offset, Point, Size
+from dvoc_bench.scoring import score
 
 log = logging.getLogger(__name__)
 
@@ -303,7 +304,7 @@ def _trial_and_steps(
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One authors' record (+ its ``iter_*.json`` contents, if any) -> a trial row and its step rows."""
     model, task = str(rec["model_key"]), str(rec["task_id"])
-    kind = scene_kind(task) or "synthetic"
+    kind = "web" if task in WEB_TARGETS else "synthetic"  # the authors' scene set, known in full
     w, h = CANVAS[kind]
     size = Size(w, h)
     knobs = parse_method(rec)
@@ -421,8 +422,7 @@ def _trial_and_steps(
             if clicks:
                 final = Point(clicks[-1]["raw_x"], clicks[-1]["raw_y"])
             stop = "hit" if rec.get("success") else "attempts_exhausted"
-    d = None if final is None else final.dist(tc)
-    radius = paper_hit_radius(box, 30.0)
+    sc = score(final, box, EPSILON, 30.0)  # the same rules as our own records
     pfd = rec.get("final_dist")
     trial = {
         "trial_key": key,
@@ -467,13 +467,13 @@ def _trial_and_steps(
         "target_cx": tc.x,
         "target_cy": tc.y,
         "target_inferred": inferred,
-        "final_dist_px": d,
-        "hit": final is not None and box.contains(final),
+        "final_dist_px": sc.final_dist_px,
+        "hit": sc.hit,
         "hit_rule": "box",
-        "hit_box": final is not None and box.contains(final),
-        "within_eps": d is not None and d < EPSILON,
-        "hit_radius": d is not None and d < radius,
-        "radius_px": radius,
+        "hit_box": sc.hit,
+        "within_eps": sc.within_eps,
+        "hit_radius": sc.hit_radius,
+        "radius_px": sc.radius_px,
         "wall_s": rec.get("elapsed"),
         "paper_success": bool(rec.get("success")),
         "paper_final_dist": None if pfd is None or pfd == ERROR_MARKER else pfd,

@@ -112,7 +112,7 @@ def base_step(
     """A step record filled with everything about the call itself (not the loop's reaction)."""
     reply, parsed, err = out.reply, out.parsed, out.error
     step = Step(
-        trial_key=spec.key,
+        trial_key=spec.trial_key,
         index=index,
         kind=kind,
         draft=None,
@@ -141,14 +141,11 @@ def base_step(
     step.tokens_in, step.tokens_out, step.cost_usd = reply.tokens_in, reply.tokens_out, reply.cost_usd
     step.cached = reply.cached
     step.cost_source = reply.cost_source
-    scale = getattr(reply, "image_scale", None)
-    if scale is not None and scale != 1.0:  # recorded only when the image was really resized
-        sent = getattr(reply, "sent_size", None)
-        step.image_scale = scale
-        step.sent_size = list(sent.as_list() if hasattr(sent, "as_list") else sent) if sent else None
-    raw_calls = getattr(reply, "raw_tool_calls", None)
-    if raw_calls:
-        step.raw_tool_calls = [{"name": c.name, "arguments": c.arguments} for c in raw_calls]
+    if reply.image_scale != 1.0:  # recorded only when the image was really resized
+        step.image_scale = reply.image_scale
+        step.sent_size = list(reply.sent_size) if reply.sent_size else None
+    if reply.raw_tool_calls:
+        step.raw_tool_calls = [{"name": c.name, "arguments": c.arguments} for c in reply.raw_tool_calls]
     step.attempts, step.attempt_errors = reply.attempts, list(reply.attempt_errors)
     step.retry_wait_s = round(reply.retry_wait_s, 6)
     return step

@@ -15,16 +15,23 @@ from dvoc_bench.methods.common import (
     to_pixels,
 )
 from dvoc_bench.models.base import ModelRequest
-from dvoc_bench.protocol import HistoryEntry, dvoc_prompt, overlay_label, tools_for
-from dvoc_bench.protocol.paper import truncated
+from dvoc_bench.protocol import HistoryEntry, get_protocol, tools_for
 from dvoc_bench.records import TrialResult, TrialSpec
+from dvoc_bench.registry import method
 from dvoc_bench.render import draw_overlay, encode_png
 
 
+@method(
+    "dvoc",
+    knobs=("protocol", "alpha", "overlay", "predict"),
+    uses_start=True,
+    description="draw the guess, ask for the offset to the target, apply a damped correction, repeat",
+)
 async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     """Run one DVOC trial from ``spec.start``; never raises for a model-side failure."""
     snap = env.snapshot
     size, target = snap.size, snap.target_box.centre
+    protocol = get_protocol(spec.protocol)
     frame = Frame(spec.coord_frame)
     kind = "offset" if spec.predict == "relative" else "point"
     policy = PolicyConfig(epsilon=spec.epsilon, threshold=spec.conf_threshold, window=spec.window)
@@ -34,18 +41,20 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     history: list[HistoryEntry] = []
     steps = []
     for i in range(spec.max_iterations):
-        paper = spec.protocol == "paper"
         label = None
         if spec.overlay != "none":
-            label = overlay_label(spec.protocol, draft, frame, size, env.style.circle_radius)
-        drawn = truncated(draft) if paper else draft  # the authors drew at int(x), int(y)
+            label = protocol.overlay_label(draft, frame, size, env.style.circle_radius)
         img = draw_overlay(
-            snap.image, drawn, mode=spec.overlay, iteration=i, position_label=label, style=env.style
+            snap.image,
+            protocol.drawn_point(draft),
+            mode=spec.overlay,
+            iteration=i,
+            position_label=label,
+            style=env.style,
         )
         png = encode_png(img, base=snap.image)  # only the bands the overlay touched are recompressed
         sha = env.save_frame(png)
-        text = dvoc_prompt(
-            spec.protocol,
+        text = protocol.dvoc_prompt(
             instruction=snap.instruction,
             size=size,
             frame=frame,
@@ -80,7 +89,7 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
         elif isinstance(value, Offset):
             step.values_px = {"dx": value.dx, "dy": value.dy}
         confidence = out.parsed.confidence
-        if value is None and paper:  # the authors' harness turned a missing answer into (0, 0), conf 0
+        if value is None and protocol.missing_answer_is_zero:  # no usable numbers: (0, 0), confidence 0
             value, confidence = Offset(0.0, 0.0), 0.0
         report = Report(value, confidence)
         reports.append(report)

@@ -1,9 +1,9 @@
 """One-shot: ask for the target's (x, y) up to ``max_attempts`` times, with no visual feedback.
 
-After each answer the harness checks it with ``env.oneshot_retry_rule`` (default: inside the target box;
-the paper's radius rule under ``protocol=paper``) and, on a miss, asks again with the text saying the
-previous answer missed. The same clean screenshot is
-sent every time. The final point is the last usable answer (clamped to the image).
+After each answer the harness checks it with the protocol's retry rule (``oneshot.retry_rule``, default:
+inside the target box; the paper's radius rule under ``protocol=paper``) and, on a miss, asks again with
+the text saying the previous answer missed. The same clean screenshot is sent every time. The final
+point is the last usable answer (clamped to the image).
 """
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ from dvoc_bench.methods.common import (
     to_pixels,
 )
 from dvoc_bench.models.base import ModelRequest
-from dvoc_bench.protocol import oneshot_prompt, tools_for
+from dvoc_bench.protocol import get_protocol, tools_for
 from dvoc_bench.records import TrialResult, TrialSpec
+from dvoc_bench.registry import method
 from dvoc_bench.scoring import score
 
 
+@method("oneshot", knobs=("protocol",), description="ask for the target's (x, y), retry on a miss")
 async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     """Run one one-shot trial; never raises for a model-side failure."""
     snap = env.snapshot
@@ -31,12 +33,11 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     png = env.clean_png()
     sha = env.save_frame(png)
     previous: Point | None = None
-    paper = spec.protocol == "paper"
-    rule = "hit_radius" if paper else env.oneshot_retry_rule  # the authors stopped at d < max(w/2, h/2, 30)
+    protocol = get_protocol(spec.protocol)
+    rule = protocol.oneshot_retry_rule(env.oneshot_retry_rule)
     steps = []
     for i in range(spec.max_attempts):
-        text = oneshot_prompt(
-            spec.protocol,
+        text = protocol.oneshot_prompt(
             instruction=snap.instruction,
             size=size,
             frame=Frame(spec.coord_frame),
@@ -61,9 +62,9 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
         assert out.parsed is not None
         answer = to_pixels(out.parsed, "point", spec.coord_frame, req)
         if not isinstance(answer, Point):
-            if not paper:
+            if not protocol.missing_answer_is_zero:
                 continue  # unusable reply: recorded, ask again (the text repeats the last usable answer)
-            answer = Point(0.0, 0.0)  # the authors' harness scored a missing answer as a click at (0, 0)
+            answer = Point(0.0, 0.0)  # scored as a click at (0, 0), as the authors' harness did
         step.values_px = {"x": answer.x, "y": answer.y}
         previous = clamp_point(answer, size)
         step.next_draft = previous.as_list()

@@ -13,23 +13,25 @@ One trial (seed ``ui-grounding-som.txt``, DESIGN §10):
    and no point (``"no_marks"``); a detector failure is an ``error`` trial with ``error_class =
    "detector"``.
 
-Besides the usual fields, a SoM trial records the detector backend, the boxes it found, the marks drawn
-(``mark_boxes``: ``[x0, y0, x1, y1, score]`` in harness pixels, id = position + 1), whether any mark covers
-the target centre (``target_detected``: the detector's recall for the task), the detector's time for the
-screenshot, and the chosen id.
+Besides the usual fields, a SoM trial records in its ``som`` field (:class:`~dvoc_bench.records.SomRecord`)
+the detector backend, the boxes it found, the marks drawn (``mark_boxes``: ``[x0, y0, x1, y1, score]`` in
+harness pixels, id = position + 1), whether any mark covers the target centre (``target_detected``: the
+detector's recall for the task), the detector's time for the screenshot, and the chosen id.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from dvoc_bench.detect.types import DetectorError
 from dvoc_bench.geometry import Frame, Point
 from dvoc_bench.methods.common import CallOutcome, TrialEnv, base_step, call_model, call_seed, finish
 from dvoc_bench.models.base import ModelCallError, ModelRequest
-from dvoc_bench.protocol.som import parse_select, som_prompt, som_tools
-from dvoc_bench.records import Step, TrialResult, TrialSpec
+from dvoc_bench.protocol import get_protocol
+from dvoc_bench.protocol.som import parse_select, som_tools
+from dvoc_bench.records import ErrorClass, SomRecord, Step, TrialResult, TrialSpec
+from dvoc_bench.registry import method
 from dvoc_bench.render import encode_png
 from dvoc_bench.som_render import Mark, draw_marks, marks_from_detections
 
@@ -37,49 +39,11 @@ _UNKNOWN_ID_RE = re.compile(r"unknown_id:(\d+)")
 
 
 @dataclass
-class SomTrialResult(TrialResult):
-    """A trial of ``som`` or ``som_dvoc``: the common result plus what the detector and the pick did."""
-
-    detector: str | None = None
-    """Detector backend (``oracle | cv | onnx | rknn | helper``)."""
-    detector_config: str | None = None
-    """Hash of the detector's settings (backend options and the area limit)."""
-    detector_boxes: int | None = None
-    """Boxes the detector returned."""
-    marks: int | None = None
-    """Boxes marked on the screenshot (after dropping the ones over ``max_area_frac`` of the screen)."""
-    mark_boxes: list[list[float]] = field(default_factory=list)
-    """The marks as ``[x0, y0, x1, y1, score]`` in harness pixels; mark ``id`` is at position ``id - 1``."""
-    target_detected: bool | None = None
-    """Some mark's box contains the target's centre (the detector's recall for this task)."""
-    detector_ms: float | None = None
-    """Detector wall time for this screenshot (the helper's round trip included)."""
-    detector_inference_ms: float | None = None
-    """Model-only time when the backend reports it (onnxruntime run, the helper's ``OK`` line)."""
-    chosen_id: int | None = None
-    """The id the model named (also an invalid one), ``None`` without a readable id."""
-    chosen_valid: bool | None = None
-    """The named id is one of the marks."""
-    som_point: list[float] | None = None
-    """Centre of the chosen mark (the SoM click; for ``som_dvoc`` the DVOC start)."""
-    som_hit: bool | None = None
-    """``som_point`` lies inside the target element's box."""
-    start_source: str | None = None
-    """``som_dvoc``: where DVOC started, ``som`` (the chosen mark) or ``centre`` (no valid pick)."""
-    dvoc_alpha: str | None = None
-    """``som_dvoc``: alpha schedule its DVOC part used."""
-    dvoc_overlay: str | None = None
-    """``som_dvoc``: overlay its DVOC part used."""
-    dvoc_predict: str | None = None
-    """``som_dvoc``: answer kind its DVOC part used."""
-
-
-@dataclass
 class Selection:
     """Outcome of the SoM part of a trial."""
 
-    result: SomTrialResult
-    """Detector and pick fields filled; ``steps`` holds the select call (if one was made)."""
+    result: TrialResult
+    """``som`` filled with the detector and the pick; ``steps`` holds the select call (if one was made)."""
     point: Point | None
     """Centre of the chosen mark, ``None`` when there is none."""
     stop_reason: str
@@ -93,7 +57,7 @@ async def _call(env: TrialEnv, req: ModelRequest, valid_ids: set[int]) -> CallOu
     return await call_model(env, req, parser=lambda reply: parse_select(reply, valid_ids))
 
 
-def set_error(sel_result: SomTrialResult, error_class: str, message: str) -> SomTrialResult:
+def set_error(sel_result: TrialResult, error_class: ErrorClass, message: str) -> TrialResult:
     """Mark a SoM result as an ``error`` trial (message cut to 300 characters)."""
     sel_result.status, sel_result.stop_reason = "error", "error"
     sel_result.error_class, sel_result.error = error_class, message[:300]
@@ -104,21 +68,22 @@ async def select(spec: TrialSpec, env: TrialEnv) -> Selection:
     """Detect, mark, ask, and read the pick (the part ``som`` and ``som_dvoc`` share)."""
     snap = env.snapshot
     size, target = snap.size, snap.target_box
-    res = SomTrialResult(status="ok", stop_reason="selected", final_point=None)
+    som = SomRecord()
+    res = TrialResult(status="ok", stop_reason="selected", final_point=None, som=som)
     if env.detector is None:
         return Selection(set_error(res, "detector", "no detector configured for a SoM method"), None, "error")
-    res.detector, res.detector_config = env.detector.backend, env.detector.cfg.digest()
+    som.backend, som.config_digest = env.detector.backend, env.detector.cfg.digest()
     try:
         run = await env.detector.detect(snap.image, snap.truth, spec.seed)
     except DetectorError as e:
         return Selection(set_error(res, "detector", f"{type(e).__name__}: {e}"), None, "error")
     frac = env.detector.cfg.max_area_frac
     marks: list[Mark] = marks_from_detections(run.detections, size, max_area_frac=frac)
-    res.detector_boxes, res.marks = len(run.detections), len(marks)
-    res.mark_boxes = [[round(v, 2) for v in m.box.as_list()] + [round(m.score, 4)] for m in marks]
-    res.target_detected = any(m.box.contains(target.centre) for m in marks)
-    res.detector_ms = round(run.wall_ms, 3)
-    res.detector_inference_ms = None if run.inference_ms is None else round(run.inference_ms, 3)
+    som.boxes, som.marks = len(run.detections), len(marks)
+    som.mark_boxes = [[round(v, 2) for v in m.box.as_list()] + [round(m.score, 4)] for m in marks]
+    som.target_detected = any(m.box.contains(target.centre) for m in marks)
+    som.detector_ms = round(run.wall_ms, 3)
+    som.inference_ms = None if run.inference_ms is None else round(run.inference_ms, 3)
     if not marks:
         return Selection(res, None, "no_marks")
     img = draw_marks(snap.image, marks)
@@ -126,7 +91,9 @@ async def select(spec: TrialSpec, env: TrialEnv) -> Selection:
     sha = env.save_frame(png)
     frame = Frame(spec.coord_frame)
     req = ModelRequest(
-        text=som_prompt(spec.protocol, instruction=snap.instruction, size=size, frame=frame, marks=marks),
+        text=get_protocol(spec.protocol).som_prompt(
+            instruction=snap.instruction, size=size, frame=frame, marks=marks
+        ),
         image_png=png,
         image_size=size,
         tools=som_tools(),
@@ -143,25 +110,30 @@ async def select(spec: TrialSpec, env: TrialEnv) -> Selection:
         return Selection(res, None, "error", out.error)
     assert out.parsed is not None
     if out.parsed.values is not None:
-        res.chosen_id = int(out.parsed.values["id"])
-        step.values_raw = {**(step.values_raw or {}), "id": res.chosen_id}
+        som.chosen_id = int(out.parsed.values["id"])
+        step.values_raw = {**(step.values_raw or {}), "id": som.chosen_id}
     else:
         m = _UNKNOWN_ID_RE.search(out.parsed.detail or "")
-        res.chosen_id = int(m.group(1)) if m else None
-        if res.chosen_id is not None:
-            step.values_raw = {"id": res.chosen_id}
-    mark = by_id.get(res.chosen_id) if res.chosen_id is not None and out.parsed.values is not None else None
-    res.chosen_valid = mark is not None
+        som.chosen_id = int(m.group(1)) if m else None
+        if som.chosen_id is not None:
+            step.values_raw = {"id": som.chosen_id}
+    mark = by_id.get(som.chosen_id) if som.chosen_id is not None and out.parsed.values is not None else None
+    som.chosen_valid = mark is not None
     if mark is None:
         return Selection(res, None, "no_valid_id")
     point = mark.box.centre
     step.values_px = {"x": point.x, "y": point.y}
     step.next_draft = point.as_list()
     step.true_dist_px = round(point.dist(target.centre), 3)
-    res.som_point, res.som_hit = point.as_list(), target.contains(point)
+    som.point, som.hit = point.as_list(), target.contains(point)
     return Selection(res, point, "selected")
 
 
+@method(
+    "som",
+    knobs=("protocol", "detector"),
+    description="Set-of-Mark: a detector boxes the elements, the model picks a numbered mark",
+)
 async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     """Run one Set-of-Mark trial; never raises for a model- or detector-side failure."""
     sel = await select(spec, env)

@@ -3,12 +3,12 @@
 The SoM part is :func:`dvoc_bench.methods.som.select` (one ``select_element`` call on the marked frame);
 the DVOC part is :func:`dvoc_bench.methods.dvoc.run` itself, called with the spec's start replaced by the
 chosen mark's centre. Without a valid pick (no marks, no valid id) DVOC starts from the image centre and
-the record says so (``start_source = "centre"``); a failed call or detector ends the trial as an error.
+the record says so (``som.start_source = "centre"``); a failed call or detector ends the trial as an error.
 
 Steps: the select call is step 0, DVOC's calls follow (indices shifted by one); ``iterations`` counts the
 DVOC calls. When the planner leaves DVOC's knobs unset for this method (``alpha``, ``overlay``, ``predict``
 recorded as ``-``), the defaults ``decay`` / ``full`` / ``relative`` are used and recorded in
-``dvoc_alpha`` / ``dvoc_overlay`` / ``dvoc_predict``.
+``som.dvoc_alpha`` / ``som.dvoc_overlay`` / ``som.dvoc_predict``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dvoc_bench.methods import dvoc
 from dvoc_bench.methods.common import TrialEnv, finish
 from dvoc_bench.methods.som import select, set_error
 from dvoc_bench.records import TrialResult, TrialSpec
+from dvoc_bench.registry import method
 
 NOT_APPLICABLE = "-"
 """The planner's value for a knob that does not apply to a method."""
@@ -33,21 +34,27 @@ def dvoc_spec(spec: TrialSpec, start: list[float]) -> TrialSpec:
     return dataclasses.replace(spec, start=start, **knobs)
 
 
+@method(
+    "som_dvoc",
+    knobs=("protocol", "alpha", "overlay", "predict", "detector"),
+    description="Set-of-Mark pick, then DVOC refines it",
+)
 async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     """Run one SoM -> DVOC trial; never raises for a model- or detector-side failure."""
     sel = await select(spec, env)
     res = sel.result
+    assert res.som is not None
     if sel.call_error is not None:
         e = sel.call_error
         return finish(set_error(res, e.error_class, str(e)))
     if res.status == "error":
         return finish(res)
     if sel.point is not None:
-        start, res.start_source = sel.point, "som"
+        start, res.som.start_source = sel.point, "som"
     else:
-        start, res.start_source = env.snapshot.size.centre, "centre"
+        start, res.som.start_source = env.snapshot.size.centre, "centre"
     dspec = dvoc_spec(spec, start.as_list())
-    res.dvoc_alpha, res.dvoc_overlay, res.dvoc_predict = dspec.alpha, dspec.overlay, dspec.predict
+    res.som.dvoc_alpha, res.som.dvoc_overlay, res.som.dvoc_predict = dspec.alpha, dspec.overlay, dspec.predict
     loop = await dvoc.run(dspec, env)
     offset = len(res.steps)
     for s in loop.steps:

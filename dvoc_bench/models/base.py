@@ -94,6 +94,14 @@ class Reply:
     """Error class of every failed attempt before this reply."""
     retry_wait_s: float = 0.0
     """Seconds spent waiting in the gate and in backoff for this call."""
+    image_scale: float = 1.0
+    """Sent size / screenshot size when the client resized the image (1.0: sent as it is)."""
+    sent_size: list[int] | None = None
+    """``[width, height]`` of the image sent when the client resized it, else ``None``."""
+    raw_tool_calls: list[ToolCall] | None = None
+    """The provider's own tool calls when the client rewrote their numbers (``pixel_answers: sent``)."""
+    finish_reason: str | None = None
+    """Provider's finish reason (``stop``, ``tool_calls``, ``length``...), when it gave one."""
 
 
 class ModelCallError(Exception):

@@ -27,17 +27,21 @@ def build_model(
     *,
     cache: Any = None,
     image: Any = None,
+    wrap: Callable[[Model], Model] | None = None,
 ) -> Model:
     """A ready model for ``cfg``; ``truth`` looks up scene ground truth (used by the simulator only).
 
     ``cache`` (:class:`~dvoc_bench.models.cache.CacheOptions`) wraps a real model in the response cache when
     enabled; ``image`` (:class:`~dvoc_bench.models.litellm_client.ImageOptions`) sets the resizing of the
-    images a LiteLLM model is sent (a model config's own ``image:`` block wins).
+    images a LiteLLM model is sent (a model config's own ``image:`` block wins). ``wrap`` (the sweep's
+    provider gate with its retries) goes around the provider client, inside the cache: the chain is
+    ``cache -> wrap -> client``, so a cache hit never waits in the gate.
     """
+    wrap = wrap or (lambda m: m)
     if cfg.kind == "litellm":
         from dvoc_bench.models.litellm_client import LiteLLMModel
 
-        model: Model = LiteLLMModel(cfg, image)
+        model: Model = wrap(LiteLLMModel(cfg, image))
         if cache is not None and cache.enabled:
             from dvoc_bench.models.cache import CachedModel, ResponseCache
 
@@ -52,5 +56,5 @@ def build_model(
             profile = SimProfile.from_mapping(cfg.raw["sim"])
         except (KeyError, TypeError, ValueError) as e:
             raise ConfigError(f"model {cfg.name}: bad 'sim' block: {e}") from e
-        return SimulatedModel(cfg.name, profile, truth)
+        return wrap(SimulatedModel(cfg.name, profile, truth))
     raise ConfigError(f"model {cfg.name}: kind {cfg.kind!r} is not available")

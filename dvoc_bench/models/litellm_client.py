@@ -36,7 +36,7 @@ drawn in the image. Hence:
   answers; nothing to undo. ``image.pixel_answers: sent``: the model answers in the pixels of the raster
   it received (as computer-use models are trained to); the client maps the numbers of ``click_at`` /
   ``report_offset`` back to the original grid (factor ``(W-1)/(W'-1)``, the rule of
-  :mod:`dvoc_bench.geometry`) and keeps the provider's own calls in :attr:`ClientReply.raw_tool_calls`.
+  :mod:`dvoc_bench.geometry`) and keeps the provider's own calls in :attr:`Reply.raw_tool_calls`.
   ``experiment=frame_probe`` with ``image.max_side`` set tells which of the two a model does.
 
 The scale is recorded on every reply (:class:`ClientReply` ``image_scale``, ``sent_size``).
@@ -65,7 +65,6 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "PIXEL_ANSWERS",
-    "ClientReply",
     "ImageOptions",
     "LiteLLMModel",
     "classify_exception",
@@ -275,23 +274,6 @@ def _unscale_calls(calls: list[ToolCall], orig: Size, sent: Size) -> list[ToolCa
                 new[key] = v * f
         out.append(ToolCall(c.name, json.dumps(new) if isinstance(c.arguments, str) else new))
     return out
-
-
-# --------------------------------------------------------------------------------------------- reply
-
-
-@dataclass
-class ClientReply(Reply):
-    """A :class:`Reply` from the LiteLLM client, with what the client did to the image."""
-
-    image_scale: float = 1.0
-    """Sent size / screenshot size (1.0 when the image was sent as it is)."""
-    sent_size: list[int] | None = None
-    """``[width, height]`` of the image sent, ``None`` for a text-only call."""
-    raw_tool_calls: list[ToolCall] | None = None
-    """The provider's own tool calls when the client rewrote numbers (``pixel_answers: sent``)."""
-    finish_reason: str | None = None
-    """Provider's finish reason (``stop``, ``tool_calls``, ``length``...)."""
 
 
 # -------------------------------------------------------------------------------------------- errors
@@ -571,7 +553,7 @@ class LiteLLMModel:
         self, litellm: Any, resp: Any, req: ModelRequest, sent_size: Size | None, latency: float
     ) -> Reply:
         if not resp.choices:  # no candidate at all (e.g. a blocked prompt): an empty reply, parsed as such
-            return ClientReply(text=None, latency_s=latency, finish_reason=None)
+            return Reply(text=None, latency_s=latency, finish_reason=None)
         choice = resp.choices[0]
         msg = choice.message
         text = msg.content
@@ -593,7 +575,7 @@ class LiteLLMModel:
             and self.coord_frame == "pixel"
         ):
             raw_calls, calls = calls, _unscale_calls(calls, req.image_size, sent_size)
-        return ClientReply(
+        return Reply(
             text=text if text else None,
             tool_calls=calls,
             tokens_in=getattr(usage, "prompt_tokens", None),

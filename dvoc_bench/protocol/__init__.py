@@ -1,7 +1,9 @@
 """What the harness says to a model and how it reads the answer (DESIGN §4).
 
 - :mod:`.tools`: tool schemas (``report_offset``, ``click_at``, ``select_element``).
-- :mod:`.prompts`: prompt texts per protocol (``v1`` corrected; ``paper`` faithful, in :mod:`.paper`).
+- :mod:`.protocols`: one object per protocol (``v1`` corrected, ``paper`` faithful) that the methods
+  consult for everything that differs between them: frames, drawing, missing answers, prompt texts.
+- :mod:`.prompts`: the ``v1`` prompt texts; :mod:`.paper`: the ``paper`` ones.
 - :mod:`.parse`: :func:`parse_reply`, the never-raising reply reader.
 """
 
@@ -10,21 +12,17 @@ from dvoc_bench.protocol.prompts import (
     CROSSHAIR_LINE_RE,
     OVERLAYS,
     PREDICTS,
-    PROTOCOLS,
     HistoryEntry,
     Overlay,
     Predict,
-    check_protocol,
     crosshair_line,
-    dvoc_prompt,
     format_number,
     frame_statement,
-    oneshot_prompt,
-    overlay_label,
     parse_crosshair_line,
     position_label,
     position_text,
 )
+from dvoc_bench.protocol.protocols import PROTOCOLS, PaperProtocol, Protocol, get_protocol
 from dvoc_bench.protocol.tools import (
     CLICK_AT,
     FIELDS,
@@ -41,23 +39,22 @@ __all__ = [
     "FIELDS",
     "MAX_MAGNITUDE",
     "OVERLAYS",
-    "PREDICTS",
     "PROTOCOLS",
+    "PREDICTS",
     "REPORT_OFFSET",
     "SELECT_ELEMENT",
+    "PaperProtocol",
+    "Protocol",
     "TOOL_NAMES",
     "HistoryEntry",
     "Overlay",
     "Parsed",
     "Predict",
     "ToolKind",
-    "check_protocol",
     "crosshair_line",
-    "dvoc_prompt",
     "format_number",
     "frame_statement",
-    "oneshot_prompt",
-    "overlay_label",
+    "get_protocol",
     "parse_crosshair_line",
     "parse_reply",
     "position_label",

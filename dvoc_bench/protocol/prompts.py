@@ -1,5 +1,6 @@
-"""Prompt texts (DESIGN §4): the corrected protocol ``v1`` here, the faithful ``paper`` protocol in
-:mod:`dvoc_bench.protocol.paper` (dispatched from the same functions).
+"""Prompt texts of the corrected protocol ``v1`` (DESIGN §4); the faithful ``paper`` texts are in
+:mod:`dvoc_bench.protocol.paper`. Methods reach both through the protocol objects
+(:mod:`dvoc_bench.protocol.protocols`).
 
 What ``v1`` tells the model, and why:
 
@@ -29,10 +30,6 @@ from dvoc_bench.geometry import (
     offset_from_pixels,
     point_from_pixels,
 )
-from dvoc_bench.protocol import paper
-
-PROTOCOLS: tuple[str, ...] = ("v1", "paper")
-"""Protocols this module can write."""
 
 Overlay = Literal["full", "crosshair", "none"]
 """What is drawn on the DVOC frame."""
@@ -88,12 +85,6 @@ CROSSHAIR_LINE_RE = re.compile(
 _FRAME_OF_UNIT: dict[str, Frame] = {u.line: f for f, u in _UNITS.items()}
 
 
-def check_protocol(protocol: str) -> None:
-    """Raise ``ValueError`` unless ``protocol`` is implemented."""
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol {protocol!r} is not available; allowed: {', '.join(PROTOCOLS)}")
-
-
 def _round_half_away(v: float) -> int:
     """Round to the nearest integer, halves away from zero (``round`` would round halves to even)."""
     return int(math.copysign(math.floor(abs(v) + 0.5), v))
@@ -135,13 +126,6 @@ def position_label(p: Point, frame: Frame, size: Size) -> str:
     ``(454, 352) px``, ``(568, 588) /1000``, ``(0.568, 0.588) /1``."""
     frame = Frame(frame)
     return f"{_pair(point_from_pixels(p, frame, size), frame)} {_UNITS[frame].label}"
-
-
-def overlay_label(protocol: str, p: Point, frame: Frame, size: Size, radius: int = 30) -> str:
-    """The bottom-right label for ``protocol``: the model's frame under v1, the authors' text under paper."""
-    if protocol == "paper":
-        return paper.overlay_label(p, radius)
-    return position_label(p, frame, size)
 
 
 def frame_statement(frame: Frame, size: Size) -> str:
@@ -246,8 +230,17 @@ def _ask_sentence(predict: str) -> str:
     )
 
 
+def check_dvoc_args(overlay: str, predict: str, iteration: int, history: Sequence[HistoryEntry]) -> None:
+    """Raise ``ValueError`` for an overlay, answer kind or iteration no DVOC step can have."""
+    if overlay not in OVERLAYS:
+        raise ValueError(f"overlay {overlay!r} is not available; allowed: {', '.join(OVERLAYS)}")
+    if predict not in PREDICTS:
+        raise ValueError(f"predict {predict!r} is not available; allowed: {', '.join(PREDICTS)}")
+    if iteration < 0 or len(history) > iteration:
+        raise ValueError(f"iteration {iteration} cannot follow {len(history)} earlier steps")
+
+
 def dvoc_prompt(
-    protocol: str,
     *,
     instruction: str,
     size: Size,
@@ -264,16 +257,8 @@ def dvoc_prompt(
     ``iteration`` counts steps from 0. ``history`` holds the earlier steps in order, the last one being
     step ``iteration - 1`` (a caller may pass only the most recent ones).
     """
-    check_protocol(protocol)
     frame = Frame(frame)
-    if overlay not in OVERLAYS:
-        raise ValueError(f"overlay {overlay!r} is not available; allowed: {', '.join(OVERLAYS)}")
-    if predict not in PREDICTS:
-        raise ValueError(f"predict {predict!r} is not available; allowed: {', '.join(PREDICTS)}")
-    if iteration < 0 or len(history) > iteration:
-        raise ValueError(f"iteration {iteration} cannot follow {len(history)} earlier steps")
-    if protocol == "paper":
-        return paper.dvoc_prompt(instruction=instruction, overlay=overlay, predict=predict, history=history)
+    check_dvoc_args(overlay, predict, iteration, history)
     goal = "how far its centre is from the crosshair" if predict == "relative" else "where its centre is"
     parts = [
         "You are moving a pointer, called the crosshair, step by step onto the user-interface element "
@@ -297,7 +282,6 @@ def dvoc_prompt(
 
 
 def oneshot_prompt(
-    protocol: str,
     *,
     instruction: str,
     size: Size,
@@ -307,12 +291,9 @@ def oneshot_prompt(
 ) -> str:
     """Text of one one-shot attempt (``attempt`` counts from 0; ``previous`` = last answer in pixels,
     ``None`` when there was none or it could not be parsed). The image is the raw screenshot."""
-    check_protocol(protocol)
     frame = Frame(frame)
     if attempt < 0:
         raise ValueError(f"attempt must be >= 0, got {attempt}")
-    if protocol == "paper":
-        return paper.oneshot_prompt(instruction=instruction, attempt=attempt, previous=previous)
     parts = [
         "Find the user-interface element described by the instruction below on the screenshot, and give "
         "the position of its centre.",

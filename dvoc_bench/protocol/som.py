@@ -40,7 +40,6 @@ from dvoc_bench.protocol.parse import (
     _reply_text,
     _short_name,
 )
-from dvoc_bench.protocol.prompts import check_protocol
 from dvoc_bench.protocol.tools import SELECT_ELEMENT
 from dvoc_bench.som_render import Mark
 
@@ -118,9 +117,8 @@ def _units_sentence(frame: Frame, size: Size) -> str:
     )
 
 
-def som_prompt(protocol: str, *, instruction: str, size: Size, frame: Frame, marks: Sequence[Mark]) -> str:
-    """Text of a Set-of-Mark request. SoM has one wording; ``protocol`` is only checked."""
-    check_protocol(protocol)
+def som_prompt(*, instruction: str, size: Size, frame: Frame, marks: Sequence[Mark]) -> str:
+    """Text of a Set-of-Mark request (one wording under every protocol)."""
     frame = Frame(frame)
     parts = [
         "A detector has outlined the user-interface elements it found on this screenshot. Each one has "

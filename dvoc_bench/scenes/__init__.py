@@ -4,10 +4,11 @@ A scenes directory holds one subfolder per kind of scene (``synthetic/``, ``web/
 has a :class:`SceneSource`: a file pattern and a loader turning one file into a :class:`Snapshot`. A scene
 id is the file stem (``synthetic/S1.yaml`` -> ``S1``) and must equal the id the loader reports.
 
-Stateful sources (the web source owns a browser) are built per registry by :data:`SOURCE_FACTORIES` from
-the registry's ``options``; they may add scenes defined outside the folder (bring-your-own pages), answer
-what lies under a point (:meth:`SceneRegistry.probe`) and hold resources that :meth:`SceneRegistry.close`
-releases.
+Task sources register in :mod:`dvoc_bench.registry` with the scene kind they produce (the built-in ones
+below; a new source is one new module imported here). Each registry builds its own sources from its
+``options`` (stateful ones, such as the web source with its browser, then belong to it); they may add
+scenes defined outside the folder (bring-your-own pages), answer what lies under a point
+(:meth:`SceneRegistry.probe`) and hold resources that :meth:`SceneRegistry.close` releases.
 """
 
 from __future__ import annotations
@@ -15,25 +16,25 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dvoc_bench import registry
 from dvoc_bench.geometry import Point
-from dvoc_bench.records import Probe
+from dvoc_bench.records import Probe, SceneKind
 from dvoc_bench.scenes.synthetic import render_synthetic_file
 from dvoc_bench.scenes.types import Element, SceneTruth, Snapshot
 
 __all__ = [
-    "DEFAULT_SOURCES",
-    "SOURCE_FACTORIES",
     "Element",
     "Probe",
     "SceneRegistry",
     "SceneSource",
     "SceneTruth",
     "Snapshot",
+    "build_sources",
     "default_scenes_dir",
 ]
 
@@ -55,19 +56,33 @@ class SceneSource:
     """Scenes defined outside the subfolder (bring-your-own tasks): scene id -> the path given to ``load``."""
     backend: Any = None
     """The object behind a stateful source (e.g. :class:`dvoc_bench.scenes.web.WebScenes`), for inspection."""
+    kind: SceneKind = "synthetic"
+    """The kind of scene this source produces (recorded as ``scene_kind``)."""
 
 
+@registry.source("synthetic", kind="synthetic")
+def _synthetic_source(options: Any) -> SceneSource:
+    return SceneSource("*.yaml", render_synthetic_file, kind="synthetic")
+
+
+@registry.source("web", kind="web")
 def _web_source(options: Any) -> SceneSource:
     from dvoc_bench.scenes.web import web_source  # keeps the browser code out of ``import dvoc_bench``
 
     return web_source(options)
 
 
-DEFAULT_SOURCES: Mapping[str, SceneSource] = {"synthetic": SceneSource("*.yaml", render_synthetic_file)}
-"""Subfolder -> stateless source."""
-
-SOURCE_FACTORIES: Mapping[str, Callable[[Any], SceneSource]] = {"web": _web_source}
-"""Subfolder -> factory of a stateful source, called once per registry with ``options[subfolder]``."""
+def build_sources(
+    options: Mapping[str, Any] | None = None, names: Sequence[str] | None = None
+) -> dict[str, SceneSource]:
+    """Fresh sources of the registered task sources (``names``: only these), each built from
+    ``options[name]``."""
+    options = options or {}
+    return {
+        name: info.build(options.get(name))
+        for name, info in registry.sources().items()
+        if names is None or name in names
+    }
 
 
 def box_probe(truth: SceneTruth, point: Point) -> Probe:
@@ -99,13 +114,12 @@ class SceneRegistry:
         sources: Mapping[str, SceneSource] | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> None:
-        """``sources`` replaces the defaults (stateless and stateful); ``options`` maps a subfolder to the
-        options of its stateful source (``{"web": cfg["web"]}``), validated here (``ConfigError``)."""
+        """``sources`` replaces the registered ones (:func:`build_sources`); ``options`` maps a source name
+        to its options (``{"web": cfg["web"]}``), validated here (``ConfigError``)."""
         self.root = Path(root)
         """The scenes directory."""
         if sources is None:
-            options = options or {}
-            sources = {**DEFAULT_SOURCES, **{k: f(options.get(k)) for k, f in SOURCE_FACTORIES.items()}}
+            sources = build_sources(options)
         self._sources = dict(sources)
         self._paths: dict[str, tuple[Path, SceneSource]] | None = None
         self._snapshots: dict[str, Snapshot] = {}
@@ -161,6 +175,10 @@ class SceneRegistry:
     def truth(self, scene_id: str) -> SceneTruth:
         """Ground truth of a scene (target box, elements, instruction)."""
         return self.snapshot(scene_id).truth
+
+    def kind(self, scene_id: str) -> SceneKind:
+        """The kind of scene ``scene_id`` is (its source's kind)."""
+        return self._index()[scene_id][1].kind
 
     def source(self, folder: str) -> SceneSource:
         """The source of a subfolder (``KeyError`` if there is none)."""

@@ -263,7 +263,13 @@ class WebScenes:
         from dvoc_bench.scenes import SceneSource
 
         return SceneSource(
-            "*.yaml", self.load, probe=self.probe, close=self.close, extra=dict(self.extra), backend=self
+            "*.yaml",
+            self.load,
+            probe=self.probe,
+            close=self.close,
+            extra=dict(self.extra),
+            backend=self,
+            kind="web",
         )
 
     # ---------------------------------------------------------------------------------- loading

@@ -1,0 +1,141 @@
+"""The registries: grounding methods and task sources, each declared once where it is written.
+
+A method registers itself with :func:`method` (the pattern of inspect_ai's ``@solver``)::
+
+    @method("teleport", calls_model=True, knobs=("protocol",))
+    async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult: ...
+
+A task source registers with :func:`source`, naming the scene kind it produces. Config validation,
+planning, the scheduler, the summary and the loaders read these registries; adding a method or a task
+source is one new file (imported by :mod:`dvoc_bench.methods` / :mod:`dvoc_bench.scenes` so it registers).
+
+This module is a floor: it imports nothing of the package but the record types, so the planner can ask
+what a method sweeps without importing any method. The built-in entries are imported on first lookup.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from dvoc_bench.records import SceneKind, TrialResult, TrialSpec
+
+if TYPE_CHECKING:
+    from dvoc_bench.methods.common import TrialEnv
+    from dvoc_bench.scenes import SceneSource
+
+Knob = Literal["protocol", "alpha", "overlay", "predict", "detector"]
+"""A swept knob a method may use. A knob a method does not use is planned once, recorded as ``-``."""
+
+KNOBS: tuple[str, ...] = get_args(Knob)
+
+MethodFn = Callable[["TrialSpec", "TrialEnv"], Awaitable["TrialResult"]]
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """A registered method."""
+
+    name: str
+    """The name used in ``methods=[...]`` and in records."""
+    run: MethodFn
+    """``async run(spec, env) -> TrialResult``; never raises for a model-side failure."""
+    calls_model: bool
+    """False for the non-visual baselines: planned once, with the stand-in model ``none``."""
+    knobs: frozenset[str]
+    """The swept knobs the method uses (:data:`KNOBS`)."""
+    uses_start: bool
+    """True when the trial starts from the spec's start point (DVOC); the start index stays a repeat
+    counter for the others."""
+    description: str
+    """One line for ``--help`` and the README."""
+
+    @property
+    def needs_detector(self) -> bool:
+        """True for the Set-of-Mark methods (they need ``detector=...``)."""
+        return "detector" in self.knobs
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """A registered task source: a subfolder of ``scenes/`` (or none) and the scene kind it produces."""
+
+    name: str
+    """The subfolder of the scenes directory its definition files live in."""
+    kind: SceneKind
+    """The kind of scene it produces (recorded as ``scene_kind``)."""
+    build: Callable[[Any], SceneSource]
+    """Builds the source for one scene registry from its options (``cfg[name]``, may be ``None``)."""
+
+
+_METHODS: dict[str, MethodInfo] = {}
+_SOURCES: dict[str, SourceInfo] = {}
+
+
+def _load_builtins(package: str) -> None:
+    """Import the package whose modules register the built-in entries (once; later calls are free)."""
+    importlib.import_module(package)
+
+
+def method(
+    name: str,
+    *,
+    calls_model: bool = True,
+    knobs: Iterable[str] = (),
+    uses_start: bool = False,
+    description: str = "",
+) -> Callable[[MethodFn], MethodFn]:
+    """Register the decorated ``async run(spec, env)`` as method ``name``."""
+    bad = set(knobs) - set(KNOBS)
+    if bad:
+        raise ValueError(f"method {name}: unknown knob(s) {sorted(bad)}; allowed: {', '.join(KNOBS)}")
+    if calls_model and "protocol" not in knobs:
+        raise ValueError(f"method {name}: a method that calls a model uses the protocol knob")
+
+    def register(fn: MethodFn) -> MethodFn:
+        if name in _METHODS and _METHODS[name].run is not fn:
+            raise ValueError(f"method {name!r} is registered twice")
+        _METHODS[name] = MethodInfo(name, fn, calls_model, frozenset(knobs), uses_start, description)
+        return fn
+
+    return register
+
+
+def unregister_method(name: str) -> None:
+    """Remove a method (tests that register their own)."""
+    _METHODS.pop(name, None)
+
+
+def methods() -> dict[str, MethodInfo]:
+    """Every registered method, in registration order."""
+    _load_builtins("dvoc_bench.methods")
+    return dict(_METHODS)
+
+
+def method_info(name: str) -> MethodInfo:
+    """One method (``KeyError`` naming the allowed ones when unknown)."""
+    _load_builtins("dvoc_bench.methods")
+    if name not in _METHODS:
+        raise KeyError(f"unknown method {name!r}; allowed: {', '.join(_METHODS)}")
+    return _METHODS[name]
+
+
+SourceBuild = Callable[[Any], "SceneSource"]
+
+
+def source(name: str, *, kind: SceneKind) -> Callable[[SourceBuild], SourceBuild]:
+    """Register the decorated ``build(options) -> SceneSource`` as task source ``name`` of ``kind``."""
+
+    def register(build: SourceBuild) -> SourceBuild:
+        _SOURCES[name] = SourceInfo(name, kind, build)
+        return build
+
+    return register
+
+
+def sources() -> dict[str, SourceInfo]:
+    """Every registered task source."""
+    _load_builtins("dvoc_bench.scenes")
+    return dict(_SOURCES)
