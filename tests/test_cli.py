@@ -10,8 +10,7 @@ import time
 import yaml
 
 from dvoc_bench.store import read_jsonl
-
-from .conftest import ROOT, run_cli
+from tests.conftest import ROOT, run_cli
 
 
 def test_smoke_sweep_writes_complete_records(tmp_path):

@@ -10,8 +10,7 @@ from dvoc_bench.cli_support import quick_setup
 from dvoc_bench.records import read_jsonl
 from dvoc_bench.summary import format_table, summarise
 from dvoc_bench.sweep import run_sweep
-
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 PRESETS = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
 EXPECTED = {

@@ -14,8 +14,7 @@ from dvoc_bench.models.simulator import SimProfile, SimulatedModel
 from dvoc_bench.probe import ProbeAnswer, ProbeOptions, classify, probe_model, probe_prompt, score_answer
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import SimBackend, serve_in_thread
-
-from .conftest import run_cli
+from tests.conftest import run_cli
 
 pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
 

@@ -17,8 +17,7 @@ from dvoc_bench.models.faults import Faults, FaultyModel
 from dvoc_bench.records import read_jsonl
 from dvoc_bench.scheduler import ProviderLimits, RateGate
 from dvoc_bench.sweep import plan, run_sweep
-
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 FAST_RETRY = ["retry.default_wait_s=0.2", "retry.backoff_base_s=0.01", "retry.backoff_max_s=0.05"]
 

@@ -17,8 +17,7 @@ from dvoc_bench.protocol import tools_for
 from dvoc_bench.render import OverlayStyle, draw_overlay, encode_png
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, HTTPError, SimBackend, make_server, serve_in_thread
-
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 
 @pytest.fixture(scope="module")

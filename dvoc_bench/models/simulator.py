@@ -1,4 +1,4 @@
-"""Simulator v0: a stochastic stand-in for a vision-language model (DESIGN §7, upstream-facts §9).
+"""The simulator: a stochastic stand-in for a vision-language model (DESIGN §7, upstream-facts §9).
 
 The simulator sees what a model sees (the image pixels and the prompt text) plus the scene's ground truth,
 looked up by ``request.scene_id``. It never reads harness state or the protocol module: the paper's
@@ -8,7 +8,7 @@ Mechanism of one call (every random draw comes from a per-call generator, see *D
 
 1. **Mode** from the tools offered: ``report_offset`` -> an offset answer; ``click_at`` -> a point answer;
    ``select_element`` -> a Set-of-Mark pick (item 13) when the prompt carries an element list, else a
-   text-only reply "not supported by simulator v0" (no tool call). With no known tool the reply is text
+   text-only reply "not supported by the simulator" (no tool call). With no known tool the reply is text
    only as well.
 2. **Task.** If ``truth.instruction`` occurs in the prompt text, the intended element is the target box.
    Otherwise (a prompt without the task, like the paper's first one-shot call) the model goes for the first
@@ -144,7 +144,7 @@ __all__ = [
 NATIVE_FRAMES = ("pixel", "norm1000", "norm1", "mixed")
 """Frames a simulated answer can be given in; ``mixed`` is the H2 frame of upstream-facts §9.1."""
 
-NOT_SUPPORTED = "not supported by simulator v0"
+NOT_SUPPORTED = "not supported by the simulator"
 """Text of the reply when only ``select_element`` is offered."""
 
 NO_TOOL_TEXT = "I looked at the screenshot but I am not sure where the target is."
@@ -456,7 +456,7 @@ class OneShotSpec:
 
 @dataclass(frozen=True)
 class TokensSpec:
-    """Token counts reported per call (constant in v0)."""
+    """Token counts reported per call (constant placeholders: the records hold no usable counts)."""
 
     in_per_call: int = 0
     """Prompt tokens per call."""

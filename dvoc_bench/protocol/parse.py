@@ -1,7 +1,7 @@
 """Turn a model :class:`~dvoc_bench.models.base.Reply` into numbers, without ever raising.
 
 Rules (checked against the ~2,050 recorded replies of the authors' runs, see
-``tests/test_parse_upstream.py``):
+``tests/protocol/test_parse_upstream.py``):
 
 1. **Tool calls first.** Calls are tried in order; the first one that yields both fields wins
    (status ``ok``). Arguments may be a dict, a JSON string, a JSON string inside a string, a JSON object

@@ -19,7 +19,7 @@ from dvoc_bench.analysis.schema import STEP_COLUMNS, TRIAL_COLUMNS
 from dvoc_bench.cli_support import quick_setup
 from dvoc_bench.sweep import run_sweep
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def sweep(run_dir: Path, *overrides: str) -> Path:

@@ -27,8 +27,7 @@ from dvoc_bench.models.litellm_client import (
 )
 from dvoc_bench.protocol import tools_for
 from dvoc_bench.render import decode_png, encode_png
-
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 GOOGLE_LIKE = "AIza" + "SyFAKEFAKEFAKEFAKE12345"  # split so no scanner mistakes it for a key
 

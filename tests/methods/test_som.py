@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import hashlib
 import json
@@ -20,13 +19,12 @@ from dvoc_bench.methods.common import TrialEnv
 from dvoc_bench.models.base import ModelCallError, ModelRequest, Reply, ToolCall
 from dvoc_bench.models.simulator import NOT_SUPPORTED, SimProfile, SimulatedModel, load_profile, parse_marks
 from dvoc_bench.protocol.som import som_prompt, som_tools
-from dvoc_bench.records import TrialSpec
-from dvoc_bench.registry import method_info
 from dvoc_bench.render import decode_png
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 from dvoc_bench.som_render import PALETTE, Mark, marks_from_detections
+from tests.scripted import FrameSink, ScriptedModel, make_spec, run_method
 
-CONF = Path(__file__).resolve().parents[1] / "conf" / "model"
+CONF = Path(__file__).resolve().parents[2] / "conf" / "model"
 REG = SceneRegistry(default_scenes_dir())
 EXACT = {  # perfect perception, no confusion
     "frames": {"pixel": 1.0},
@@ -35,50 +33,8 @@ EXACT = {  # perfect perception, no confusion
 }
 
 
-def _spec(task="S6", method="som", seed=1, frame="pixel", **over) -> TrialSpec:
-    fields = dict(
-        trial_key=f"k-{task}-{method}-{seed}",
-        experiment="t",
-        model="m",
-        model_id="m",
-        api_base=None,
-        provider="p",
-        simulated=True,
-        coord_frame=frame,
-        task=task,
-        scene_hash="h",
-        method=method,
-        protocol="v1",
-        alpha="-",
-        overlay="-",
-        predict="-",
-        start=None,
-        start_index=1,
-        rep=0,
-        seed=seed,
-        epsilon=30.0,
-        conf_threshold=0.5,
-        window=2,
-        max_iterations=15,
-        max_attempts=5,
-        alpha_constant=0.5,
-    )
-    fields.update(over)
-    return TrialSpec(**fields)
-
-
-class _Frames:
-    def __init__(self):
-        self.frames: dict[str, bytes] = {}
-
-    def __call__(self, png: bytes) -> str:
-        sha = hashlib.sha256(png).hexdigest()
-        self.frames[sha] = png
-        return sha
-
-
-def _env(task="S6", model=None, backend="oracle", options=None, profile=EXACT) -> tuple[TrialEnv, _Frames]:
-    frames = _Frames()
+def _env(task="S6", model=None, backend="oracle", options=None, profile=EXACT) -> tuple[TrialEnv, FrameSink]:
+    frames = FrameSink()
     if model is None:
         model = SimulatedModel("sim", SimProfile.from_mapping(profile), REG.truth)
     env = TrialEnv(
@@ -91,35 +47,13 @@ def _env(task="S6", model=None, backend="oracle", options=None, profile=EXACT) -
     return env, frames
 
 
-def _run(spec, env):
-    return asyncio.run(method_info(spec.method).run(spec, env))
-
-
-class _Scripted:
-    """A model that answers with fixed replies (or raises), recording the requests."""
-
-    name = "scripted"
-    simulated = False
-
-    def __init__(self, *replies):
-        self.replies = list(replies)
-        self.requests: list[ModelRequest] = []
-
-    async def complete(self, req: ModelRequest) -> Reply:
-        self.requests.append(req)
-        r = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
-        if isinstance(r, Exception):
-            raise r
-        return r
-
-
 # -------------------------------------------------------------------------------------------- som
 
 
 @pytest.mark.parametrize("frame", ["pixel", "norm1000", "norm1"])
 def test_som_with_the_oracle_clicks_the_target_centre(frame):
     env, frames = _env()
-    res = _run(_spec(frame=frame), env)
+    res = run_method(make_spec(frame=frame), env)
     snap = env.snapshot
     assert (res.status, res.stop_reason, res.model_calls, res.iterations) == ("ok", "selected", 1, 1)
     assert res.final_point == snap.target_box.centre.as_list() == res.som.point and res.som.hit
@@ -142,19 +76,21 @@ def test_som_with_the_oracle_clicks_the_target_centre(frame):
 
 
 def test_som_records_an_invalid_id_and_a_missing_one():
-    env, _ = _env(model=_Scripted(Reply(None, [ToolCall("select_element", '{"id": 99, "confidence": 0.7}')])))
-    res = _run(_spec(), env)
+    env, _ = _env(
+        model=ScriptedModel(Reply(None, [ToolCall("select_element", '{"id": 99, "confidence": 0.7}')]))
+    )
+    res = run_method(make_spec(), env)
     assert (res.status, res.stop_reason, res.final_point) == ("ok", "no_valid_id", None)
     assert (res.som.chosen_id, res.som.chosen_valid, res.parse_errors) == (99, False, 1)
     assert res.steps[0].parse_status == "parse_error" and res.steps[0].parse_detail == "unknown_id:99"
-    env, _ = _env(model=_Scripted(Reply("I cannot tell which one.")))
-    res = _run(_spec(), env)
+    env, _ = _env(model=ScriptedModel(Reply("I cannot tell which one.")))
+    res = run_method(make_spec(), env)
     assert (res.stop_reason, res.som.chosen_id, res.som.chosen_valid) == ("no_valid_id", None, False)
 
 
 def test_som_without_marks_detector_failures_and_call_errors():
     env, frames = _env(options={"oracle": {"miss_rate": 1.0}})
-    res = _run(_spec(), env)
+    res = run_method(make_spec(), env)
     assert (res.stop_reason, res.model_calls, res.som.marks, res.som.target_detected) == (
         "no_marks",
         0,
@@ -168,18 +104,18 @@ def test_som_without_marks_detector_failures_and_call_errors():
 
     env, _ = _env(backend="cv")
     env.detector = DetectorService(detector_config("cv"), broken)
-    res = _run(_spec(), env)
+    res = run_method(make_spec(), env)
     assert (res.status, res.error_class) == ("error", "detector") and "no READY" in res.error
-    env, _ = _env(model=_Scripted(ModelCallError("rate_limit", "slow down")))
-    res = _run(_spec(), env)
+    env, _ = _env(model=ScriptedModel(ModelCallError("rate_limit", "slow down")))
+    res = run_method(make_spec(), env)
     assert (res.status, res.error_class, res.model_calls) == ("error", "rate_limit", 1)
     env.detector = None
-    assert _run(_spec(), env).error_class == "detector"
+    assert run_method(make_spec(), env).error_class == "detector"
 
 
 def test_som_target_not_detected_is_visible_in_the_record():
     env, _ = _env(task="S3", options={"oracle": {"miss_rate": 0.5, "seed": 3}})
-    results = [_run(_spec(task="S3", seed=s), env) for s in range(40)]
+    results = [run_method(make_spec(task="S3", seed=s), env) for s in range(40)]
     undetected = [r for r in results if r.som.target_detected is False]
     assert undetected and len(undetected) < 40
     assert not any(r.som.hit for r in undetected)  # the model cannot pick what is not marked
@@ -191,7 +127,7 @@ def test_som_target_not_detected_is_visible_in_the_record():
 
 def test_som_dvoc_starts_dvoc_at_the_chosen_mark():
     env, _ = _env()
-    res = _run(_spec(method="som_dvoc"), env)
+    res = run_method(make_spec(method="som_dvoc"), env)
     assert res.som.start_source == "som" and (
         res.som.dvoc_alpha,
         res.som.dvoc_overlay,
@@ -207,15 +143,15 @@ def test_som_dvoc_starts_dvoc_at_the_chosen_mark():
     assert res.steps[1].draft == res.som.point == env.snapshot.target_box.centre.as_list()
     assert res.stop_reason == "act" and env.snapshot.target_box.contains(Point(*res.final_point))
     assert res.model_calls == len(res.steps) and res.iterations == len(res.steps) - 1
-    knobs = _run(_spec(method="som_dvoc", alpha="constant", overlay="crosshair"), env)
+    knobs = run_method(make_spec(method="som_dvoc", alpha="constant", overlay="crosshair"), env)
     assert (knobs.som.dvoc_alpha, knobs.som.dvoc_overlay) == ("constant", "crosshair")  # set knobs are kept
 
 
 def test_som_dvoc_without_a_pick_starts_from_the_centre():
     reply_bad = Reply(None, [ToolCall("select_element", '{"id": 42}')])
     reply_offset = Reply(None, [ToolCall("report_offset", '{"dx": 0, "dy": 0, "confidence": 1}')])
-    env, _ = _env(model=_Scripted(reply_bad, reply_offset))
-    res = _run(_spec(method="som_dvoc"), env)
+    env, _ = _env(model=ScriptedModel(reply_bad, reply_offset))
+    res = run_method(make_spec(method="som_dvoc"), env)
     assert res.som.start_source == "centre" and res.som.chosen_valid is False
     assert res.steps[1].draft == Size(800, 600).centre.as_list()
     assert res.stop_reason == "act" and res.final_point == [399.5, 299.5]

@@ -19,7 +19,7 @@ from dvoc_bench.analysis.upstream import MAIN_MODELS, SYNTHETIC_BOXES, replay_dv
 from dvoc_bench.geometry import Size
 
 UPSTREAM = Path(
-    os.environ.get("DVOC_UPSTREAM") or Path(__file__).resolve().parents[2] / "shared" / "upstream"
+    os.environ.get("DVOC_UPSTREAM") or Path(__file__).resolve().parents[3] / "shared" / "upstream"
 )
 needs_data = pytest.mark.skipif(
     not (UPSTREAM / "responses").is_dir(),

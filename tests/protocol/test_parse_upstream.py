@@ -44,7 +44,7 @@ from dvoc_bench.models.base import Reply, ToolCall
 from dvoc_bench.protocol import Parsed, parse_reply
 
 UPSTREAM = Path(
-    os.environ.get("DVOC_UPSTREAM") or Path(__file__).resolve().parents[1].parent / "shared" / "upstream"
+    os.environ.get("DVOC_UPSTREAM") or Path(__file__).resolve().parents[2].parent / "shared" / "upstream"
 )
 RESPONSES = UPSTREAM / "responses"
 

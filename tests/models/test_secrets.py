@@ -16,8 +16,7 @@ from dvoc_bench.render import encode_png
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
 from dvoc_bench.store import read_jsonl
-
-from .conftest import run_cli
+from tests.conftest import run_cli
 
 pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
 

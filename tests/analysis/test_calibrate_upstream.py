@@ -19,9 +19,9 @@ import yaml
 
 from dvoc_bench.analysis import calibrate as cal
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 UPSTREAM = Path(
-    os.environ.get("DVOC_UPSTREAM") or Path(__file__).resolve().parents[2] / "shared" / "upstream"
+    os.environ.get("DVOC_UPSTREAM") or Path(__file__).resolve().parents[3] / "shared" / "upstream"
 )
 CONF = ROOT / "conf" / "model"
 

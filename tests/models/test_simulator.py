@@ -20,7 +20,7 @@ from dvoc_bench.models.base import Model, ModelRequest
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel, load_profile, parse_crosshair_line
 from dvoc_bench.scenes.types import Element, SceneTruth
 
-CONF = Path(__file__).resolve().parents[1] / "conf" / "model"
+CONF = Path(__file__).resolve().parents[2] / "conf" / "model"
 SIZE = Size(400, 300)
 INSTRUCTION = "Click the Save button"
 
@@ -256,7 +256,7 @@ def test_point_mode_in_norm1000() -> None:
 def test_select_element_not_supported_and_reply_fields() -> None:
     model = _model({**EXACT_PIXEL, "tokens": {"in_per_call": 11, "out_per_call": 3}})
     reply = model.respond(_req(BASE, _text(), tools=SOM_TOOLS))
-    assert reply.tool_calls == [] and reply.text == "not supported by simulator v0"
+    assert reply.tool_calls == [] and reply.text == "not supported by the simulator"
     reply = model.respond(_req(_with_crosshair((100, 80)), _text()))
     assert reply.tool_calls[0].name == "report_offset"
     assert (reply.tokens_in, reply.tokens_out, reply.cost_usd, reply.cost_source) == (11, 3, 0.0, "simulated")

@@ -24,7 +24,7 @@ from dvoc_bench.models.simulator import SimProfile, SimulatedModel, load_profile
 from dvoc_bench.protocol.tools import tools_for
 from dvoc_bench.sweep import run_sweep
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf" / "model"
 CALIBRATED = ("sim-gemini-3.1-flash-lite", "sim-gemma-4-26b", "sim-gemma-4-31b")
 

@@ -16,7 +16,7 @@ nbformat = pytest.importorskip("nbformat", reason="nbformat is in the dev extra:
 nbclient = pytest.importorskip("nbclient", reason="nbclient is in the dev extra: pip install -e '.[dev]'")
 pytest.importorskip("ipykernel", reason="ipykernel is in the dev extra: pip install -e '.[dev]'")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "analysis").glob("*.ipynb"))
 
 
