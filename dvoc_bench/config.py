@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from dvoc_bench.declare import ConfigError
 from dvoc_bench.geometry import Frame
 
 OVERLAYS = ("full", "crosshair", "none")
@@ -16,10 +17,6 @@ PREDICT_MODES = ("relative", "absolute")
 PROTOCOLS = ("v1", "paper")
 RETRY_RULES = ("hit", "hit_radius", "within_eps")
 MODEL_KINDS = ("simulator", "litellm")
-
-
-class ConfigError(ValueError):
-    """A bad configuration value; the message names the key and the allowed values."""
 
 
 def default_conf_dir() -> Path:
