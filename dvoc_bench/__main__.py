@@ -1,11 +1,22 @@
-"""``python -m dvoc_bench``: run a sweep (Hydra). Heavy imports happen inside the job, not at start-up."""
+"""``python -m dvoc_bench``: run a sweep (Hydra). Heavy imports happen inside the job, not at start-up.
+
+Every bad input is one line ``config error: <key>: <what>; allowed: ...`` and exit code 2, including the
+errors Hydra raises while composing (an unknown group option, an unknown key, an override that does not
+parse). ``HYDRA_FULL_ERROR=1`` still shows Hydra's full trace.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import hydra
 from omegaconf import DictConfig
+
+from dvoc_bench.hydra_errors import config_error_line
+from dvoc_bench.settings import register_defaults
+
+register_defaults()
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -17,5 +28,19 @@ def main(cfg: DictConfig) -> None:
         sys.exit(code)
 
 
+def entry() -> None:
+    """Run the app; composition errors become one line and exit code 2."""
+    full = os.environ.get("HYDRA_FULL_ERROR") == "1"
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing its own report
+    try:
+        main()
+    except Exception as e:
+        line = None if full else config_error_line(e)
+        if line is None:
+            raise
+        print(f"config error: {line}", file=sys.stderr)
+        sys.exit(2)
+
+
 if __name__ == "__main__":
-    main()
+    entry()

@@ -15,6 +15,9 @@ def compose(overrides: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, An
     from hydra import initialize_config_dir
     from omegaconf import OmegaConf
 
+    from dvoc_bench.settings import register_defaults
+
+    register_defaults()
     with initialize_config_dir(config_dir=str(default_conf_dir()), version_base="1.3"):
         cfg = hydra_compose("config", overrides=list(overrides), return_hydra_config=True)
     choices = dict(cfg.hydra.runtime.choices)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,6 @@ import yaml
 from dvoc_bench.declare import ConfigError
 from dvoc_bench.geometry import Frame
 
-OVERLAYS = ("full", "crosshair", "none")
-PREDICT_MODES = ("relative", "absolute")
-PROTOCOLS = ("v1", "paper")
-RETRY_RULES = ("hit", "hit_radius", "within_eps")
 MODEL_KINDS = ("simulator", "litellm")
 
 
@@ -99,19 +96,29 @@ def model_names(models_dir: Path) -> list[str]:
 
 
 def load_model_config(
-    name: str, models_dir: Path, declare_frame: str | None = None, *, check_key: bool = True
+    name: str,
+    models_dir: Path,
+    declare_frame: str | None = None,
+    *,
+    check_key: bool = True,
+    data: Mapping[str, Any] | None = None,
 ) -> ModelConfig:
     """Read and check ``<models_dir>/<name>.yaml``; ``declare_frame`` overrides its ``coord_frame``.
+    ``data``: the file's content when the caller already has it (Hydra composed ``model=<name>`` into the
+    config), so a model config is read once.
 
     ``${oc.env:VAR,default}`` interpolations are resolved (OmegaConf). The provider's file
     (``conf/provider/<provider>.yaml``) is attached; with ``check_key`` a provider that needs a key fails
     here, naming the unset variable, so a sweep stops before its first trial.
     """
     path = models_dir / f"{name}.yaml"
-    if not path.exists():
-        raise ConfigError(f"models: unknown model {name!r}; allowed: {', '.join(model_names(models_dir))}")
-    with path.open(encoding="utf-8") as f:
-        d = _resolve(yaml.safe_load(f) or {}, f"model {name}")
+    if data is None:
+        if not path.exists():
+            allowed = ", ".join(model_names(models_dir))
+            raise ConfigError(f"models: unknown model {name!r}; allowed: {allowed}")
+        with path.open(encoding="utf-8") as f:
+            data = yaml.safe_load(f) or {}
+    d = _resolve(dict(data), f"model {name}")
     for key in ("kind", "model_id", "provider", "coord_frame"):
         if key not in d:
             raise ConfigError(f"model {name}: missing key {key!r} in {path.name}")

@@ -36,10 +36,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
+from pydantic import Field
+
+from dvoc_bench.declare import Declared, PosFloat
 from dvoc_bench.geometry import Offset, Point, Size, clamp_point
 
-ALPHA_SCHEDULES = ("decay", "constant", "undamped", "adaptive")
+AlphaSchedule = Literal["decay", "constant", "undamped", "adaptive"]
+"""The alpha schedules (``alphas=[...]``)."""
+ALPHA_SCHEDULES: tuple[str, ...] = get_args(AlphaSchedule)
 DECISIONS = ("refine", "act", "abort_oscillation", "abort_stuck")
 
 
@@ -77,21 +83,20 @@ class PolicyConfig:
     """Consecutive qualifying reports needed to act (and empty ones to give up)."""
 
 
-@dataclass(frozen=True)
-class AdaptiveConfig:
-    """Knobs of the ``adaptive`` schedule."""
+class AdaptiveConfig(Declared):
+    """Knobs of the ``adaptive`` schedule (``adaptive:`` in the config)."""
 
-    start: float = 1.0
+    start: PosFloat = 1.0
     """Alpha at iteration 0."""
-    shrink: float = 0.5
+    shrink: float = Field(0.5, gt=0.0, lt=1.0)
     """Factor applied after a sign flip or growth."""
-    grow: float = 1.5
+    grow: float = Field(1.5, ge=1.0)
     """Factor applied after a consistent, clearly shrinking report."""
-    floor: float = 0.125
+    floor: PosFloat = 0.125
     """Smallest alpha."""
-    cap: float = 1.0
+    cap: PosFloat = 1.0
     """Largest alpha."""
-    progress: float = 0.75
+    progress: float = Field(0.75, gt=0.0, le=1.0)
     """A report counts as clearly shrinking when ``m_k <= progress * m_{k-1}``."""
 
 
@@ -116,7 +121,7 @@ def alpha(
     reports: Sequence[Report],
     *,
     constant: float = 0.5,
-    adaptive: AdaptiveConfig = AdaptiveConfig(),
+    adaptive: AdaptiveConfig | None = None,
 ) -> float:
     """Gain for the last report in ``reports`` (its index is ``len(reports) - 1``)."""
     i = len(reports) - 1
@@ -129,7 +134,7 @@ def alpha(
     if schedule == "undamped":
         return 1.0
     if schedule == "adaptive":
-        return _adaptive(reports, adaptive)
+        return _adaptive(reports, adaptive or AdaptiveConfig())
     raise ValueError(f"unknown alpha schedule {schedule!r}; allowed: {', '.join(ALPHA_SCHEDULES)}")
 
 

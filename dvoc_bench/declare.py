@@ -107,7 +107,10 @@ def format_error(e: ValidationError, model: type[BaseModel], prefix: str = "") -
         owner = _model_at(model, loc[:-1]) if len(loc) > 1 else model
         allowed = f"; allowed: {', '.join(owner.model_fields)}" if owner is not None else ""
         return f"{key}: unknown key{allowed}"
-    if kind == "literal_error":
+    if kind == "literal_error":  # an item of a list names the list
+        while loc and isinstance(loc[-1], int):
+            loc = loc[:-1]
+        key = prefix + ".".join(str(p) for p in loc)
         values = _literal_values(model, loc) or []
         return f"{key}: unknown value {value!r}; allowed: {', '.join(values)}"
     if kind == "finite_number":
@@ -124,7 +127,13 @@ def format_error(e: ValidationError, model: type[BaseModel], prefix: str = "") -
     if kind == "missing":
         return f"{key}: required, not given"
     msg = str(err["msg"])
-    msg = msg.removeprefix("Value error, ").removeprefix("Input should be ")
+    if kind == "value_error":  # a validator's own sentence; "<field>: ..." names a field of the model
+        text = msg.removeprefix("Value error, ")
+        head, sep, rest = text.partition(": ")
+        if sep and head.isidentifier():
+            return f"{prefix}{'.'.join(str(p) for p in (*loc, head))}: {rest}"
+        return f"{key}: {text}"
+    msg = msg.removeprefix("Input should be ")
     if err["msg"].startswith("Input should be "):
         msg = "must be " + msg
     return f"{key}: {msg}, got {value!r}"

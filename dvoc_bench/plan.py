@@ -31,7 +31,7 @@ NA = "-"
 
 @dataclass(frozen=True)
 class Knobs:
-    """The swept lists and the fixed loop settings."""
+    """The swept lists and the fixed loop settings (validated, defaults in :mod:`dvoc_bench.settings`)."""
 
     tasks: Sequence[str]
     methods: Sequence[str]
@@ -42,13 +42,13 @@ class Knobs:
     starts: tuple[str, int]
     repeats: int
     seed: int
-    epsilon: float = 30.0
-    threshold: float = 0.5
-    window: int = 2
-    max_iterations: int = 15
-    max_attempts: int = 5
-    alpha_constant: float = 0.5
-    hit_radius_min: float = 30.0
+    epsilon: float
+    threshold: float
+    window: int
+    max_iterations: int
+    max_attempts: int
+    alpha_constant: float
+    hit_radius_min: float
 
 
 def trial_key(fields: dict) -> str:

@@ -27,13 +27,11 @@ import io
 import os
 import struct
 import zlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
-from typing import Any
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from dvoc_bench.declare import RGB, Declared, NonNegInt
 from dvoc_bench.geometry import Point
 
 Color = tuple[int, int, int]
@@ -75,57 +73,27 @@ def dejavu(size: int) -> ImageFont.FreeTypeFont:
 # -------------------------------------------------------------------------------------------- style
 
 
-@dataclass(frozen=True)
-class OverlayStyle:
+class OverlayStyle(Declared):
     """Colours and sizes of the overlay (the authors' values by default; all configurable)."""
 
-    crosshair_color: Color = (255, 0, 0)
+    crosshair_color: RGB = (255, 0, 0)
     """RGB of the crosshair; pure red so :func:`find_crosshair` can match it exactly."""
-    crosshair_width: int = 3
+    crosshair_width: NonNegInt = 3
     """Thickness of both crosshair bars in pixels."""
-    crosshair_arm: int = 15
+    crosshair_arm: NonNegInt = 15
     """Length of each arm from the centre pixel, so a bar spans ``2 * arm + 1`` pixels."""
-    circle_color: Color = (0, 100, 255)
+    circle_color: RGB = (0, 100, 255)
     """RGB of the circle outline (mode ``full`` only)."""
-    circle_radius: int = 30
+    circle_radius: NonNegInt = 30
     """Circle radius in pixels around the crosshair centre."""
-    circle_width: int = 3
+    circle_width: NonNegInt = 3
     """Circle outline thickness in pixels (drawn inward from the radius)."""
-    label_fg: Color = (255, 255, 255)
+    label_fg: RGB = (255, 255, 255)
     """Text colour of the labels."""
-    label_bg: Color = (0, 0, 0)
+    label_bg: RGB = (0, 0, 0)
     """Background box colour of the labels."""
-    label_font_size: int = 12
+    label_font_size: NonNegInt = 12
     """DejaVu Sans size of the label text in pixels."""
-
-    @classmethod
-    def from_mapping(cls, d: Mapping[str, Any]) -> OverlayStyle:
-        """Build a style from a config mapping; an unknown key or a bad value raises ``ValueError``."""
-        kinds = {f.name: f.type for f in fields(cls)}
-        values: dict[str, Any] = {}
-        for key, value in d.items():
-            if key not in kinds:
-                raise ValueError(f"unknown overlay style key {key!r} (known: {', '.join(sorted(kinds))})")
-            values[key] = _as_color(key, value) if kinds[key] == "Color" else _as_size(key, value)
-        return cls(**values)
-
-
-def _as_color(key: str, value: Any) -> Color:
-    ok = (
-        isinstance(value, Sequence)
-        and not isinstance(value, str)
-        and len(value) == 3
-        and all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= 255 for c in value)
-    )
-    if not ok:
-        raise ValueError(f"overlay style key {key!r} must be three integers 0..255, got {value!r}")
-    return (int(value[0]), int(value[1]), int(value[2]))
-
-
-def _as_size(key: str, value: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"overlay style key {key!r} must be a non-negative integer, got {value!r}")
-    return int(value)
 
 
 # ------------------------------------------------------------------------------------------ overlay

@@ -38,6 +38,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, RetryCallState
 
+from dvoc_bench.declare import Declared, NonNegFloat, NonNegInt
 from dvoc_bench.models.base import Model, ModelCallError, ModelRequest, Reply
 
 TRANSIENT = frozenset({"timeout", "server", "connection"})
@@ -48,21 +49,20 @@ SPACING_MARGIN = 1.01
 """Requests are spaced by ``SPACING_MARGIN * 60 / rpm`` seconds (1 % headroom against clock jitter)."""
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
+class RetryPolicy(Declared):
     """Call-level retry knobs (``retry:`` in the config)."""
 
-    rate_limit_retries: int = 3
+    rate_limit_retries: NonNegInt = 3
     """Retries after a 429 (the paper's cap)."""
-    default_wait_s: float = 30.0
+    default_wait_s: NonNegFloat = 30.0
     """Cooldown after a 429 without Retry-After."""
-    max_wait_s: float = 600.0
+    max_wait_s: NonNegFloat = 600.0
     """Upper bound on any single cooldown (a server may ask for hours)."""
-    transient_retries: int = 3
+    transient_retries: NonNegInt = 3
     """Retries after a timeout, 5xx or connection error."""
-    backoff_base_s: float = 1.0
+    backoff_base_s: NonNegFloat = 1.0
     """First backoff of the exponential schedule."""
-    backoff_max_s: float = 30.0
+    backoff_max_s: NonNegFloat = 30.0
     """Cap of the exponential schedule."""
 
 

@@ -9,13 +9,9 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from dvoc_bench.config import (
-    OVERLAYS,
-    PREDICT_MODES,
-    RETRY_RULES,
-    ConfigError,
     ModelConfig,
     check_list,
     default_conf_dir,
@@ -23,7 +19,7 @@ from dvoc_bench.config import (
     model_names,
     parse_starts,
 )
-from dvoc_bench.control import ALPHA_SCHEDULES, AdaptiveConfig
+from dvoc_bench.control import AdaptiveConfig
 from dvoc_bench.detect.config import DetectorConfig, detector_config
 from dvoc_bench.detect.service import DetectorService
 from dvoc_bench.geometry import Point
@@ -37,6 +33,7 @@ from dvoc_bench.registry import methods as registry_methods
 from dvoc_bench.render import OverlayStyle
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 from dvoc_bench.scheduler import GatedModel, ProviderLimits, RateGate, RetryPolicy
+from dvoc_bench.settings import Alpha, Overlay, Predict, load_settings
 
 if TYPE_CHECKING:
     from dvoc_bench.store import RunStore
@@ -66,103 +63,59 @@ class SweepSetup:
     """``build_model`` options of real models: the response cache and image resizing."""
 
 
-def _get(cfg: Mapping[str, Any], key: str, default: Any = None) -> Any:
-    v = cfg.get(key, default)
-    return default if v is None else v
-
-
 def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str | None = None) -> SweepSetup:
-    """Validate a (resolved, plain) config mapping. Raises :class:`ConfigError` naming the bad key."""
-    conf_dir = Path(_get(cfg.get("paths", {}), "conf", default_conf_dir()))
-    models_dir = Path(_get(cfg.get("paths", {}), "models", conf_dir / "model"))
-    scenes_dir = Path(_get(cfg.get("paths", {}), "scenes", default_scenes_dir()))
-    registry = SceneRegistry(scenes_dir, options={"web": cfg.get("web")})
-    tasks = [cfg["task"]] if cfg.get("task") else cfg.get("tasks")
-    tasks = check_list("task" if cfg.get("task") else "tasks", tasks, registry.ids())
-    names = [model_choice] if model_choice else cfg.get("models")
-    names = check_list("models", names, model_names(models_dir))
-    declare = cfg.get("declare_frame")
-    if declare is not None:
-        check_list("declare_frame", [declare], ["pixel", "norm1000", "norm1"])
-    models = [load_model_config(n, models_dir, declare) for n in names]
-    methods = check_list("methods", cfg.get("methods"), list(registry_methods()))
-    loop = cfg.get("loop", {}) or {}
-    oneshot = cfg.get("oneshot", {}) or {}
-    smoke = bool(cfg.get("smoke", False))
-    starts = parse_starts(cfg.get("starts", "paper"))
-    repeats = _positive_int("repeats", cfg.get("repeats", 1))
-    if smoke:  # a reduced sweep for CI: two tasks, two start points, one repeat
+    """Validate a (resolved, plain) config mapping (:mod:`dvoc_bench.settings`), then the lists whose
+    allowed values live in registries. Raises :class:`ConfigError` naming the bad key."""
+    s = load_settings(dict(cfg))
+    models_dir = Path(s.paths.models) if s.paths.models else default_conf_dir() / "model"
+    scenes_dir = Path(s.paths.scenes) if s.paths.scenes else default_scenes_dir()
+    registry = SceneRegistry(scenes_dir, options={"web": s.web.model_dump()})
+    tasks = check_list("task" if s.task else "tasks", [s.task] if s.task else s.tasks, registry.ids())
+    names = check_list("models", [model_choice] if model_choice else s.models, model_names(models_dir))
+    models = [
+        load_model_config(n, models_dir, s.declare_frame, data=s.model if n == model_choice else None)
+        for n in names
+    ]
+    starts, repeats = parse_starts(s.starts), s.repeats
+    if s.smoke:  # a reduced sweep for CI: two tasks, two start points, one repeat
         tasks, starts, repeats = tasks[:2], (starts[0], min(starts[1], 2)), 1
     knobs = Knobs(
         tasks=tasks,
-        methods=methods,
-        protocols=check_list("protocols", cfg.get("protocols"), list(PROTOCOLS)),
-        alphas=check_list("alphas", cfg.get("alphas"), ALPHA_SCHEDULES),
-        overlays=check_list("overlays", cfg.get("overlays"), OVERLAYS),
-        predict_modes=check_list("predict_modes", cfg.get("predict_modes"), PREDICT_MODES),
+        methods=check_list("methods", s.methods, list(registry_methods())),
+        protocols=check_list("protocols", s.protocols, list(PROTOCOLS)),
+        alphas=check_list("alphas", s.alphas, get_args(Alpha)),
+        overlays=check_list("overlays", s.overlays, get_args(Overlay)),
+        predict_modes=check_list("predict_modes", s.predict_modes, get_args(Predict)),
         starts=starts,
         repeats=repeats,
-        seed=int(cfg.get("seed", 0)),
-        epsilon=float(_get(loop, "epsilon", 30.0)),
-        threshold=float(_get(loop, "threshold", 0.5)),
-        window=_positive_int("loop.window", _get(loop, "window", 2)),
-        max_iterations=_positive_int("loop.max_iterations", _get(loop, "max_iterations", 15)),
-        max_attempts=_positive_int("oneshot.max_attempts", _get(oneshot, "max_attempts", 5)),
-        alpha_constant=float(_get(loop, "alpha_constant", 0.5)),
-        hit_radius_min=float(_get(loop, "hit_radius_min", 30.0)),
+        seed=s.seed,
+        epsilon=s.loop.epsilon,
+        threshold=s.loop.threshold,
+        window=s.loop.window,
+        max_iterations=s.loop.max_iterations,
+        max_attempts=s.oneshot.max_attempts,
+        alpha_constant=s.loop.alpha_constant,
+        hit_radius_min=s.loop.hit_radius_min,
     )
-    retry_rule = str(_get(oneshot, "retry_rule", "hit"))
-    check_list("oneshot.retry_rule", [retry_rule], RETRY_RULES)
-    try:
-        style = OverlayStyle.from_mapping(dict(cfg.get("overlay_style", {}) or {}))
-        adaptive = AdaptiveConfig(**dict(cfg.get("adaptive", {}) or {}))
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"overlay_style/adaptive: {e}") from e
-    run = cfg.get("run", {}) or {}
-    sched = cfg.get("scheduler", {}) or {}
-    try:
-        retry = RetryPolicy(**dict(cfg.get("retry", {}) or {}))
-    except TypeError as e:
-        raise ConfigError(f"retry: {e}") from e
-    overrides = {str(k): dict(v or {}) for k, v in dict(sched.get("providers", {}) or {}).items()}
-    for name, o in overrides.items():
-        bad = set(o) - {"rpm", "rpd", "max_concurrent", "timeout_s"}
-        if bad:
-            raise ConfigError(
-                f"scheduler.providers.{name}: unknown key(s) {sorted(bad)}; "
-                "allowed: rpm, rpd, max_concurrent, timeout_s"
-            )
     detector = None
     if any(method_info(m).needs_detector for m in knobs.methods):
-        detector = detector_config(cfg.get("detector", "oracle"), cfg.get("detect"))
-    from dvoc_bench.models.factory import model_options
-
+        detector = detector_config(s.detector)
     return SweepSetup(
-        model_options=model_options(cfg),
+        model_options={"cache": s.cache, "image": s.image},
         detector=detector,
-        retry=retry,
-        rate_split=_positive_int("scheduler.rate_split", _get(sched, "rate_split", 1)),
-        provider_overrides=overrides,
+        retry=s.retry,
+        rate_split=s.scheduler.rate_split,
+        provider_overrides={k: v.model_dump(exclude_none=True) for k, v in s.scheduler.providers.items()},
         experiment=experiment,
         knobs=knobs,
         models=models,
         registry=registry,
-        style=style,
-        adaptive=adaptive,
-        retry_rule=retry_rule,
-        max_in_flight=_positive_int("run.max_in_flight", _get(run, "max_in_flight", 16)),
-        params=dict(cfg.get("sampling", {}) or {}),
+        style=s.overlay_style,
+        adaptive=s.adaptive,
+        retry_rule=s.oneshot.retry_rule,
+        max_in_flight=s.run.max_in_flight,
+        params=dict(s.sampling),
     )
-
-
-def _positive_int(key: str, v: Any) -> int:
-    try:
-        i = int(v)
-    except (TypeError, ValueError):
-        i = 0
-    if i < 1:
-        raise ConfigError(f"{key}: must be a whole number >= 1, got {v!r}")
-    return i
 
 
 def plan(setup: SweepSetup) -> list[TrialSpec]:

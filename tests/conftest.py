@@ -8,9 +8,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_cli(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, timeout: float = 120, env_extra: dict[str, str] | None = None, **kw
+) -> subprocess.CompletedProcess:
     """Run ``python -m dvoc_bench`` with overrides from the repo root."""
-    env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
+    env = {**os.environ, "HYDRA_FULL_ERROR": "0", **(env_extra or {})}
     return subprocess.run(
         [sys.executable, "-m", "dvoc_bench", *args],
         cwd=ROOT,

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import yaml
 
 from dvoc_bench.store import read_jsonl
@@ -168,3 +169,36 @@ def test_killed_sweep_resumes_without_duplicates_or_losses(tmp_path):
         by_trial[s["trial_key"]] = by_trial.get(s["trial_key"], 0) + 1
     for t in read_jsonl(trials):
         assert by_trial.get(t["trial_key"], 0) == t["model_calls"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "line"),
+    [
+        # unknown group options (Hydra composition errors)
+        (["model=gpt-9"], "model: unknown value 'gpt-9'; allowed: claude-sonnet-4-6, "),
+        (["detector=yolo"], "detector: unknown value 'yolo'; allowed: cv, helper, onnx, oracle, rknn"),
+        (["experiment=nope"], "experiment: unknown value 'nope'; allowed: ablation_alpha, "),
+        # unknown keys
+        (["loop.eps=3"], "loop.eps: unknown key; allowed: epsilon, threshold, window, max_iterations"),
+        (["+foo=1"], "foo: unknown key; allowed: models, model, tasks"),
+        (["detector=cv", "detector.gap=3"], "detector.gap: unknown key; allowed: edge_threshold, gap_x"),
+        # ranges, types, allowed values
+        (["loop.epsilon=nan"], "loop.epsilon: must be a finite number, got nan"),
+        (["loop.epsilon=-5"], "loop.epsilon: must be greater than 0, got -5"),
+        (["seed=abc"], "seed: must be a whole number, got 'abc'"),
+        (["repeats=0"], "repeats: must be greater than or equal to 1, got 0"),
+        (["alphas=[fast]"], "alphas: unknown value 'fast'; allowed: decay, constant, undamped, adaptive"),
+        (["methods=[dvoc"], "override: cannot parse"),
+    ],
+)
+def test_every_bad_input_is_one_line_and_exit_code_2(tmp_path, overrides, line):
+    r = run_cli(*overrides, f"hydra.run.dir={tmp_path / 'run'}", "run.quiet=true")
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert lines[0].startswith(f"config error: {line}"), lines[0]
+    assert not (tmp_path / "run" / "trials.jsonl").exists()
+
+
+def test_hydra_full_error_still_shows_the_trace(tmp_path):
+    r = run_cli("model=gpt-9", f"hydra.run.dir={tmp_path}", env_extra={"HYDRA_FULL_ERROR": "1"})
+    assert r.returncode != 0 and "Traceback" in r.stderr and "MissingConfigException" in r.stderr

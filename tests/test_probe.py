@@ -9,7 +9,7 @@ import pytest
 from dvoc_bench.config import default_conf_dir, load_model_config
 from dvoc_bench.geometry import Box, Size
 from dvoc_bench.models.factory import build_model
-from dvoc_bench.models.litellm_client import ImageOptions
+from dvoc_bench.models.options import ImageOptions
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel
 from dvoc_bench.probe import ProbeAnswer, ProbeOptions, classify, probe_model, probe_prompt, score_answer
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from dvoc_bench import render
+from dvoc_bench.declare import ConfigError, validate
 from dvoc_bench.geometry import Point
 from dvoc_bench.render import (
     OverlayStyle,
@@ -173,9 +174,9 @@ def test_custom_style_is_used(scene: np.ndarray) -> None:
 
 
 def test_style_from_mapping() -> None:
-    style = OverlayStyle.from_mapping({"circle_radius": 20, "crosshair_color": [0, 0, 255]})
+    style = validate(OverlayStyle, {"circle_radius": 20, "crosshair_color": [0, 0, 255]})
     assert style.circle_radius == 20 and style.crosshair_color == (0, 0, 255)
-    assert OverlayStyle.from_mapping({}) == OverlayStyle()
+    assert validate(OverlayStyle, {}) == OverlayStyle()
 
 
 @pytest.mark.parametrize(
@@ -183,17 +184,17 @@ def test_style_from_mapping() -> None:
     [({"crosshair_colour": [1, 2, 3]}, "crosshair_colour"), ({"radius": 3}, "radius")],
 )
 def test_style_unknown_key_rejected(mapping: dict, key: str) -> None:
-    with pytest.raises(ValueError, match=key):
-        OverlayStyle.from_mapping(mapping)
+    with pytest.raises(ConfigError, match=f"^overlay_style.{key}: unknown key; allowed: crosshair_color"):
+        validate(OverlayStyle, mapping, "overlay_style.")
 
 
 @pytest.mark.parametrize(
     "mapping",
-    [{"circle_color": [1, 2]}, {"label_bg": [0, 0, 300]}, {"circle_width": -1}, {"crosshair_arm": "9"}],
+    [{"circle_color": [1, 2]}, {"label_bg": [0, 0, 300]}, {"circle_width": -1}, {"crosshair_arm": "nine"}],
 )
 def test_style_bad_value_rejected(mapping: dict) -> None:
-    with pytest.raises(ValueError, match=next(iter(mapping))):
-        OverlayStyle.from_mapping(mapping)
+    with pytest.raises(ConfigError, match=f"^overlay_style.{next(iter(mapping))}"):
+        validate(OverlayStyle, mapping, "overlay_style.")
 
 
 # ---------------------------------------------------------------------------------------------- PNG

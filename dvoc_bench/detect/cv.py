@@ -26,41 +26,33 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dvoc_bench.declare import Byte, Declared, NonNegInt, PosFloat, PosInt, Prob
 from dvoc_bench.detect.types import Detection, TimedDetector
 from dvoc_bench.detect.yolo import nms
 from dvoc_bench.geometry import Box
 
 
-@dataclass(frozen=True)
-class CvOptions:
+class CvOptions(Declared):
     """Knobs of the classical detector."""
 
-    edge_threshold: int = 24
+    edge_threshold: Byte = 24
     """Minimum per-channel difference between neighbours that makes an edge (0-255)."""
-    gap_x: int = 4
+    gap_x: NonNegInt = 4
     """Horizontal dilation radius in px (merges glyphs into words and phrases)."""
-    gap_y: int = 1
+    gap_y: NonNegInt = 1
     """Vertical dilation radius in px."""
-    min_side: int = 6
+    min_side: PosInt = 6
     """Smallest box side kept, px."""
-    max_aspect: float = 30.0
+    max_aspect: PosFloat = 30.0
     """Largest width/height (or height/width) ratio kept."""
-    min_border: float = 0.8
+    min_border: Prob = 0.8
     """Share of the box border that must be edge pixels for a *boxed* component."""
-    label_area_ratio: float = 12.0
+    label_area_ratio: PosFloat = 12.0
     """A text-like box inside a boxed one with at most this area ratio is its label (dropped)."""
-    nms_iou: float = 0.6
+    nms_iou: Prob = 0.6
     """IoU above which the lower-scored of two boxes is dropped."""
-    max_boxes: int = 50
+    max_boxes: PosInt = 50
     """At most this many boxes."""
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.edge_threshold <= 255:
-            raise ValueError(f"cv.edge_threshold must be in [0, 255], got {self.edge_threshold}")
-        if self.gap_x < 0 or self.gap_y < 0 or self.min_side < 1 or self.max_boxes < 1:
-            raise ValueError("cv.gap_x/gap_y must be >= 0, cv.min_side and cv.max_boxes >= 1")
-        if not 0.0 <= self.min_border <= 1.0 or not 0.0 <= self.nms_iou <= 1.0:
-            raise ValueError("cv.min_border and cv.nms_iou must be in [0, 1]")
 
 
 def edge_mask(image: np.ndarray, threshold: int) -> np.ndarray:

@@ -15,37 +15,28 @@ so repeats sample the error process and the same trial always sees the same boxe
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 
 import numpy as np
 
+from dvoc_bench.declare import Declared, NonNegFloat, Prob
 from dvoc_bench.detect.types import Detection, TimedDetector
 from dvoc_bench.geometry import Box
 from dvoc_bench.scenes.types import SceneTruth
 
 
-@dataclass(frozen=True)
-class OracleOptions:
+class OracleOptions(Declared):
     """Error rates of the oracle (all zero: the exact element boxes)."""
 
-    miss_rate: float = 0.0
+    miss_rate: Prob = 0.0
     """Probability that an element gets no box."""
-    duplicate_rate: float = 0.0
+    duplicate_rate: Prob = 0.0
     """Probability that a boxed element gets a second, jittered box."""
-    jitter_px: float = 0.0
+    jitter_px: NonNegFloat = 0.0
     """Standard deviation of the per-edge jitter in px (duplicates get at least 2 px)."""
     interactive_only: bool = True
     """Box only interactive elements (buttons, inputs, links); ``false`` boxes text and panels too."""
     seed: int = 0
     """Base seed, mixed with the per-call seed."""
-
-    def __post_init__(self) -> None:
-        for name in ("miss_rate", "duplicate_rate"):
-            v = getattr(self, name)
-            if not 0.0 <= v <= 1.0:
-                raise ValueError(f"oracle.{name} must be in [0, 1], got {v}")
-        if self.jitter_px < 0:
-            raise ValueError(f"oracle.jitter_px must be >= 0, got {self.jitter_px}")
 
 
 def _rng(base: int, call_seed: int, scene_id: str) -> np.random.Generator:

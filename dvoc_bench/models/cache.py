@@ -23,11 +23,11 @@ import logging
 import os
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dvoc_bench.models.base import Model, ModelRequest, Reply, ToolCall
+from dvoc_bench.models.options import CacheOptions
 
 log = logging.getLogger(__name__)
 
@@ -35,26 +35,6 @@ __all__ = ["CacheOptions", "CachedModel", "ResponseCache", "request_key"]
 
 FORMAT = 1
 """Version of the entry layout (part of the key: a new layout never reads old entries)."""
-
-
-@dataclass(frozen=True)
-class CacheOptions:
-    """The ``cache:`` block of the config."""
-
-    enabled: bool = False
-    """Cache replies of real (non-simulator) models."""
-    dir: str = "runs/.cache"
-    """Where entries live (relative paths are relative to the working directory)."""
-
-    @classmethod
-    def from_mapping(cls, d: Any) -> CacheOptions:
-        from dvoc_bench.config import ConfigError
-
-        d = dict(d or {})
-        unknown = set(d) - {"enabled", "dir"}
-        if unknown:
-            raise ConfigError(f"cache: unknown key {sorted(unknown)[0]!r}; allowed: enabled, dir")
-        return cls(enabled=bool(d.get("enabled", False)), dir=str(d.get("dir") or cls.dir))
 
 
 def _sha(data: bytes) -> str:

@@ -6,18 +6,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from dvoc_bench.config import ConfigError, ModelConfig
+from dvoc_bench.declare import validate
 from dvoc_bench.models.base import Model
+from dvoc_bench.models.options import CacheOptions, ImageOptions
 from dvoc_bench.scenes.types import SceneTruth
 
 
 def model_options(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """``build_model`` keyword arguments from the resolved global config (its ``cache:`` and ``image:``)."""
-    from dvoc_bench.models.cache import CacheOptions
-    from dvoc_bench.models.litellm_client import ImageOptions
-
     return {
-        "cache": CacheOptions.from_mapping(cfg.get("cache")),
-        "image": ImageOptions.from_mapping(cfg.get("image")),
+        "cache": validate(CacheOptions, cfg.get("cache"), "cache."),
+        "image": validate(ImageOptions, cfg.get("image"), "image."),
     }
 
 

@@ -58,14 +58,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dvoc_bench.config import ConfigError, ModelConfig
+from dvoc_bench.declare import validate
 from dvoc_bench.geometry import Size
 from dvoc_bench.models.base import ModelCallError, ModelRequest, Reply, ToolCall
+from dvoc_bench.models.options import ImageOptions
 
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "PIXEL_ANSWERS",
-    "ImageOptions",
     "LiteLLMModel",
     "classify_exception",
     "import_litellm",
@@ -74,7 +74,6 @@ __all__ = [
     "resize_png",
 ]
 
-PIXEL_ANSWERS = ("stated", "sent")
 """How a pixel-frame model reads a resized image: in the frame the prompt states, or in the sent raster."""
 
 NO_KEY = "no-key"
@@ -205,34 +204,6 @@ def import_litellm() -> Any:
 
 
 # --------------------------------------------------------------------------------------------- image
-
-
-@dataclass(frozen=True)
-class ImageOptions:
-    """The ``image:`` block (global, overridden by the model config's own ``image:``)."""
-
-    max_side: int | None = None
-    """Longest side of the image sent, pixels; ``None`` sends the screenshot as it is (never upscaled)."""
-    pixel_answers: str = "stated"
-    """``stated`` | ``sent``: which grid a pixel-frame model answers in when the image was downscaled."""
-
-    @classmethod
-    def from_mapping(cls, d: Any, where: str = "image") -> ImageOptions:
-        d = dict(d or {})
-        unknown = set(d) - {"max_side", "pixel_answers"}
-        if unknown:
-            raise ConfigError(
-                f"{where}: unknown key {sorted(unknown)[0]!r}; allowed: max_side, pixel_answers"
-            )
-        ms = d.get("max_side")
-        if ms is not None and (isinstance(ms, bool) or not isinstance(ms, int) or ms < 16):
-            raise ConfigError(f"{where}.max_side: must be null or a whole number >= 16, got {ms!r}")
-        pa = d.get("pixel_answers", "stated")
-        if pa not in PIXEL_ANSWERS:
-            raise ConfigError(
-                f"{where}.pixel_answers: unknown value {pa!r}; allowed: {', '.join(PIXEL_ANSWERS)}"
-            )
-        return cls(max_side=ms, pixel_answers=pa)
 
 
 def resize_png(png: bytes, size: Size, max_side: int | None) -> tuple[bytes, Size]:
@@ -446,8 +417,8 @@ class ClientSettings:
         if not isinstance(params, dict):
             raise ConfigError(f"{where}: params must be a mapping, got {params!r}")
         if raw.get("image") is not None:
-            image = ImageOptions.from_mapping(
-                {**vars(image or ImageOptions()), **raw["image"]}, f"{where}: image"
+            image = validate(
+                ImageOptions, {**(image or ImageOptions()).model_dump(), **raw["image"]}, f"{where}: image."
             )
         tc = raw.get("tool_choice")
         if tc not in (None, "auto", "required", "none"):

@@ -42,7 +42,7 @@ def _env(task="S6", model=None, backend="oracle", options=None, profile=EXACT) -
         model=model,
         model_identity="sim@",
         save_frame=frames,
-        detector=DetectorService(detector_config(backend, options)),
+        detector=DetectorService(detector_config({"backend": backend, **(options or {})})),
     )
     return env, frames
 
@@ -89,7 +89,7 @@ def test_som_records_an_invalid_id_and_a_missing_one():
 
 
 def test_som_without_marks_detector_failures_and_call_errors():
-    env, frames = _env(options={"oracle": {"miss_rate": 1.0}})
+    env, frames = _env(options={"miss_rate": 1.0})
     res = run_method(make_spec(), env)
     assert (res.stop_reason, res.model_calls, res.som.marks, res.som.target_detected) == (
         "no_marks",
@@ -114,7 +114,7 @@ def test_som_without_marks_detector_failures_and_call_errors():
 
 
 def test_som_target_not_detected_is_visible_in_the_record():
-    env, _ = _env(task="S3", options={"oracle": {"miss_rate": 0.5, "seed": 3}})
+    env, _ = _env(task="S3", options={"miss_rate": 0.5, "seed": 3})
     results = [run_method(make_spec(task="S3", seed=s), env) for s in range(40)]
     undetected = [r for r in results if r.som.target_detected is False]
     assert undetected and len(undetected) < 40

@@ -9,8 +9,9 @@ from dvoc_bench.cli_support import quick_setup
 from dvoc_bench.config import ConfigError
 from dvoc_bench.geometry import Size
 from dvoc_bench.models.base import ModelCallError, ModelRequest, Reply, ToolCall
-from dvoc_bench.models.cache import CachedModel, CacheOptions, ResponseCache, request_key
+from dvoc_bench.models.cache import CachedModel, ResponseCache, request_key
 from dvoc_bench.models.factory import build_model, model_options
+from dvoc_bench.models.options import CacheOptions
 from dvoc_bench.protocol import tools_for
 from dvoc_bench.records import read_jsonl
 from dvoc_bench.sweep import plan, run_sweep
@@ -113,9 +114,9 @@ def test_errors_are_not_cached_and_corrupt_entries_are_ignored(tmp_path):
 
 def test_cache_options_from_config():
     opts = model_options({"cache": {"enabled": True, "dir": "x/y"}, "image": None})
-    assert opts["cache"] == CacheOptions(True, "x/y")
-    with pytest.raises(ConfigError, match="cache: unknown key"):
-        CacheOptions.from_mapping({"enable": True})
+    assert opts["cache"] == CacheOptions(enabled=True, dir="x/y")
+    with pytest.raises(ConfigError, match="^cache.enable: unknown key; allowed: enabled, dir"):
+        model_options({"cache": {"enable": True}})
 
 
 def test_rerun_of_a_sweep_is_served_from_the_cache(sim_url, tmp_path):

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from dvoc_bench.config import ConfigError, default_conf_dir, load_model_config
+from dvoc_bench.declare import validate
 from dvoc_bench.geometry import Size
 from dvoc_bench.models.base import ModelRequest, ToolCall
 from dvoc_bench.models.litellm_client import (
-    ImageOptions,
     LiteLLMModel,
     _unscale_calls,
     classify_exception,
@@ -25,6 +25,7 @@ from dvoc_bench.models.litellm_client import (
     register_secret,
     resize_png,
 )
+from dvoc_bench.models.options import ImageOptions
 from dvoc_bench.protocol import tools_for
 from dvoc_bench.render import decode_png, encode_png
 from tests.conftest import ROOT
@@ -113,13 +114,13 @@ def test_sent_pixel_answers_are_mapped_back_and_everything_else_is_left_alone():
 
 
 def test_image_options_are_validated():
-    assert ImageOptions.from_mapping(None) == ImageOptions()
-    with pytest.raises(ConfigError, match="max_side"):
-        ImageOptions.from_mapping({"max_side": 4})
-    with pytest.raises(ConfigError, match="pixel_answers.*stated, sent"):
-        ImageOptions.from_mapping({"pixel_answers": "raster"})
-    with pytest.raises(ConfigError, match="unknown key 'maxside'"):
-        ImageOptions.from_mapping({"maxside": 512})
+    assert validate(ImageOptions, None) == ImageOptions()
+    with pytest.raises(ConfigError, match="^image.max_side: must be greater than or equal to 16"):
+        validate(ImageOptions, {"max_side": 4}, "image.")
+    with pytest.raises(ConfigError, match="^image.pixel_answers: unknown value .raster.; allowed: stated"):
+        validate(ImageOptions, {"pixel_answers": "raster"}, "image.")
+    with pytest.raises(ConfigError, match="^image.maxside: unknown key"):
+        validate(ImageOptions, {"maxside": 512}, "image.")
     with pytest.raises(ConfigError, match="tool_choice"):
         LiteLLMModel(sim_cfg(tool_choice="always"))
 

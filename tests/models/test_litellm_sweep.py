@@ -84,7 +84,7 @@ def test_sweep_over_http_matches_the_in_process_simulator(sim_url, tmp_path):
 def test_a_downscaled_image_still_reaches_the_target(sim_url, tmp_path):
     """image.max_side: the sim sees a 400x300 image; a norm1000 answer needs no undoing and DVOC converges."""
     setup = quick_setup(["model=local-sim", "tasks=[S1,S4]", "methods=[dvoc,oneshot]", "starts=random:2"])
-    from dvoc_bench.models.litellm_client import ImageOptions
+    from dvoc_bench.models.options import ImageOptions
 
     specs = plan(setup)
     small = ImageOptions(max_side=400)

@@ -1,0 +1,229 @@
+"""Every knob of ``python -m dvoc_bench``, declared once: type, default, range or allowed values, and what
+it means (the field docstrings). Hydra composes the config; :func:`load_settings` validates it inside the
+job, and a bad value is one line ``<key>: <what>; allowed: ...`` (:mod:`dvoc_bench.declare`).
+
+The defaults here are the defaults: :func:`register_defaults` hands them to Hydra's ConfigStore as the
+``base`` config that ``conf/config.yaml`` starts from (and ``detector/base_<backend>`` for the detector
+group), so no YAML file repeats them. Lists whose allowed values are only known at run time (models, tasks,
+methods, protocols) are checked against their registries when the sweep is set up
+(:func:`dvoc_bench.sweep.setup_from_config`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from dvoc_bench.control import AdaptiveConfig
+from dvoc_bench.control import AlphaSchedule as Alpha
+from dvoc_bench.declare import Declared, PosFloat, PosInt, Prob, validate
+from dvoc_bench.models.options import CacheOptions, ImageOptions
+from dvoc_bench.protocol.prompts import Overlay, Predict
+from dvoc_bench.render import OverlayStyle
+from dvoc_bench.scheduler import RetryPolicy
+
+FrameName = Literal["pixel", "norm1000", "norm1"]
+
+
+class Loop(Declared):
+    """The DVOC stop policy and the scoring radius."""
+
+    epsilon: PosFloat = 30.0
+    """Pixels; a report below this counts as on target (also the within-eps rule)."""
+    threshold: Prob = 0.5
+    """Minimum confidence to act."""
+    window: PosInt = 2
+    """Consecutive small confident reports needed to act."""
+    max_iterations: PosInt = 15
+    """DVOC iteration cap."""
+    alpha_constant: float = Field(0.5, gt=0.0, le=2.0)
+    """Alpha of the ``constant`` schedule."""
+    hit_radius_min: float = Field(30.0, ge=0.0)
+    """The paper's radius ``max(w/2, h/2, this)``."""
+
+
+class Oneshot(Declared):
+    """The one-shot baseline."""
+
+    max_attempts: PosInt = 5
+    """Attempts per trial."""
+    retry_rule: Literal["hit", "hit_radius", "within_eps"] = "hit"
+    """Which rule tells the model its answer missed (``protocol=paper`` always uses ``hit_radius``)."""
+
+
+class Run(Declared):
+    """How the sweep runs (free to change on resume)."""
+
+    max_in_flight: PosInt = 16
+    """Trials in flight at once."""
+    quiet: bool = False
+    """No progress bar."""
+
+
+class ProviderOverride(Declared):
+    """Per-provider overrides of ``conf/provider/<name>.yaml``."""
+
+    rpm: PosFloat | None = None
+    """Requests per minute."""
+    rpd: PosFloat | None = None
+    """Requests per day."""
+    max_concurrent: PosInt | None = None
+    """Calls in flight at once."""
+    timeout_s: PosFloat | None = None
+    """Timeout of one call, seconds."""
+
+
+class Scheduler(Declared):
+    """Provider gates."""
+
+    rate_split: PosInt = 1
+    """Jobs sharing each provider's quota (a multirun of N jobs: set N; each gets rpm/N)."""
+    providers: dict[str, ProviderOverride] = {}
+    """Per-provider overrides: ``+scheduler.providers.<name>.rpm=30``."""
+
+
+class Resume(Declared):
+    """What a resumed run does again."""
+
+    retry_errors: bool = False
+    """Re-run ``status=error`` trials when resuming (``skipped`` ones always re-run)."""
+
+
+class Paths(Declared):
+    """Where scenes and model configs are read from."""
+
+    scenes: str | None = None
+    """Default: the repository's ``scenes/``."""
+    models: str | None = None
+    """Default: ``conf/model/``."""
+
+
+class WebCustom(Declared):
+    """One inline bring-your-own page (task id ``custom``)."""
+
+    page: str | None = None
+    """A local HTML file or ``file://`` URL."""
+    selector: str | None = None
+    """CSS selector of the target element."""
+    instruction: str | None = None
+    """The task text shown to the model."""
+    setup: list[dict[str, Any]] = []
+    """Actions before the snapshot, e.g. ``[{click: '#menu'}]``."""
+    viewport: list[int] = [1280, 720]
+    """``[width, height]`` of the page."""
+
+
+class Web(Declared):
+    """Web scenes W1-W5 and bring-your-own pages (README "Web scenes")."""
+
+    verify_click: bool = False
+    """Also click each final point in a fresh load of the page; records ``clicked_target``."""
+    chromium: str | None = None
+    """Chromium binary; default: Playwright's own, ``$DVOC_CHROMIUM``, ``/usr/bin/chromium``, ..."""
+    timeout_s: PosFloat = 30.0
+    """Browser launch, page load and each set-up action, seconds."""
+    task_files: list[str] = []
+    """Your own task YAMLs (schema of ``scenes/web/W1.yaml``); use their ids in ``tasks=[...]``."""
+    custom: WebCustom = WebCustom()
+    """``task=custom web.custom.page=... web.custom.selector=... web.custom.instruction=...``."""
+
+
+class Settings(Declared):
+    """The whole configuration of one sweep (everything ``conf/config.yaml`` composes)."""
+
+    models: list[str] = ["sim-gemma-4-26b"]
+    """Names of files in ``conf/model/``; several in one run interleave providers."""
+    model: dict[str, Any] | None = None
+    """``model=<name>``: the one-model shorthand (Hydra puts the chosen file's content here)."""
+    tasks: list[str] = ["S1", "S2", "S3", "S4", "S5", "S6"]
+    """Scene / task ids."""
+    task: str | None = None
+    """``task=<id>``: the one-task shorthand."""
+    methods: list[str] = ["dvoc", "oneshot", "centre"]
+    """Registered methods (``dvoc_bench/registry.py``)."""
+    alphas: list[Alpha] = ["decay"]
+    """Alpha schedules of DVOC."""
+    overlays: list[Overlay] = ["full"]
+    """What DVOC draws on its frames."""
+    predict_modes: list[Predict] = ["relative"]
+    """Whether DVOC asks for an offset or an absolute point."""
+    protocols: list[str] = ["v1"]
+    """``v1`` (corrected) and/or ``paper`` (the authors' semantics)."""
+    repeats: PosInt = 1
+    """Repeats per start point."""
+    starts: str = "paper"
+    """``paper`` (the authors' five points) or ``random:N``."""
+    seed: int = Field(0, ge=0)
+    """The sweep seed."""
+    smoke: bool = False
+    """A reduced sweep for CI: two tasks, two start points, one repeat."""
+    declare_frame: FrameName | None = None
+    """Declare every model's answers in this frame (``pixel`` reproduces the paper's reading)."""
+    loop: Loop = Loop()
+    """The DVOC stop policy."""
+    adaptive: AdaptiveConfig = AdaptiveConfig()
+    """Knobs of the ``adaptive`` alpha schedule."""
+    oneshot: Oneshot = Oneshot()
+    """The one-shot baseline."""
+    overlay_style: OverlayStyle = OverlayStyle()
+    """Colours and sizes of the overlay."""
+    sampling: dict[str, Any] = {}
+    """Extra request parameters (temperature, max_tokens, ...)."""
+    cache: CacheOptions = CacheOptions(enabled=True)
+    """Response cache of real models (never the simulator)."""
+    image: ImageOptions = ImageOptions()
+    """Images sent to real models."""
+    paths: Paths = Paths()
+    """Where scenes and model configs are read from."""
+    run: Run = Run()
+    """How the sweep runs."""
+    scheduler: Scheduler = Scheduler()
+    """Provider gates."""
+    retry: RetryPolicy = RetryPolicy()
+    """Call-level retries."""
+    resume: Resume = Resume()
+    """What a resumed run does again."""
+    web: Web = Web()
+    """Web scenes and bring-your-own pages."""
+    detector: dict[str, Any] | None = None
+    """The Set-of-Mark detector (the ``detector`` config group; validated by
+    :func:`dvoc_bench.detect.config.detector_config` when a SoM method runs)."""
+
+    @field_validator("starts")
+    @classmethod
+    def _starts(cls, v: str) -> str:
+        if v == "paper" or (v.startswith("random:") and v[7:].isdigit() and int(v[7:]) >= 1):
+            return v
+        raise ValueError(f"unknown value {v!r}; allowed: paper, random:N (N >= 1)")
+
+
+def load_settings(cfg: dict[str, Any]) -> Settings:
+    """Validate a composed, resolved config (the ``hydra`` node left out); raises ``ConfigError``."""
+    return validate(Settings, {k: v for k, v in cfg.items() if k != "hydra"})
+
+
+def defaults_of(model: type[BaseModel]) -> dict[str, Any]:
+    """The declared defaults of a settings model as plain YAML-able values (no validation)."""
+    out: dict[str, Any] = {}
+    for name, f in model.model_fields.items():
+        v = f.get_default(call_default_factory=True)
+        if isinstance(v, BaseModel):
+            v = v.model_dump(mode="json")
+        elif isinstance(v, tuple):
+            v = list(v)
+        out[name] = v
+    return out
+
+
+def register_defaults() -> None:
+    """Give Hydra the declared defaults: ``base`` (the whole config) and ``detector/base_<backend>``."""
+    from hydra.core.config_store import ConfigStore
+
+    from dvoc_bench.detect.config import DETECTOR_SETTINGS
+
+    cs = ConfigStore.instance()
+    base = Settings().model_dump(mode="json", exclude={"model", "detector"})
+    cs.store(name="base", node=base)
+    for backend, model in DETECTOR_SETTINGS.items():
+        cs.store(group="detector", name=f"base_{backend}", node=defaults_of(model))
