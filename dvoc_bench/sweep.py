@@ -71,7 +71,7 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
     conf_dir = Path(_get(cfg.get("paths", {}), "conf", default_conf_dir()))
     models_dir = Path(_get(cfg.get("paths", {}), "models", conf_dir / "model"))
     scenes_dir = Path(_get(cfg.get("paths", {}), "scenes", default_scenes_dir()))
-    registry = SceneRegistry(scenes_dir, options={"web": cfg.get("web")})
+    registry = SceneRegistry(scenes_dir, options={"web": cfg.get("web"), "scenes": cfg.get("scenes")})
     tasks = [cfg["task"]] if cfg.get("task") else cfg.get("tasks")
     tasks = check_list("task" if cfg.get("task") else "tasks", tasks, registry.ids())
     names = [model_choice] if model_choice else cfg.get("models")

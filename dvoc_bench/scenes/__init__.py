@@ -20,12 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dvoc_bench.config import ConfigError
 from dvoc_bench.geometry import Point
 from dvoc_bench.records import Probe
-from dvoc_bench.scenes.synthetic import render_synthetic_file
+from dvoc_bench.scenes.synthetic import DEFAULT_MAX_SIDE, render_synthetic_file
 from dvoc_bench.scenes.types import Element, SceneTruth, Snapshot
 
 __all__ = [
+    "DEFAULT_MAX_SIDE",
     "DEFAULT_SOURCES",
     "SOURCE_FACTORIES",
     "Element",
@@ -55,6 +57,9 @@ class SceneSource:
     """Scenes defined outside the subfolder (bring-your-own tasks): scene id -> the path given to ``load``."""
     backend: Any = None
     """The object behind a stateful source (e.g. :class:`dvoc_bench.scenes.web.WebScenes`), for inspection."""
+    limited_load: Callable[[Path, int], Snapshot] | None = None
+    """Optional: ``load`` with the registry's ``max_side`` (``scenes.max_side``), refusing a larger canvas
+    with a :class:`~dvoc_bench.config.ConfigError` before allocating it. Used instead of ``load`` when set."""
 
 
 def _web_source(options: Any) -> SceneSource:
@@ -63,7 +68,9 @@ def _web_source(options: Any) -> SceneSource:
     return web_source(options)
 
 
-DEFAULT_SOURCES: Mapping[str, SceneSource] = {"synthetic": SceneSource("*.yaml", render_synthetic_file)}
+DEFAULT_SOURCES: Mapping[str, SceneSource] = {
+    "synthetic": SceneSource("*.yaml", render_synthetic_file, limited_load=render_synthetic_file)
+}
 """Subfolder -> stateless source."""
 
 SOURCE_FACTORIES: Mapping[str, Callable[[Any], SceneSource]] = {"web": _web_source}
@@ -79,6 +86,20 @@ def box_probe(truth: SceneTruth, point: Point) -> Probe:
 def default_scenes_dir() -> Path:
     """The repository's top-level ``scenes/`` directory, located relative to this package."""
     return Path(__file__).resolve().parents[2] / "scenes"
+
+
+def scene_options(raw: Any) -> int:
+    """The ``scenes:`` block of the config -> ``max_side`` (validated; ``ConfigError`` names the key)."""
+    d = dict(raw or {})
+    unknown = sorted(set(d) - {"max_side"})
+    if unknown:
+        raise ConfigError(f"scenes: unknown key {unknown[0]!r}; allowed: max_side")
+    ms = d.get("max_side")
+    if ms is None:
+        return DEFAULT_MAX_SIDE
+    if isinstance(ms, bool) or not isinstance(ms, int) or ms < 16:
+        raise ConfigError(f"scenes.max_side: must be a whole number >= 16 (pixels), got {ms!r}")
+    return ms
 
 
 def _natural_key(scene_id: str) -> tuple[object, ...]:
@@ -100,11 +121,14 @@ class SceneRegistry:
         options: Mapping[str, Any] | None = None,
     ) -> None:
         """``sources`` replaces the defaults (stateless and stateful); ``options`` maps a subfolder to the
-        options of its stateful source (``{"web": cfg["web"]}``), validated here (``ConfigError``)."""
+        options of its stateful source (``{"web": cfg["web"]}``), validated here (``ConfigError``). The
+        key ``scenes`` holds the registry's own options (``{"max_side": 8192}``, the config's ``scenes:``)."""
         self.root = Path(root)
         """The scenes directory."""
+        options = options or {}
+        self.max_side = scene_options(options.get("scenes"))
+        """Largest canvas side a scene may have (``scenes.max_side``); checked before rendering."""
         if sources is None:
-            options = options or {}
             sources = {**DEFAULT_SOURCES, **{k: f(options.get(k)) for k, f in SOURCE_FACTORIES.items()}}
         self._sources = dict(sources)
         self._paths: dict[str, tuple[Path, SceneSource]] | None = None
@@ -120,14 +144,14 @@ class SceneRegistry:
                 for folder, source in sorted(self._sources.items()):
                     for path in sorted((self.root / folder).glob(source.pattern)):
                         if path.stem in paths:
-                            raise ValueError(
+                            raise ConfigError(
                                 f"scene id {path.stem!r} defined twice: {paths[path.stem][0]} and {path}"
                             )
                         paths[path.stem] = (path, source)
                 for folder, source in sorted(self._sources.items()):
                     for sid, path in sorted(source.extra.items()):
                         if sid in paths:
-                            raise ValueError(
+                            raise ConfigError(
                                 f"scene id {sid!r} defined twice: {paths[sid][0]} and {path} ({folder})"
                             )
                         paths[sid] = (Path(path), source)
@@ -150,7 +174,10 @@ class SceneRegistry:
             if scene_id not in index:
                 raise KeyError(f"unknown scene {scene_id!r}; known scenes: {', '.join(self.ids())}")
             path, source = index[scene_id]
-            snap = source.load(path)
+            if source.limited_load is not None:
+                snap = source.limited_load(path, self.max_side)
+            else:
+                snap = source.load(path)
             if snap.scene_id != scene_id:
                 raise ValueError(
                     f"{path}: defines scene id {snap.scene_id!r}, expected the file stem {scene_id!r}"
