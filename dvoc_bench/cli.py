@@ -15,7 +15,7 @@ from dvoc_bench.cli_support import setup_with_choices
 from dvoc_bench.config import ConfigError
 from dvoc_bench.models.factory import build_model, model_options
 from dvoc_bench.progress import Progress
-from dvoc_bench.store import RunStore
+from dvoc_bench.store import RunDirBusy, RunStore, discard_output_subdir
 from dvoc_bench.summary import format_table, summarise
 from dvoc_bench.sweep import plan, run_trials
 
@@ -44,7 +44,13 @@ def run_job(cfg: DictConfig) -> int:
     run_dir = Path(hc.runtime.output_dir)
     quiet = bool(cfg.get("run", {}).get("quiet", False))
     retry_errors = bool(cfg.get("resume", {}).get("retry_errors", False))
-    with RunStore(run_dir, retry_errors=retry_errors) as store:
+    try:
+        store = RunStore(run_dir, retry_errors=retry_errors)
+    except RunDirBusy as e:  # another process is writing there: change nothing, say who, exit 2
+        discard_output_subdir(run_dir, hc.output_subdir)
+        print(f"config error: hydra.run.dir: {e}", file=sys.stderr)
+        return 2
+    with store:
         store.write_plan(specs)
         todo = sum(s.key not in store.finished for s in specs)
         log.info("%d trials planned, %d to run, run dir %s", len(specs), todo, run_dir)
