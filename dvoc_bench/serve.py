@@ -26,6 +26,8 @@ Fault injection (for the scheduler's tests), all off by default:
 - ``--auth-fail``: every request answered ``401``; ``--require-key-env VAR``: a request whose bearer token
   is not the value of ``$VAR`` is answered ``401``. Both echo the presented token in the error message, as
   careless servers do, so the client's redaction is tested against the worst case.
+- ``--echo-key``: successful replies echo the bearer token too (text, tool arguments, a header);
+  ``--pad-chars N``: successful replies carry N more characters (text and each tool call's arguments).
 
 Only loopback hosts are accepted. Library use: :func:`make_server`, :func:`serve_in_thread`.
 """
@@ -107,6 +109,12 @@ class FaultOptions:
     """When set, a request must carry ``Authorization: Bearer <this>``."""
     seed: int = 0
     """Seed of the fault generator (500s, jitter)."""
+    pad_chars: int = 0
+    """Pad every successful reply with this many characters: appended to the text, and as a ``pad`` field
+    inside every tool call's arguments (huge replies; the client must keep its records bounded)."""
+    echo_key: bool = False
+    """Echo the presented bearer token in every successful reply: in the text, in a ``note`` field of the
+    tool calls' arguments and in an ``X-Echo-Authorization`` header (a careless server at its worst)."""
 
 
 # ------------------------------------------------------------------------------------------- backend
@@ -440,7 +448,32 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with self.server.faults.lock:
             self.server.faults.counts["ok"] += 1
-        self._send(200, answer)
+        headers = _careless(answer, self.server.faults.opts, self.headers.get("Authorization"))
+        self._send(200, answer, headers)
+
+
+def _careless(answer: dict[str, Any], o: FaultOptions, auth: str | None) -> dict[str, str]:
+    """Apply ``echo_key`` and ``pad_chars`` to a successful answer (in place); returns extra headers."""
+    if not (o.echo_key or o.pad_chars):
+        return {}
+    token = (auth or "").removeprefix("Bearer ").strip()
+    msg = answer["choices"][0]["message"]
+    extra = {"note": f"answered for {token}"} if o.echo_key else {}
+    if o.pad_chars:
+        extra["pad"] = "x" * o.pad_chars
+    text = msg.get("content") or ""
+    if o.echo_key:
+        text += f" (your key: {token})"
+    msg["content"] = text + ("y" * o.pad_chars if o.pad_chars else "")
+    for call in msg.get("tool_calls") or []:
+        fn = call["function"]
+        try:
+            args = json.loads(fn["arguments"])
+        except (TypeError, ValueError):
+            continue
+        if isinstance(args, dict):
+            fn["arguments"] = json.dumps({**args, **extra})
+    return {"X-Echo-Authorization": f"Bearer {token}"} if o.echo_key else {}
 
 
 def _check_host(host: str) -> None:
@@ -500,6 +533,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--auth-fail", action="store_true", help="answer every request 401")
     p.add_argument("--require-key-env", default=None, help="require 'Bearer $VAR' (name of the variable)")
     p.add_argument("--fault-seed", type=int, default=0, help="seed of the injected faults")
+    p.add_argument("--echo-key", action="store_true", help="echo the bearer token in successful replies")
+    p.add_argument("--pad-chars", type=int, default=0, help="pad successful replies with N characters")
     p.add_argument("--models-dir", type=Path, default=None, help="simulator profiles (default conf/model/)")
     p.add_argument("--scenes", type=Path, default=None, help="scenes directory (default scenes/)")
     return p
@@ -528,6 +563,8 @@ def main(argv: list[str] | None = None) -> int:
         auth_fail=args.auth_fail,
         required_key=key,
         seed=args.fault_seed,
+        echo_key=args.echo_key,
+        pad_chars=max(0, args.pad_chars),
     )
     try:
         server = make_server(args.host, args.port, faults, SimBackend(args.models_dir, args.scenes))

@@ -12,6 +12,9 @@ Crash safety: a trial's steps and then its trial line are appended only when the
 loses at most the trials in flight. On open, a torn last line (no trailing newline) is cut off, and
 steps whose trial line never made it are dropped, so a resumed trial's steps are not duplicated.
 
+Every string of a record passes the redactor (:mod:`dvoc_bench.redaction`) before it is written, except
+the hashes and keys of :data:`EXACT_FIELDS`.
+
 Resume: ``ok`` trials are done. ``skipped`` trials (a provider died) are always run again, ``error``
 trials only with ``retry_errors=True``. The record and steps of a trial that is run again are moved to
 ``superseded.jsonl`` / ``superseded_steps.jsonl`` (nothing is lost), so ``trials.jsonl`` keeps exactly one
@@ -40,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from dvoc_bench.records import to_jsonable
+from dvoc_bench.redaction import redact_value
 
 PLAN, TRIALS, STEPS, FRAMES = "plan.jsonl", "trials.jsonl", "steps.jsonl", "frames"
 LOCK = ".lock"
@@ -204,8 +208,19 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                 continue
 
 
+EXACT_FIELDS = frozenset(
+    {"key", "trial_key", "frame_sha", "request_sha", "reply_sha256", "sha256", "scene_hash"}
+)
+"""Fields written as they are: hashes and keys that must match exactly (no text, no key can hide there)."""
+
+
 def _dumps(obj: Any) -> str:
     return json.dumps(to_jsonable(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _clean_dumps(obj: Any) -> str:
+    """A record line with every string through the redactor (no key reaches a record, whatever echoed it)."""
+    return _dumps(redact_value(to_jsonable(obj), EXACT_FIELDS))
 
 
 def _rewrite(path: Path, rows: Iterable[dict[str, Any]]) -> None:
@@ -274,7 +289,7 @@ class RunStore:
         """Write the plan (atomically)."""
         tmp = self.dir / (PLAN + ".tmp")
         with tmp.open("w", encoding="utf-8") as f:
-            f.writelines(_dumps(s) + "\n" for s in specs)
+            f.writelines(_clean_dumps(s) + "\n" for s in specs)
         os.replace(tmp, self.dir / PLAN)
 
     def save_frame(self, png: bytes) -> str:
@@ -292,11 +307,11 @@ class RunStore:
 
     def append_trial(self, record: dict[str, Any], steps: Iterable[Any]) -> None:
         """Append a finished trial: its steps first, then its line (flushed and fsynced)."""
-        lines = [_dumps(s) + "\n" for s in steps]
+        lines = [_clean_dumps(s) + "\n" for s in steps]
         if lines:
             self._steps.writelines(lines)
             self._steps.flush()
-        self._trials.write(_dumps(record) + "\n")
+        self._trials.write(_clean_dumps(record) + "\n")
         self._trials.flush()  # in the OS now: a killed process loses nothing written
         now = time.monotonic()
         if now - self._last_sync >= self.fsync_every_s:  # against a machine crash, at most once a second

@@ -141,6 +141,8 @@ def base_step(
     step.tokens_in, step.tokens_out, step.cost_usd = reply.tokens_in, reply.tokens_out, reply.cost_usd
     step.cached = reply.cached
     step.cost_source = reply.cost_source
+    step.reply_chars, step.reply_sha256 = reply.full_chars, reply.full_sha256
+    step.reply_truncated = reply.truncated
     scale = getattr(reply, "image_scale", None)
     if scale is not None and scale != 1.0:  # recorded only when the image was really resized
         sent = getattr(reply, "sent_size", None)

@@ -6,18 +6,31 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from dvoc_bench.config import ConfigError, ModelConfig
-from dvoc_bench.models.base import Model
+from dvoc_bench.models.base import MAX_REPLY_CHARS, Model
 from dvoc_bench.scenes.types import SceneTruth
 
 
+def max_reply_chars(run: Any) -> int:
+    """``run.max_reply_chars`` (validated): characters kept of a reply's text and of each tool call's
+    arguments."""
+    v = (run or {}).get("max_reply_chars") if isinstance(run, Mapping) else None
+    if v is None:
+        return MAX_REPLY_CHARS
+    if isinstance(v, bool) or not isinstance(v, int) or v < 100:
+        raise ConfigError(f"run.max_reply_chars: must be a whole number >= 100, got {v!r}")
+    return v
+
+
 def model_options(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """``build_model`` keyword arguments from the resolved global config (its ``cache:`` and ``image:``)."""
+    """``build_model`` keyword arguments from the resolved global config (its ``cache:``, ``image:`` and
+    ``run.max_reply_chars``)."""
     from dvoc_bench.models.cache import CacheOptions
     from dvoc_bench.models.litellm_client import ImageOptions
 
     return {
         "cache": CacheOptions.from_mapping(cfg.get("cache")),
         "image": ImageOptions.from_mapping(cfg.get("image")),
+        "max_reply_chars": max_reply_chars(cfg.get("run")),
     }
 
 
@@ -27,17 +40,19 @@ def build_model(
     *,
     cache: Any = None,
     image: Any = None,
+    max_reply_chars: int = MAX_REPLY_CHARS,
 ) -> Model:
     """A ready model for ``cfg``; ``truth`` looks up scene ground truth (used by the simulator only).
 
     ``cache`` (:class:`~dvoc_bench.models.cache.CacheOptions`) wraps a real model in the response cache when
     enabled; ``image`` (:class:`~dvoc_bench.models.litellm_client.ImageOptions`) sets the resizing of the
-    images a LiteLLM model is sent (a model config's own ``image:`` block wins).
+    images a LiteLLM model is sent (a model config's own ``image:`` block wins); ``max_reply_chars`` bounds
+    what is kept of every reply (text and each tool call's arguments; the cache stores the same).
     """
     if cfg.kind == "litellm":
         from dvoc_bench.models.litellm_client import LiteLLMModel
 
-        model: Model = LiteLLMModel(cfg, image)
+        model: Model = LiteLLMModel(cfg, image, max_reply_chars)
         if cache is not None and cache.enabled:
             from dvoc_bench.models.cache import CachedModel, ResponseCache
 
@@ -52,5 +67,7 @@ def build_model(
             profile = SimProfile.from_mapping(cfg.raw["sim"])
         except (KeyError, TypeError, ValueError) as e:
             raise ConfigError(f"model {cfg.name}: bad 'sim' block: {e}") from e
-        return SimulatedModel(cfg.name, profile, truth)
+        sim = SimulatedModel(cfg.name, profile, truth)
+        sim.max_reply_chars = max_reply_chars
+        return sim
     raise ConfigError(f"model {cfg.name}: kind {cfg.kind!r} is not available")
