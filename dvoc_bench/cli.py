@@ -15,6 +15,7 @@ from dvoc_bench.cli_support import setup_with_choices
 from dvoc_bench.config import ConfigError
 from dvoc_bench.models.factory import build_model, model_options
 from dvoc_bench.progress import Progress
+from dvoc_bench.redaction import install_log_redaction
 from dvoc_bench.store import RunDirBusy, RunStore, discard_output_subdir
 from dvoc_bench.summary import format_table, summarise
 from dvoc_bench.sweep import plan, run_trials
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 def run_job(cfg: DictConfig) -> int:
     """Run one Hydra job; returns the process exit code (2 for a bad config)."""
     hc = HydraConfig.get()
+    install_log_redaction()  # every log line of the job (console and run-dir log) passes the redactor
     choices = dict(hc.runtime.choices)
     if choices.get("experiment") == "frame_probe":  # a probe of the models' coordinate frames, not a sweep
         from dvoc_bench.probe import run_job as probe_job
