@@ -101,9 +101,12 @@ def test_a_30mb_reply_keeps_records_and_cache_small_and_memory_bounded(backend, 
     for s in steps:
         assert len(s["reply_text"]) <= MAX_REPLY_CHARS
         assert all(len(c["arguments"]) <= MAX_REPLY_CHARS for c in s["reply_tool_calls"])
-        assert s["reply_chars"] > 2 * PAD and len(s["reply_sha256"]) == 64
+        calls = len(s["reply_tool_calls"])  # the simulator sometimes answers in text only
+        assert s["reply_chars"] >= (1 + calls) * PAD and len(s["reply_sha256"]) == 64
         assert s["reply_truncated"]["text"]["chars"] >= PAD
-        assert s["reply_truncated"]["tool_calls[0].arguments"]["chars"] > PAD
+        if calls:
+            assert s["reply_truncated"]["tool_calls[0].arguments"]["chars"] > PAD
+    assert any(s["reply_tool_calls"] for s in steps)
 
 
 def test_run_max_reply_chars_is_threaded_through_the_config(backend, tmp_path):
