@@ -219,6 +219,14 @@ class Step:
     """Class of a failed call (``timeout``, ``rate_limit``, ...)."""
     error: str | None = None
     """Redacted error message of a failed call."""
+    reply_chars: int | None = None
+    """Characters of the reply as received (text plus every tool call's arguments), before it was bounded
+    to ``run.max_reply_chars`` per part; ``None`` when there was no reply."""
+    reply_sha256: str | None = None
+    """sha256 of the reply as received, before bounding and redaction (``models.base.reply_digest``)."""
+    reply_truncated: dict[str, dict[str, Any]] | None = None
+    """Parts cut to ``run.max_reply_chars``: ``{"text" | "tool_calls[i].arguments": {"chars", "sha256"}}``
+    of the original part; ``None`` when nothing was cut."""
 
 
 @dataclass

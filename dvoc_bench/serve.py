@@ -26,6 +26,12 @@ Fault injection (for the scheduler's tests), all off by default:
 - ``--auth-fail``: every request answered ``401``; ``--require-key-env VAR``: a request whose bearer token
   is not the value of ``$VAR`` is answered ``401``. Both echo the presented token in the error message, as
   careless servers do, so the client's redaction is tested against the worst case.
+- ``--echo-key``: successful replies echo the bearer token too (text, tool arguments, a header);
+  ``--pad-chars N``: successful replies carry N more characters (text and each tool call's arguments).
+
+Rendering the web scenes starts a Chromium (about 18 processes); the server needs it only to render.
+``--browser-idle S`` (default 60): the browser is closed after S seconds without a request (snapshots stay
+cached; a request that needs a render starts it again).
 
 Only loopback hosts are accepted. Library use: :func:`make_server`, :func:`serve_in_thread`.
 """
@@ -68,6 +74,8 @@ log = logging.getLogger(__name__)
 __all__ = ["FaultOptions", "HTTPError", "SimBackend", "main", "make_server", "serve_in_thread"]
 
 DEFAULT_PORT = 8765
+BROWSER_IDLE_S = 60.0
+"""Seconds without a request after which the web scenes' browser is closed."""
 MAX_BODY = 64 * 1024 * 1024
 """Largest request body accepted (bytes)."""
 MIN_PIXEL_MATCH = 0.5
@@ -107,6 +115,12 @@ class FaultOptions:
     """When set, a request must carry ``Authorization: Bearer <this>``."""
     seed: int = 0
     """Seed of the fault generator (500s, jitter)."""
+    pad_chars: int = 0
+    """Pad every successful reply with this many characters: appended to the text, and as a ``pad`` field
+    inside every tool call's arguments (huge replies; the client must keep its records bounded)."""
+    echo_key: bool = False
+    """Echo the presented bearer token in every successful reply: in the text, in a ``note`` field of the
+    tool calls' arguments and in an ``X-Echo-Authorization`` header (a careless server at its worst)."""
 
 
 # ------------------------------------------------------------------------------------------- backend
@@ -120,15 +134,66 @@ class SimBackend:
         models_dir: Path | None = None,
         scenes_dir: Path | None = None,
         registry: SceneRegistry | None = None,
+        browser_idle_s: float | None = BROWSER_IDLE_S,
     ):
         self.models_dir = Path(models_dir or default_conf_dir() / "model")
         """Where the simulator profiles are (``<name>.yaml`` of kind ``simulator``)."""
         self.registry = registry or SceneRegistry(scenes_dir or default_scenes_dir())
         """Ground truth by scene id (every scene is rendered once, at the first request or :meth:`warm`)."""
+        self.browser_idle_s = browser_idle_s
+        """Idle seconds after which the registry's live resources (the browser) close; ``None``: never."""
+        self.browser_closes = 0
+        """Times the browser was closed for being idle."""
         self._models: dict[str, SimulatedModel] = {}
         self._lock = threading.Lock()
         self._index: tuple[dict[str, str], dict[str, str]] | None = None
         self._resized: dict[tuple[str, int, int], np.ndarray] = {}
+        self._activity = threading.Condition()
+        self._active = 0
+        self._last = time.monotonic()
+        self._live = False  # the registry may hold a browser
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+
+    # idle browser
+    @contextlib.contextmanager
+    def _busy(self) -> Iterator[None]:
+        """Mark a request (or the warm-up) in progress: the browser is not closed under it."""
+        with self._activity:
+            self._active += 1
+            self._live = True
+            if self.browser_idle_s is not None and self._watcher is None:
+                self._watcher = threading.Thread(target=self._watch, name="dvoc-sim-idle", daemon=True)
+                self._watcher.start()
+        try:
+            yield
+        finally:
+            with self._activity:
+                self._active -= 1
+                self._last = time.monotonic()
+                self._activity.notify_all()
+
+    def _watch(self) -> None:
+        idle = float(self.browser_idle_s or 0.0)
+        while not self._stop.is_set():
+            with self._activity:
+                wait = idle - (time.monotonic() - self._last)
+                if self._active == 0 and self._live and wait <= 0:
+                    self._live = False
+                    close = True
+                else:
+                    close = False
+            if close:
+                self.registry.close()  # snapshots stay cached; a later render starts a browser again
+                self.browser_closes += 1
+                log.info("no request for %g s: closed the browser of the web scenes", idle)
+                continue
+            self._stop.wait(min(max(wait, 0.05), 5.0) if self._live else min(max(idle, 0.05), 5.0))
+
+    def close(self) -> None:
+        """Stop the idle watcher and release the registry's live resources (the browser)."""
+        self._stop.set()
+        self.registry.close()
 
     # profiles
     def profiles(self) -> list[str]:
@@ -177,7 +242,8 @@ class SimBackend:
 
     def warm(self) -> None:
         """Render every scene and index it now rather than at the first request."""
-        self._scene_index()
+        with self._busy():
+            self._scene_index()
 
     def _clean_at(self, sid: str, size: Size) -> np.ndarray | None:
         snap = self.registry.snapshot(sid)
@@ -227,6 +293,10 @@ class SimBackend:
     # requests
     def chat(self, body: Any) -> dict[str, Any]:
         """The OpenAI chat-completion object answering ``body``."""
+        with self._busy():
+            return self._chat(body)
+
+    def _chat(self, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise HTTPError(400, "the body must be a JSON object", "invalid_request_error")
         name = body.get("model")
@@ -440,7 +510,32 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with self.server.faults.lock:
             self.server.faults.counts["ok"] += 1
-        self._send(200, answer)
+        headers = _careless(answer, self.server.faults.opts, self.headers.get("Authorization"))
+        self._send(200, answer, headers)
+
+
+def _careless(answer: dict[str, Any], o: FaultOptions, auth: str | None) -> dict[str, str]:
+    """Apply ``echo_key`` and ``pad_chars`` to a successful answer (in place); returns extra headers."""
+    if not (o.echo_key or o.pad_chars):
+        return {}
+    token = (auth or "").removeprefix("Bearer ").strip()
+    msg = answer["choices"][0]["message"]
+    extra = {"note": f"answered for {token}"} if o.echo_key else {}
+    if o.pad_chars:
+        extra["pad"] = "x" * o.pad_chars
+    text = msg.get("content") or ""
+    if o.echo_key:
+        text += f" (your key: {token})"
+    msg["content"] = text + ("y" * o.pad_chars if o.pad_chars else "")
+    for call in msg.get("tool_calls") or []:
+        fn = call["function"]
+        try:
+            args = json.loads(fn["arguments"])
+        except (TypeError, ValueError):
+            continue
+        if isinstance(args, dict):
+            fn["arguments"] = json.dumps({**args, **extra})
+    return {"X-Echo-Authorization": f"Bearer {token}"} if o.echo_key else {}
 
 
 def _check_host(host: str) -> None:
@@ -500,8 +595,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--auth-fail", action="store_true", help="answer every request 401")
     p.add_argument("--require-key-env", default=None, help="require 'Bearer $VAR' (name of the variable)")
     p.add_argument("--fault-seed", type=int, default=0, help="seed of the injected faults")
+    p.add_argument("--echo-key", action="store_true", help="echo the bearer token in successful replies")
+    p.add_argument("--pad-chars", type=int, default=0, help="pad successful replies with N characters")
     p.add_argument("--models-dir", type=Path, default=None, help="simulator profiles (default conf/model/)")
     p.add_argument("--scenes", type=Path, default=None, help="scenes directory (default scenes/)")
+    p.add_argument(
+        "--browser-idle",
+        type=float,
+        default=BROWSER_IDLE_S,
+        help=f"close the web scenes' browser after this many idle seconds (default {BROWSER_IDLE_S:g})",
+    )
     return p
 
 
@@ -528,9 +631,15 @@ def main(argv: list[str] | None = None) -> int:
         auth_fail=args.auth_fail,
         required_key=key,
         seed=args.fault_seed,
+        echo_key=args.echo_key,
+        pad_chars=max(0, args.pad_chars),
     )
+    if args.browser_idle <= 0:
+        print("serve: --browser-idle must be > 0", file=sys.stderr)
+        return 2
     try:
-        server = make_server(args.host, args.port, faults, SimBackend(args.models_dir, args.scenes))
+        backend = SimBackend(args.models_dir, args.scenes, browser_idle_s=args.browser_idle)
+        server = make_server(args.host, args.port, faults, backend)
     except (ValueError, OSError) as e:
         print(f"serve: {e}", file=sys.stderr)
         return 2
@@ -544,6 +653,7 @@ def main(argv: list[str] | None = None) -> int:
         pass
     finally:
         server.server_close()
+        server.backend.close()
     return 0
 
 

@@ -59,6 +59,9 @@ class Run(Declared):
     """Trials in flight at once."""
     quiet: bool = False
     """No progress bar."""
+    max_reply_chars: int = Field(64000, ge=100)
+    """Characters kept of a reply's text and of each tool call's arguments (the full length and sha256
+    are recorded; the cache stores the same)."""
 
 
 class ProviderOverride(Declared):
@@ -88,6 +91,13 @@ class Resume(Declared):
 
     retry_errors: bool = False
     """Re-run ``status=error`` trials when resuming (``skipped`` ones always re-run)."""
+
+
+class Scenes(Declared):
+    """Limits on the scenes a sweep may render."""
+
+    max_side: PosInt = 8192
+    """Largest scene canvas side, px; a bigger scene is refused before it is drawn."""
 
 
 class Paths(Declared):
@@ -174,6 +184,8 @@ class Settings(Declared):
     """Response cache of real models (never the simulator)."""
     image: ImageOptions = ImageOptions()
     """Images sent to real models."""
+    scenes: Scenes = Scenes()
+    """Limits on the scenes."""
     paths: Paths = Paths()
     """Where scenes and model configs are read from."""
     run: Run = Run()

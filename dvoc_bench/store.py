@@ -12,25 +12,162 @@ Crash safety: a trial's steps and then its trial line are appended only when the
 loses at most the trials in flight. On open, a torn last line (no trailing newline) is cut off, and
 steps whose trial line never made it are dropped, so a resumed trial's steps are not duplicated.
 
+Every string of a record passes the redactor (:mod:`dvoc_bench.redaction`) before it is written, except
+the hashes and keys of :data:`EXACT_FIELDS`.
+
 Resume: ``ok`` trials are done. ``skipped`` trials (a provider died) are always run again, ``error``
 trials only with ``retry_errors=True``. The record and steps of a trial that is run again are moved to
 ``superseded.jsonl`` / ``superseded_steps.jsonl`` (nothing is lost), so ``trials.jsonl`` keeps exactly one
 line per trial.
+
+One writer: the store holds an exclusive lock on ``<run_dir>/.lock`` (``fcntl.flock``) from before it
+touches anything (tail repair, supersede, compaction) until :meth:`RunStore.close`. A second process (or
+a second store in the same process) on the same directory fails at once with :class:`RunDirBusy`, whose
+one-line message names the holder's PID and host. The lock file stays (removing it would race); the lock
+itself dies with its process, so a killed run never leaves the directory locked. ``flock`` is not reliable
+on every network file system: keep run directories on a local disk.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
+import json
 import os
+import shutil
+import socket
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from dvoc_bench.records import dumps as _dumps
-from dvoc_bench.records import read_jsonl
+from dvoc_bench.records import read_jsonl, to_jsonable
+from dvoc_bench.redaction import redact_value
 
 PLAN, TRIALS, STEPS, FRAMES = "plan.jsonl", "trials.jsonl", "steps.jsonl", "frames"
+LOCK = ".lock"
+"""The lock file of a run directory (holds the PID, host and start time of the current holder)."""
+
+
+class RunDirBusy(RuntimeError):
+    """Another process (or another store of this one) holds the run directory's lock."""
+
+    def __init__(self, run_dir: Path, holder: dict[str, Any] | None):
+        self.run_dir = run_dir
+        """The contested run directory."""
+        self.holder = holder or {}
+        """What the holder wrote into the lock file (``pid``, ``host``, ``since``), if readable."""
+        h = self.holder
+        who = f"pid {h.get('pid', '?')} on host {h.get('host', '?')}" if h else "another process"
+        since = f" since {h['since']}" if h.get("since") else ""
+        super().__init__(
+            f"{run_dir} is in use by {who}{since}; wait for it to finish or choose another run dir"
+        )
+
+
+def _plausible(info: dict[str, Any]) -> bool:
+    """False for a record left by a previous holder of this host that is gone (the new holder is about
+    to overwrite it)."""
+    if info.get("host") != socket.gethostname():
+        return True
+    try:
+        os.kill(int(info["pid"]), 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, ValueError, TypeError):
+        return True
+    return True
+
+
+def _read_holder(path: Path, wait_s: float = 1.0) -> dict[str, Any] | None:
+    """The holder's record in the lock file (it is written just after the lock is taken: wait briefly)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            info = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(info, dict) and "pid" in info and _plausible(info):
+                return info
+        except (OSError, ValueError):
+            pass
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.05)
+
+
+class RunDirLock:
+    """Exclusive, non-blocking lock on a run directory (``fcntl.flock`` on ``<run_dir>/.lock``).
+
+    ``acquire`` raises :class:`RunDirBusy` at once when another open lock exists, in any process. Use as a
+    context manager, or ``acquire()`` / ``release()``. The lock is not re-entrant.
+    """
+
+    def __init__(self, run_dir: Path | str):
+        self.dir = Path(run_dir)
+        """The locked directory."""
+        self.path = self.dir / LOCK
+        """The lock file."""
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        """True while this object holds the lock."""
+        return self._fd is not None
+
+    def acquire(self) -> RunDirLock:
+        if self._fd is not None:
+            raise RuntimeError(f"{self.path}: already held by this object")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise RunDirBusy(self.dir, _read_holder(self.path)) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        data = (json.dumps(info) + "\n").encode()
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, data, 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        """Give the lock up (the file stays; its content names the last holder)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def __enter__(self) -> RunDirLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def discard_output_subdir(run_dir: Path | str, subdir: str | None) -> None:
+    """Remove a refused invocation's own fresh Hydra output folder (``.hydra/<time>/``), and ``.hydra``
+    itself if that leaves it empty. Never touches anything else: a ``subdir`` that is not strictly inside
+    the run directory's ``.hydra`` (e.g. the old layout, ``.hydra`` itself) is left alone."""
+    if not subdir:
+        return
+    run_dir = Path(run_dir).resolve()
+    target = (run_dir / subdir).resolve()
+    hydra = run_dir / ".hydra"
+    if target.parent != hydra or not target.is_dir():
+        return
+    shutil.rmtree(target, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        hydra.rmdir()  # only when empty
 
 
 def _repair_tail(path: Path) -> None:
@@ -57,6 +194,17 @@ def _repair_tail(path: Path) -> None:
         f.truncate(0)
 
 
+EXACT_FIELDS = frozenset(
+    {"key", "trial_key", "frame_sha", "request_sha", "reply_sha256", "sha256", "scene_hash"}
+)
+"""Fields written as they are: hashes and keys that must match exactly (no text, no key can hide there)."""
+
+
+def _clean_dumps(obj: Any) -> str:
+    """A record line with every string through the redactor (no key reaches a record, whatever echoed it)."""
+    return _dumps(redact_value(to_jsonable(obj), EXACT_FIELDS))
+
+
 def _rewrite(path: Path, rows: Iterable[dict[str, Any]]) -> None:
     """Replace a JSONL file atomically."""
     tmp = path.with_suffix(".tmp")
@@ -72,6 +220,15 @@ class RunStore:
 
     def __init__(self, run_dir: Path | str, *, retry_errors: bool = False):
         self.dir = Path(run_dir)
+        self.lock = RunDirLock(self.dir).acquire()  # before anything of the directory is touched
+        """The run directory's lock, held until :meth:`close` (:class:`RunDirBusy` if someone has it)."""
+        try:
+            self._open(retry_errors)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _open(self, retry_errors: bool) -> None:
         self.frames_dir = self.dir / FRAMES
         self.frames_dir.mkdir(parents=True, exist_ok=True)
         for name in (TRIALS, STEPS):
@@ -114,7 +271,7 @@ class RunStore:
         """Write the plan (atomically)."""
         tmp = self.dir / (PLAN + ".tmp")
         with tmp.open("w", encoding="utf-8") as f:
-            f.writelines(_dumps(s) + "\n" for s in specs)
+            f.writelines(_clean_dumps(s) + "\n" for s in specs)
         os.replace(tmp, self.dir / PLAN)
 
     def save_frame(self, png: bytes) -> str:
@@ -132,11 +289,11 @@ class RunStore:
 
     def append_trial(self, record: dict[str, Any], steps: Iterable[Any]) -> None:
         """Append a finished trial: its steps first, then its line (flushed and fsynced)."""
-        lines = [_dumps(s) + "\n" for s in steps]
+        lines = [_clean_dumps(s) + "\n" for s in steps]
         if lines:
             self._steps.writelines(lines)
             self._steps.flush()
-        self._trials.write(_dumps(record) + "\n")
+        self._trials.write(_clean_dumps(record) + "\n")
         self._trials.flush()  # in the OS now: a killed process loses nothing written
         now = time.monotonic()
         if now - self._last_sync >= self.fsync_every_s:  # against a machine crash, at most once a second
@@ -149,11 +306,15 @@ class RunStore:
         return list(read_jsonl(self.dir / TRIALS))
 
     def close(self) -> None:
-        for f in (self._steps, self._trials):
-            f.flush()
-            os.fsync(f.fileno())
-        self._trials.close()
-        self._steps.close()
+        """Flush, fsync and close the records, then release the lock. Safe to call twice."""
+        try:
+            for f in (self._steps, self._trials):
+                if not f.closed:
+                    f.flush()
+                    os.fsync(f.fileno())
+                    f.close()
+        finally:
+            self.lock.release()
 
     def __enter__(self) -> RunStore:
         return self

@@ -69,7 +69,7 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
     s = load_settings(dict(cfg))
     models_dir = Path(s.paths.models) if s.paths.models else default_conf_dir() / "model"
     scenes_dir = Path(s.paths.scenes) if s.paths.scenes else default_scenes_dir()
-    registry = SceneRegistry(scenes_dir, options={"web": s.web.model_dump()})
+    registry = SceneRegistry(scenes_dir, options={"web": s.web.model_dump()}, max_side=s.scenes.max_side)
     tasks = check_list("task" if s.task else "tasks", [s.task] if s.task else s.tasks, registry.ids())
     names = check_list("models", [model_choice] if model_choice else s.models, model_names(models_dir))
     models = [
@@ -101,7 +101,7 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
     if any(method_info(m).needs_detector for m in knobs.methods):
         detector = detector_config(s.detector)
     return SweepSetup(
-        model_options={"cache": s.cache, "image": s.image},
+        model_options={"cache": s.cache, "image": s.image, "max_reply_chars": s.run.max_reply_chars},
         detector=detector,
         retry=s.retry,
         rate_split=s.scheduler.rate_split,
@@ -249,19 +249,20 @@ def run_sweep(
         gates = _run_coroutine(lambda: _run_trials(specs, setup, store, factory, on_done, gates))
         keys = {s.trial_key for s in specs}
         trials = [t for t in store.trials() if t["trial_key"] in keys]
-    (run_dir / "summary.md").write_text(format_table(summarise(trials), setup.knobs.epsilon) + "\n", "utf-8")
-    (run_dir / "run.json").write_text(
-        json.dumps(
-            {
-                "experiment": setup.experiment,
-                "planned": len(specs),
-                "finished": len(trials),
-                "simulated": any(t.get("simulated") for t in trials),
-            },
-            indent=1,
-        ),
-        encoding="utf-8",
-    )
+        table = format_table(summarise(trials), setup.knobs.epsilon)
+        (run_dir / "summary.md").write_text(table + "\n", "utf-8")  # still under the run dir's lock
+        (run_dir / "run.json").write_text(
+            json.dumps(
+                {
+                    "experiment": setup.experiment,
+                    "planned": len(specs),
+                    "finished": len(trials),
+                    "simulated": any(t.get("simulated") for t in trials),
+                },
+                indent=1,
+            ),
+            encoding="utf-8",
+        )
     return RunSummary(run_dir, specs, trials, todo, gates)
 
 

@@ -105,7 +105,7 @@ def test_submitit_local_multirun_of_two_jobs(tmp_path):
     models = [{t["model"] for t in read_jsonl(j / "trials.jsonl")} - {"none"} for j in jobs]
     assert models == [{"sim-ideal"}, {"sim-gemma-4-26b"}]
     for j in jobs:
-        assert (j / ".hydra" / "overrides.yaml").exists()
+        assert len(list((j / ".hydra").glob("*/overrides.yaml"))) == 1
     from dvoc_bench.analysis import load_runs
 
     runs = load_runs(tmp_path)  # the sweep dir: both jobs, merged, with their overrides as columns

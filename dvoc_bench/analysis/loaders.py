@@ -2,9 +2,10 @@
 
 A path given to :func:`load_runs` may be a run directory (it holds ``trials.jsonl``), a ``trials.jsonl``
 file, or any directory above run directories: a Hydra multirun sweep
-(``runs/<exp>/multirun/<time>/<job num>/``, each job with ``.hydra/overrides.yaml``) or a whole ``runs/``
-tree. Every run directory found is read; Hydra jobs get their job number and one ``override.<key>``
-column per override, so the jobs of a sweep merge into one frame that can be grouped by what was swept.
+(``runs/<exp>/multirun/<time>/<job num>/``, each job with ``.hydra/<time>/overrides.yaml``) or a whole
+``runs/`` tree. Every run directory found is read; Hydra jobs get their job number and one
+``override.<key>`` column per override, so the jobs of a sweep merge into one frame that can be grouped
+by what was swept. A run whose ``trials.jsonl`` holds a trial key twice is refused (``ValueError``).
 
 Parsed frames are cached as parquet in ``<run_dir>/.analysis_cache/`` (rebuilt when ``trials.jsonl`` or
 ``steps.jsonl`` change size or mtime); a read-only run directory is simply read without a cache.
@@ -228,11 +229,29 @@ def attach_trials(steps: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------------------ overrides
 
 
+def hydra_dir(run_dir: Path) -> Path | None:
+    """The Hydra output folder of the run's first invocation: ``.hydra/<time>/`` (one folder per
+    invocation; a resume adds one, the earliest describes the run), or ``.hydra/`` itself in run
+    directories of the old layout. ``None`` when there is none."""
+    root = Path(run_dir) / ".hydra"
+    if (root / "config.yaml").is_file() or (root / "overrides.yaml").is_file():
+        return root
+    if not root.is_dir():
+        return None
+    subs = sorted(
+        p
+        for p in root.iterdir()
+        if p.is_dir() and ((p / "overrides.yaml").is_file() or (p / "config.yaml").is_file())
+    )
+    return subs[0] if subs else None
+
+
 def read_overrides(run_dir: Path) -> dict[str, Any]:
-    """The Hydra overrides of a run (``.hydra/overrides.yaml``): key -> value (scalars parsed, lists and
-    mappings kept as their text). ``hydra.*`` overrides are left out."""
-    path = run_dir / ".hydra" / "overrides.yaml"
-    if not path.is_file():
+    """The Hydra overrides of a run (``overrides.yaml`` of :func:`hydra_dir`): key -> value (scalars
+    parsed, lists and mappings kept as their text). ``hydra.*`` overrides are left out."""
+    folder = hydra_dir(run_dir)
+    path = folder / "overrides.yaml" if folder is not None else None
+    if path is None or not path.is_file():
         return {}
     try:
         items = yaml.safe_load(path.read_text(encoding="utf-8")) or []
@@ -272,10 +291,33 @@ _SCHEMA = hashlib.sha256(
 
 def _signature(run_dir: Path) -> dict[str, Any]:
     sig: dict[str, Any] = {"schema": _SCHEMA}
-    for name in ("trials.jsonl", "steps.jsonl", ".hydra/overrides.yaml"):
-        p = run_dir / name
+    folder = hydra_dir(run_dir)
+    overrides = folder / "overrides.yaml" if folder is not None else run_dir / ".hydra" / "overrides.yaml"
+    for name, p in (
+        ("trials.jsonl", run_dir / "trials.jsonl"),
+        ("steps.jsonl", run_dir / "steps.jsonl"),
+        (".hydra/overrides.yaml", overrides),
+    ):
         sig[name] = [p.stat().st_size, p.stat().st_mtime_ns] if p.exists() else None
     return sig
+
+
+def check_unique_trials(run_dir: Path, keys: Iterable[str]) -> None:
+    """Refuse a run whose ``trials.jsonl`` holds a trial key more than once (two writers, a copy-paste):
+    which line would be right is not for the analysis to guess."""
+    seen: set[str] = set()
+    dup: list[str] = []
+    for k in keys:
+        if k in seen:
+            dup.append(k)
+        seen.add(k)
+    if dup:
+        n = len(set(dup))
+        raise ValueError(
+            f"{run_dir}: {n} trial keys appear more than once in trials.jsonl (e.g. {dup[0]}); "
+            f"check the run with `python -m dvoc_bench.doctor {run_dir}` "
+            "(`--repair` keeps the first record of each key and moves the rest aside)"
+        )
 
 
 def _image_sizes(run_dir: Path, steps: pd.DataFrame, trials: pd.DataFrame) -> dict[str, tuple[int, int]]:
@@ -302,6 +344,7 @@ def _image_sizes(run_dir: Path, steps: pd.DataFrame, trials: pd.DataFrame) -> di
 def _parse_run(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Parse one run directory (no cache): typed trials and steps with the text columns."""
     trials_raw = [flatten_trial(r) for r in read_jsonl(run_dir / "trials.jsonl") if "trial_key" in r]
+    check_unique_trials(run_dir, (r["trial_key"] for r in trials_raw))
     keys = {r["trial_key"] for r in trials_raw}
     steps_raw = [flatten_step(r) for r in read_jsonl(run_dir / "steps.jsonl") if r.get("trial_key") in keys]
     trials = pd.DataFrame(trials_raw)

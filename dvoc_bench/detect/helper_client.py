@@ -18,6 +18,13 @@ Life cycle (the seed's rules):
   (the helper's own verdict on the request), a timeout and a protocol error are not retried. The next
   request starts a new process in any case.
 
+- **bounded output**: a stdout line longer than :data:`MAX_LINE_BYTES` is never buffered: it fails the
+  request (or the start-up) as a protocol error and the process is stopped. At most
+  :data:`MAX_QUEUED_LINES` lines wait to be read.
+- **process group**: the helper runs in a session of its own; stopping it (close, idle exit, failure)
+  kills the whole process group, so children it spawned do not outlive it. A helper that exits during a
+  request is noticed even when a child keeps its stdout open.
+
 ``run`` reports ``wall_ms`` (the host's round trip, including a start-up when one was needed) and
 ``inference_ms`` (the helper's own figure from its ``OK`` line); ``starts`` counts processes started.
 """
@@ -25,14 +32,16 @@ Life cycle (the seed's rules):
 from __future__ import annotations
 
 import collections
+import contextlib
 import io
 import logging
 import os
 import queue
+import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -63,6 +72,20 @@ class _Timeout(Exception):
 
 _EOF = None
 
+MAX_LINE_BYTES = 64 * 1024
+"""Longest stdout line read from a helper (protocol lines are a few dozen bytes; log noise stays short)."""
+MAX_QUEUED_LINES = 1024
+"""Lines read ahead of the client at most (the reader then waits, and so does the helper's pipe)."""
+EXIT_GRACE_S = 0.5
+"""After the helper process exits, how long its last lines may take to arrive before it counts as a crash."""
+
+
+class _TooLong:
+    """Queued instead of a line longer than :data:`MAX_LINE_BYTES` (which is skipped, not kept)."""
+
+    def __init__(self, size: int):
+        self.size = size
+
 
 class _Process:
     """One running helper: the Popen plus reader threads for stdout (lines) and stderr (a short tail)."""
@@ -76,8 +99,10 @@ class _Process:
             bufsize=0,
             env=None if env is None else dict(env),
             cwd=cwd,
+            start_new_session=True,  # its own process group: kill() reaches the children it spawns
         )
-        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.lines: queue.Queue[str | _TooLong | None] = queue.Queue(maxsize=MAX_QUEUED_LINES)
+        self._stopping = threading.Event()
         self.stderr: collections.deque[str] = collections.deque(maxlen=20)
         threading.Thread(target=self._read_stdout, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
@@ -85,24 +110,60 @@ class _Process:
     # The reader threads own their pipes (buffered here, closed when they end): closing a pipe that
     # another thread is reading could block on a helper whose children keep it open.
 
+    def _put(self, item: str | _TooLong | None) -> bool:
+        """Queue an item, waiting while the queue is full; False once the process is being stopped."""
+        while True:
+            try:
+                self.lines.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                if self._stopping.is_set():
+                    return False
+
+    @staticmethod
+    def _lines(out: io.BufferedReader) -> Iterator[bytes | int]:
+        """Lines of at most ``MAX_LINE_BYTES``; a longer line is read past in bounded pieces and reported
+        by its size (an ``int``) instead."""
+        while True:
+            raw = out.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                return
+            if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
+                yield raw
+                continue
+            size = len(raw)
+            while True:  # skip the rest of the line without keeping it
+                more = out.readline(MAX_LINE_BYTES)
+                size += len(more)
+                if not more or more.endswith(b"\n"):
+                    break
+            yield size
+
     def _read_stdout(self) -> None:
         assert self.popen.stdout is not None
         out = io.BufferedReader(self.popen.stdout)  # type: ignore[arg-type]
         try:
-            for raw in iter(out.readline, b""):
-                self.lines.put(raw.decode("utf-8", "replace").rstrip("\r\n"))
+            for raw in self._lines(out):
+                item = (
+                    _TooLong(raw) if isinstance(raw, int) else raw.decode("utf-8", "replace").rstrip("\r\n")
+                )
+                if not self._put(item):
+                    return
         except (OSError, ValueError):
             pass
         finally:
-            self.lines.put(_EOF)
+            self._put(_EOF)
             out.close()
 
     def _read_stderr(self) -> None:
         assert self.popen.stderr is not None
         err = io.BufferedReader(self.popen.stderr)  # type: ignore[arg-type]
         try:
-            for raw in iter(err.readline, b""):
-                line = raw.decode("utf-8", "replace").rstrip()
+            for raw in self._lines(err):
+                if isinstance(raw, int):
+                    line = f"<a line of {raw} bytes, not kept>"
+                else:
+                    line = raw.decode("utf-8", "replace").rstrip()
                 self.stderr.append(line)
                 log.debug("helper stderr: %s", line)
         except (OSError, ValueError):
@@ -111,13 +172,31 @@ class _Process:
             err.close()
 
     def readline(self, deadline: float) -> str:
-        try:
-            line = self.lines.get(timeout=max(deadline - time.monotonic(), 0.0))
-        except queue.Empty:
-            raise _Timeout() from None
+        """The next stdout line. ``_Timeout`` past ``deadline``; ``_Crashed`` at the end of the output or
+        when the process has exited (children of it may keep the pipe open: no end-of-file then);
+        ``ProtocolError`` for a line longer than :data:`MAX_LINE_BYTES`."""
+        exited_at: float | None = None
+        while True:
+            now = time.monotonic()
+            try:
+                line = self.lines.get(timeout=max(0.0, min(deadline - now, 0.1)))
+                break
+            except queue.Empty:
+                pass
+            now = time.monotonic()
+            if self.popen.poll() is not None:
+                exited_at = exited_at or now
+                if now - exited_at >= EXIT_GRACE_S:  # its last lines had time to arrive
+                    raise _Crashed()
+            if now >= deadline:
+                raise _Timeout()
         if line is _EOF:
-            self.lines.put(_EOF)  # later reads see the end too
+            self._put(_EOF)  # later reads see the end too
             raise _Crashed()
+        if isinstance(line, _TooLong):
+            raise ProtocolError(
+                f"helper printed a line longer than {MAX_LINE_BYTES} bytes ({line.size} bytes)"
+            )
         return line
 
     def write(self, data: bytes, deadline: float | None = None) -> None:
@@ -162,6 +241,10 @@ class _Process:
         return f"{what}; stderr: {tail[-500:]}" if tail else what
 
     def kill(self) -> None:
+        """Kill the helper's whole process group (the helper and whatever it spawned), then reap it."""
+        self._stopping.set()
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # an empty group: nothing to kill
+            os.killpg(self.popen.pid, signal.SIGKILL)  # the group id is the helper's pid (own session)
         if self.alive:
             self.popen.kill()
         try:

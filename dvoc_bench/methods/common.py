@@ -141,6 +141,8 @@ def base_step(
     step.tokens_in, step.tokens_out, step.cost_usd = reply.tokens_in, reply.tokens_out, reply.cost_usd
     step.cached = reply.cached
     step.cost_source = reply.cost_source
+    step.reply_chars, step.reply_sha256 = reply.full_chars, reply.full_sha256
+    step.reply_truncated = reply.truncated
     if reply.image_scale != 1.0:  # recorded only when the image was really resized
         step.image_scale = reply.image_scale
         step.sent_size = list(reply.sent_size) if reply.sent_size else None

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from dvoc_bench.geometry import Size
+
+MAX_REPLY_CHARS = 64000
+"""Default bound on a reply's text and on each tool call's arguments (``run.max_reply_chars``)."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,78 @@ class Reply:
     """The provider's own tool calls when the client rewrote their numbers (``pixel_answers: sent``)."""
     finish_reason: str | None = None
     """Provider's finish reason (``stop``, ``tool_calls``, ``length``...), when it gave one."""
+    full_chars: int | None = None
+    """Characters of the reply as received, before :func:`bound_reply`: the text plus every tool call's
+    arguments (JSON text of arguments that came as objects). ``None`` when not measured."""
+    full_sha256: str | None = None
+    """sha256 of the reply as received (:func:`reply_digest`), before bounding and redaction."""
+    truncated: dict[str, dict[str, Any]] | None = None
+    """Parts cut to the bound: ``{"text" | "tool_calls[i].arguments" | "tool_calls[i].name": {"chars": n,
+    "sha256": h}}`` with the length and hash of the part as received; ``None`` when nothing was cut."""
+
+
+def _utf8(s: str) -> bytes:
+    return s.encode("utf-8", "surrogatepass")
+
+
+def _args_text(args: Any) -> str:
+    return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
+
+
+def reply_digest(reply: Reply) -> str:
+    """sha256 of ``{"text": ..., "tool_calls": [{"name": ..., "arguments": ...}]}`` as compact JSON with
+    sorted keys (``ensure_ascii=False``, UTF-8): one hash for the whole reply as received."""
+    blob = {
+        "text": reply.text,
+        "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in reply.tool_calls],
+    }
+    text = json.dumps(blob, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(_utf8(text)).hexdigest()
+
+
+def bound_reply(
+    reply: Reply, max_chars: int = MAX_REPLY_CHARS, clean: Callable[[Any], Any] | None = None
+) -> Reply:
+    """``reply`` with at most ``max_chars`` characters of its text and of each tool call's name and
+    arguments (the head is kept), and the length and sha256 of what was received (``full_chars``,
+    ``full_sha256``, ``truncated``). ``clean`` (the redactor) is applied to the kept text, names and
+    arguments. A reply that was bounded already keeps its original measurements."""
+    measured = reply.full_sha256 is not None
+    cut: dict[str, dict[str, Any]] = dict(reply.truncated or {})
+
+    def keep(part: str, value: str) -> str:
+        if len(value) <= max_chars:
+            return value
+        if part not in cut:
+            cut[part] = {"chars": len(value), "sha256": hashlib.sha256(_utf8(value)).hexdigest()}
+        return value[:max_chars]
+
+    full = reply.full_chars
+    if not measured:
+        full = len(reply.text or "") + sum(len(_args_text(c.arguments)) for c in reply.tool_calls)
+    text = None if reply.text is None else keep("text", reply.text)
+    calls = []
+    for i, c in enumerate(reply.tool_calls):
+        name = None if c.name is None else keep(f"tool_calls[{i}].name", str(c.name))
+        args = c.arguments
+        if args is not None and not isinstance(args, str | int | float | bool):
+            as_text = _args_text(args)
+            if len(as_text) > max_chars:
+                args = as_text  # an object too large to keep: its head, as text
+        if isinstance(args, str):
+            args = keep(f"tool_calls[{i}].arguments", args)
+        calls.append(ToolCall(name, args))
+    if clean is not None:
+        text = None if text is None else clean(text)
+        calls = [ToolCall(None if c.name is None else clean(c.name), clean(c.arguments)) for c in calls]
+    return dataclasses.replace(
+        reply,
+        text=text,
+        tool_calls=calls,
+        full_chars=full,
+        full_sha256=reply.full_sha256 if measured else reply_digest(reply),
+        truncated=cut or None,
+    )
 
 
 class ModelCallError(Exception):

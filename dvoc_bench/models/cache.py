@@ -10,7 +10,10 @@ requests are identical:
 
 An entry holds the reply (text, tool calls verbatim, tokens, the original cost and its source, the original
 latency) and is written atomically (temporary file + rename). Only successful replies are stored; errors
-never are. A reply served from the cache is marked ``cached=True``, costs ``0.0`` with
+never are. What is stored is the reply as the client returned it: bounded (``run.max_reply_chars`` of
+the text and of each tool call's arguments, with the length and sha256 of the original) and redacted; an
+entry is bounded and redacted again when read (entries of older versions were neither).
+A reply served from the cache is marked ``cached=True``, costs ``0.0`` with
 ``cost_source="cache"`` (the original cost stays in the entry), and its latency is the lookup time.
 A corrupt entry is ignored (and replaced by the next successful call), never fatal.
 """
@@ -26,8 +29,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dvoc_bench.models.base import Model, ModelRequest, Reply, ToolCall
+from dvoc_bench.models.base import MAX_REPLY_CHARS, Model, ModelRequest, Reply, ToolCall, bound_reply
 from dvoc_bench.models.options import CacheOptions
+from dvoc_bench.redaction import redact_value
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +87,10 @@ class ResponseCache:
             return None
         return entry
 
-    def put(self, identity: str, key: str, reply: Reply) -> None:
-        """Store a successful reply atomically."""
+    def put(self, identity: str, key: str, reply: Reply, max_chars: int = MAX_REPLY_CHARS) -> None:
+        """Store a successful reply atomically (bounded to ``max_chars`` per part and redacted)."""
         path = self._path(identity, key)
+        reply = bound_reply(reply, max_chars, redact_value)  # a no-op on what the client bounded already
         entry = {
             "format": FORMAT,
             "identity": identity,
@@ -98,6 +103,9 @@ class ResponseCache:
             "cost_usd": reply.cost_usd,
             "cost_source": reply.cost_source,
             "latency_s": reply.latency_s,
+            "full_chars": reply.full_chars,
+            "full_sha256": reply.full_sha256,
+            "truncated": reply.truncated,
         }
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
@@ -110,9 +118,10 @@ class ResponseCache:
             raise
 
 
-def _reply_from(entry: dict[str, Any], lookup_s: float) -> Reply:
+def _reply_from(entry: dict[str, Any], lookup_s: float, max_chars: int = MAX_REPLY_CHARS) -> Reply:
     calls = [ToolCall(c.get("name"), c.get("arguments")) for c in entry.get("tool_calls") or []]
-    return Reply(
+    truncated = entry.get("truncated")
+    reply = Reply(
         text=entry.get("text"),
         tool_calls=calls,
         tokens_in=entry.get("tokens_in"),
@@ -121,7 +130,11 @@ def _reply_from(entry: dict[str, Any], lookup_s: float) -> Reply:
         cost_source="cache",
         latency_s=lookup_s,
         cached=True,
+        full_chars=entry.get("full_chars"),
+        full_sha256=entry.get("full_sha256"),
+        truncated=truncated if isinstance(truncated, dict) else None,
     )
+    return bound_reply(reply, max_chars, redact_value)  # entries of older versions: unbounded, unredacted
 
 
 class CachedModel:
@@ -140,6 +153,8 @@ class CachedModel:
         """As the inner model."""
         fp = getattr(inner, "cache_fingerprint", None)
         self._fingerprint: dict[str, Any] = fp() if callable(fp) else {}
+        self.max_reply_chars = int(getattr(inner, "max_reply_chars", MAX_REPLY_CHARS))
+        """Bound on the replies stored and served (the inner client's)."""
 
     def key(self, req: ModelRequest) -> str:
         """Cache key of ``req`` for this model."""
@@ -150,10 +165,10 @@ class CachedModel:
         key = self.key(request)
         entry = self.cache.get(self.identity, key)
         if entry is not None:
-            return _reply_from(entry, time.perf_counter() - t0)
+            return _reply_from(entry, time.perf_counter() - t0, self.max_reply_chars)
         reply = await self.inner.complete(request)
         try:
-            self.cache.put(self.identity, key, reply)
+            self.cache.put(self.identity, key, reply, self.max_reply_chars)
         except OSError as e:  # a full disk must not fail the call
             log.warning("could not write cache entry for %s: %s", self.name, e)
         return reply

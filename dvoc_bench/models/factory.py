@@ -7,16 +7,20 @@ from typing import Any
 
 from dvoc_bench.config import ConfigError, ModelConfig
 from dvoc_bench.declare import validate
-from dvoc_bench.models.base import Model
+from dvoc_bench.models.base import MAX_REPLY_CHARS, Model
 from dvoc_bench.models.options import CacheOptions, ImageOptions
 from dvoc_bench.scenes.types import SceneTruth
 
 
 def model_options(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """``build_model`` keyword arguments from the resolved global config (its ``cache:`` and ``image:``)."""
+    """``build_model`` keyword arguments from a resolved global config (its ``cache:``, ``image:`` and
+    ``run.max_reply_chars``); :mod:`dvoc_bench.settings` declares them."""
+    from dvoc_bench.settings import Run
+
     return {
         "cache": validate(CacheOptions, cfg.get("cache"), "cache."),
         "image": validate(ImageOptions, cfg.get("image"), "image."),
+        "max_reply_chars": validate(Run, cfg.get("run"), "run.").max_reply_chars,
     }
 
 
@@ -26,21 +30,23 @@ def build_model(
     *,
     cache: Any = None,
     image: Any = None,
+    max_reply_chars: int = MAX_REPLY_CHARS,
     wrap: Callable[[Model], Model] | None = None,
 ) -> Model:
     """A ready model for ``cfg``; ``truth`` looks up scene ground truth (used by the simulator only).
 
-    ``cache`` (:class:`~dvoc_bench.models.cache.CacheOptions`) wraps a real model in the response cache when
-    enabled; ``image`` (:class:`~dvoc_bench.models.litellm_client.ImageOptions`) sets the resizing of the
-    images a LiteLLM model is sent (a model config's own ``image:`` block wins). ``wrap`` (the sweep's
-    provider gate with its retries) goes around the provider client, inside the cache: the chain is
-    ``cache -> wrap -> client``, so a cache hit never waits in the gate.
+    ``cache`` (:class:`~dvoc_bench.models.options.CacheOptions`) wraps a real model in the response cache
+    when enabled; ``image`` (:class:`~dvoc_bench.models.options.ImageOptions`) sets the resizing of the
+    images a LiteLLM model is sent (a model config's own ``image:`` block wins); ``max_reply_chars`` bounds
+    what is kept of every reply (text and each tool call's arguments; the cache stores the same). ``wrap``
+    (the sweep's provider gate with its retries) goes around the provider client, inside the cache: the
+    chain is ``cache -> wrap -> client``, so a cache hit never waits in the gate.
     """
     wrap = wrap or (lambda m: m)
     if cfg.kind == "litellm":
         from dvoc_bench.models.litellm_client import LiteLLMModel
 
-        model: Model = wrap(LiteLLMModel(cfg, image))
+        model: Model = wrap(LiteLLMModel(cfg, image, max_reply_chars))
         if cache is not None and cache.enabled:
             from dvoc_bench.models.cache import CachedModel, ResponseCache
 
@@ -55,5 +61,7 @@ def build_model(
             profile = SimProfile.from_mapping(cfg.raw["sim"])
         except (KeyError, TypeError, ValueError) as e:
             raise ConfigError(f"model {cfg.name}: bad 'sim' block: {e}") from e
-        return wrap(SimulatedModel(cfg.name, profile, truth))
+        sim = SimulatedModel(cfg.name, profile, truth)
+        sim.max_reply_chars = max_reply_chars
+        return wrap(sim)
     raise ConfigError(f"model {cfg.name}: kind {cfg.kind!r} is not available")

@@ -39,7 +39,7 @@ drawn in the image. Hence:
   :mod:`dvoc_bench.geometry`) and keeps the provider's own calls in :attr:`Reply.raw_tool_calls`.
   ``experiment=frame_probe`` with ``image.max_side`` set tells which of the two a model does.
 
-The scale is recorded on every reply (:class:`ClientReply` ``image_scale``, ``sent_size``).
+The scale is recorded on every reply (:class:`~dvoc_bench.models.base.Reply` ``image_scale``, ``sent_size``).
 """
 
 from __future__ import annotations
@@ -60,123 +60,36 @@ from typing import Any
 from dvoc_bench.config import ConfigError, ModelConfig
 from dvoc_bench.declare import validate
 from dvoc_bench.geometry import Size
-from dvoc_bench.models.base import ModelCallError, ModelRequest, Reply, ToolCall
+from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelCallError, ModelRequest, Reply, ToolCall, bound_reply
 from dvoc_bench.models.options import ImageOptions
+from dvoc_bench.redaction import (  # re-exported: the client registers keys and redacts what it returns
+    NO_KEY,
+    REDACTED,
+    install_log_redaction,
+    redact,
+    redact_value,
+    register_secret,
+)
 
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "NO_KEY",
+    "REDACTED",
     "LiteLLMModel",
     "classify_exception",
     "import_litellm",
     "redact",
+    "redact_value",
     "register_secret",
     "resize_png",
 ]
 
-"""How a pixel-frame model reads a resized image: in the frame the prompt states, or in the sent raster."""
-
-NO_KEY = "no-key"
-"""Key sent to servers that need none (keeps the OpenAI SDK from reading ``OPENAI_API_KEY``)."""
-
 ERROR_MAX_CHARS = 300
 """Error strings are cut to this length (after redaction)."""
 
-REDACTED = "[REDACTED]"
-
 COORD_FIELDS = {"click_at": ("x", "y"), "report_offset": ("dx", "dy")}
 """Numbers a ``pixel_answers: sent`` client maps back to the original grid, per tool."""
-
-
-# ------------------------------------------------------------------------------------------- secrets
-
-_SECRETS: set[str] = set()
-_SECRETS_LOCK = threading.Lock()
-_MIN_SECRET = 6
-_FRAGMENT = 8
-"""An echoed fragment of at least this many characters of a registered key is redacted too."""
-
-_PATTERNS = (
-    re.compile(r"(?i)(bearer\s+)[^\s\"',;}]+"),
-    re.compile(r"(?i)([?&](?:key|api_key|api-key|access_token)=)[^&\s\"']+"),
-    re.compile(
-        r"(?i)((?:x-goog-api-key|x-api-key|api[_-]?key|authorization|openai_api_key)[\"']?\s*[:=]\s*[\"']?)"
-        r"(?!\[REDACTED\])[^\s\"',;}]+"
-    ),
-    re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"),
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"),
-)
-"""Key shapes redacted even when the key was never registered (echoed ``Bearer``, ``?key=``, ``sk-``...)."""
-
-_TOKEN_RE = re.compile(r"[A-Za-z0-9_\-+/=.:]{" + str(_FRAGMENT) + ",}")
-
-
-def register_secret(value: str | None) -> None:
-    """Remember a key so :func:`redact` removes it (and fragments of it) from any text."""
-    if value and len(value) >= _MIN_SECRET and value != NO_KEY:
-        with _SECRETS_LOCK:
-            _SECRETS.add(value)
-
-
-def redact(text: str, secrets: set[str] | frozenset[str] | None = None) -> str:
-    """``text`` without any registered (or given) key, fragment of one, or key-shaped token."""
-    with _SECRETS_LOCK:
-        known = set(_SECRETS)
-    if secrets:
-        known |= {s for s in secrets if s and len(s) >= _MIN_SECRET}
-    for s in sorted(known, key=len, reverse=True):
-        text = text.replace(s, REDACTED)
-    if known:
-
-        def fragment(m: re.Match[str]) -> str:
-            tok = m.group(0)
-            for s in known:
-                for i in range(len(tok) - _FRAGMENT + 1):
-                    if tok[i : i + _FRAGMENT] in s:
-                        return REDACTED
-            return tok
-
-        text = _TOKEN_RE.sub(fragment, text)
-    for pat in _PATTERNS:
-        text = pat.sub(lambda m: (m.group(1) if m.re.groups else "") + REDACTED, text)
-    return text
-
-
-class _RedactFilter(logging.Filter):
-    """Rewrites every record it sees through :func:`redact` (message and arguments merged)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            msg = record.getMessage()
-        except Exception:  # a broken format string: keep the record as it is
-            return True
-        clean = redact(msg)
-        if clean != msg or record.args:
-            record.msg, record.args = clean, None
-        if record.exc_info and record.exc_info[1] is not None:
-            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
-            record.exc_info = None
-        return True
-
-
-REDACT_FILTER = _RedactFilter()
-"""The filter installed on third-party loggers and the root handlers."""
-
-_QUIET = {"LiteLLM": logging.ERROR, "LiteLLM Router": logging.ERROR, "LiteLLM Proxy": logging.ERROR}
-_QUIET.update({n: logging.WARNING for n in ("httpx", "httpcore", "openai", "openai._base_client")})
-
-
-def install_log_redaction() -> None:
-    """Quieten LiteLLM / OpenAI / httpx (their DEBUG lines carry headers) and redact what still passes."""
-    loggers = [logging.getLogger(n) for n in _QUIET]
-    for lg in loggers:
-        lg.setLevel(_QUIET[lg.name])
-    for lg in [*loggers, logging.getLogger()]:
-        if REDACT_FILTER not in lg.filters:
-            lg.addFilter(REDACT_FILTER)
-        for h in lg.handlers:
-            if REDACT_FILTER not in h.filters:
-                h.addFilter(REDACT_FILTER)
 
 
 # -------------------------------------------------------------------------------------------- import
@@ -443,7 +356,9 @@ class ClientSettings:
 class LiteLLMModel:
     """A real (or HTTP-served) model called through LiteLLM."""
 
-    def __init__(self, cfg: ModelConfig, image: ImageOptions | None = None):
+    def __init__(
+        self, cfg: ModelConfig, image: ImageOptions | None = None, max_reply_chars: int = MAX_REPLY_CHARS
+    ):
         self.name = cfg.name
         """Config name of the model."""
         self.simulated = cfg.simulated
@@ -454,6 +369,8 @@ class LiteLLMModel:
         """Model id + api base."""
         self.settings = ClientSettings.from_config(cfg, image)
         """What is sent with every call."""
+        self.max_reply_chars = int(max_reply_chars)
+        """Characters kept of a reply's text and of each tool call's arguments (``run.max_reply_chars``)."""
         key = os.environ.get(self.settings.key_env) if self.settings.key_env else None
         prov = cfg.provider_config
         if not key and prov is not None and prov.key_required:
@@ -524,7 +441,14 @@ class LiteLLMModel:
         self, litellm: Any, resp: Any, req: ModelRequest, sent_size: Size | None, latency: float
     ) -> Reply:
         if not resp.choices:  # no candidate at all (e.g. a blocked prompt): an empty reply, parsed as such
-            return Reply(text=None, latency_s=latency, finish_reason=None)
+            empty = bound_reply(Reply(text=None), self.max_reply_chars)
+            return Reply(
+                text=None,
+                latency_s=latency,
+                finish_reason=None,
+                full_chars=empty.full_chars,
+                full_sha256=empty.full_sha256,
+            )
         choice = resp.choices[0]
         msg = choice.message
         text = msg.content
@@ -534,6 +458,10 @@ class LiteLLMModel:
             ToolCall(getattr(c.function, "name", None), getattr(c.function, "arguments", None))
             for c in (getattr(msg, "tool_calls", None) or [])
         ]
+        # right here, before anything keeps or copies it: at most max_reply_chars of the text and of each
+        # call's arguments (length and sha256 of the original recorded), and no key in what is kept
+        bounded = bound_reply(Reply(text=text or None, tool_calls=calls), self.max_reply_chars, redact_value)
+        text, calls = bounded.text, bounded.tool_calls
         usage = getattr(resp, "usage", None)
         cost, source = self._cost(litellm, resp)
         scale = 1.0 if sent_size is None else sent_size.width / req.image_size.width
@@ -558,6 +486,9 @@ class LiteLLMModel:
             sent_size=sent_size.as_list() if sent_size else None,
             raw_tool_calls=raw_calls,
             finish_reason=getattr(choice, "finish_reason", None),
+            full_chars=bounded.full_chars,
+            full_sha256=bounded.full_sha256,
+            truncated=bounded.truncated,
         )
 
     def _cost(self, litellm: Any, resp: Any) -> tuple[float | None, str | None]:

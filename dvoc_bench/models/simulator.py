@@ -117,7 +117,7 @@ from dvoc_bench.geometry import (
     point_from_pixels,
     point_to_pixels,
 )
-from dvoc_bench.models.base import ModelRequest, Reply, ToolCall
+from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelRequest, Reply, ToolCall, bound_reply
 from dvoc_bench.render import find_crosshair
 from dvoc_bench.scenes.types import Element, SceneTruth
 
@@ -990,6 +990,8 @@ class SimulatedModel:
         self.truth = truth
         """Ground-truth lookup by scene id."""
         self._identity = f"{name}|{profile.digest()}".encode()
+        self.max_reply_chars = MAX_REPLY_CHARS
+        """Characters kept of a reply's text and tool arguments (``run.max_reply_chars``), as a client."""
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], truth: Callable[[str], SceneTruth]) -> SimulatedModel:
@@ -1006,7 +1008,7 @@ class SimulatedModel:
         return np.random.default_rng(int.from_bytes(h.digest()[:16], "big"))
 
     async def complete(self, request: ModelRequest) -> Reply:
-        reply = self.respond(request)
+        reply = bound_reply(self.respond(request), self.max_reply_chars)  # the records a real client writes
         delay = self.latency_for(request)
         if delay != reply.latency_s:
             reply = dataclasses.replace(reply, latency_s=delay)

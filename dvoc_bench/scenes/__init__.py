@@ -22,12 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from dvoc_bench import registry
+from dvoc_bench.declare import ConfigError
 from dvoc_bench.geometry import Point
 from dvoc_bench.records import Probe, SceneKind
-from dvoc_bench.scenes.synthetic import render_synthetic_file
+from dvoc_bench.scenes.synthetic import DEFAULT_MAX_SIDE, render_synthetic_file
 from dvoc_bench.scenes.types import Element, SceneTruth, Snapshot
 
 __all__ = [
+    "DEFAULT_MAX_SIDE",
     "Element",
     "Probe",
     "SceneRegistry",
@@ -58,11 +60,14 @@ class SceneSource:
     """The object behind a stateful source (e.g. :class:`dvoc_bench.scenes.web.WebScenes`), for inspection."""
     kind: SceneKind = "synthetic"
     """The kind of scene this source produces (recorded as ``scene_kind``)."""
+    limited_load: Callable[[Path, int], Snapshot] | None = None
+    """Optional: ``load`` with the registry's ``max_side`` (``scenes.max_side``), refusing a larger canvas
+    with a :class:`~dvoc_bench.config.ConfigError` before allocating it. Used instead of ``load`` when set."""
 
 
 @registry.source("synthetic", kind="synthetic")
 def _synthetic_source(options: Any) -> SceneSource:
-    return SceneSource("*.yaml", render_synthetic_file, kind="synthetic")
+    return SceneSource("*.yaml", render_synthetic_file, limited_load=render_synthetic_file, kind="synthetic")
 
 
 @registry.source("web", kind="web")
@@ -113,11 +118,16 @@ class SceneRegistry:
         root: Path | str,
         sources: Mapping[str, SceneSource] | None = None,
         options: Mapping[str, Any] | None = None,
+        max_side: int = DEFAULT_MAX_SIDE,
     ) -> None:
         """``sources`` replaces the registered ones (:func:`build_sources`); ``options`` maps a source name
-        to its options (``{"web": cfg["web"]}``), validated here (``ConfigError``)."""
+        to its options (``{"web": cfg["web"]}``), validated here (``ConfigError``). ``max_side``: the
+        largest canvas side a scene may have (``scenes.max_side``), checked before rendering."""
         self.root = Path(root)
         """The scenes directory."""
+        options = options or {}
+        self.max_side = max_side
+        """Largest canvas side a scene may have (``scenes.max_side``); checked before rendering."""
         if sources is None:
             sources = build_sources(options)
         self._sources = dict(sources)
@@ -134,14 +144,14 @@ class SceneRegistry:
                 for folder, source in sorted(self._sources.items()):
                     for path in sorted((self.root / folder).glob(source.pattern)):
                         if path.stem in paths:
-                            raise ValueError(
+                            raise ConfigError(
                                 f"scene id {path.stem!r} defined twice: {paths[path.stem][0]} and {path}"
                             )
                         paths[path.stem] = (path, source)
                 for folder, source in sorted(self._sources.items()):
                     for sid, path in sorted(source.extra.items()):
                         if sid in paths:
-                            raise ValueError(
+                            raise ConfigError(
                                 f"scene id {sid!r} defined twice: {paths[sid][0]} and {path} ({folder})"
                             )
                         paths[sid] = (Path(path), source)
@@ -164,7 +174,10 @@ class SceneRegistry:
             if scene_id not in index:
                 raise KeyError(f"unknown scene {scene_id!r}; known scenes: {', '.join(self.ids())}")
             path, source = index[scene_id]
-            snap = source.load(path)
+            if source.limited_load is not None:
+                snap = source.limited_load(path, self.max_side)
+            else:
+                snap = source.load(path)
             if snap.scene_id != scene_id:
                 raise ValueError(
                     f"{path}: defines scene id {snap.scene_id!r}, expected the file stem {scene_id!r}"

@@ -42,6 +42,7 @@ import numpy as np
 import yaml
 from PIL import Image, ImageDraw
 
+from dvoc_bench.config import ConfigError
 from dvoc_bench.geometry import Box, Size
 from dvoc_bench.render import dejavu
 from dvoc_bench.scenes.types import Element, SceneTruth, Snapshot
@@ -52,6 +53,8 @@ ROLES = ("button", "input", "link", "text", "panel")
 """Roles a detector would assign (see :class:`Element`)."""
 DIFFICULTIES = ("easy", "medium", "hard")
 """Difficulty levels, as the authors graded the scenes."""
+DEFAULT_MAX_SIDE = 8192
+"""Largest canvas side accepted by default (``scenes.max_side``), checked before anything is allocated."""
 
 _SCENE_KEYS = ("id", "name", "difficulty", "size", "background", "instruction", "target", "elements")
 _ELEMENT_REQUIRED = ("id", "kind")
@@ -74,22 +77,38 @@ _DEFAULT_ROLE = {"rect": "button", "input": "input", "text": "text"}
 # ------------------------------------------------------------------------------------------ loading
 
 
-def load_spec(path: str | Path) -> dict[str, Any]:
-    """Read and validate a scene spec; errors are ``ValueError`` naming the file and the bad key."""
+def yaml_error_line(exc: yaml.YAMLError) -> str:
+    """A YAML error in one line: the problem and where (PyYAML's own text spans several lines)."""
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc)
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return " ".join(f"{problem}{where}".split())
+
+
+def load_spec(path: str | Path, max_side: int = DEFAULT_MAX_SIDE) -> dict[str, Any]:
+    """Read and validate a scene spec; errors are :class:`ConfigError` (a ``ValueError``) in one line
+    naming the file and the bad key. A canvas side above ``max_side`` is refused before any drawing."""
     path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML: {exc}") from exc
-    return validate_spec(raw, source=str(path))
+        raise ConfigError(f"{path}: not valid YAML: {yaml_error_line(exc)}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the scene file: {exc}") from None
+    return validate_spec(raw, source=str(path), max_side=max_side)
 
 
-def validate_spec(raw: Any, *, source: str = "<spec>") -> dict[str, Any]:
+def validate_spec(raw: Any, *, source: str = "<spec>", max_side: int = DEFAULT_MAX_SIDE) -> dict[str, Any]:
     """Validate a spec mapping and return it normalised (defaults filled, tuples); idempotent."""
     if not isinstance(raw, Mapping):
-        raise ValueError(f"{source}: a scene spec must be a mapping, got {type(raw).__name__}")
+        raise ConfigError(f"{source}: a scene spec must be a mapping, got {type(raw).__name__}")
     _check_keys(raw, _SCENE_KEYS, _SCENE_KEYS, source)
     size = _int_seq(raw["size"], 2, source, "size", minimum=1)
+    if max(size) > max_side:
+        raise ConfigError(
+            f"{source}: key 'size' {list(size)} exceeds scenes.max_side = {max_side} px "
+            "(raise scenes.max_side to render it)"
+        )
     spec: dict[str, Any] = {
         "id": _text(raw["id"], source, "id"),
         "name": _text(raw["name"], source, "name"),
@@ -101,24 +120,24 @@ def validate_spec(raw: Any, *, source: str = "<spec>") -> dict[str, Any]:
     }
     items = raw["elements"]
     if not isinstance(items, Sequence) or isinstance(items, str) or not items:
-        raise ValueError(f"{source}: key 'elements' must be a non-empty list")
+        raise ConfigError(f"{source}: key 'elements' must be a non-empty list")
     elements = [_element(item, size, f"{source}: elements[{i}]") for i, item in enumerate(items)]
     ids = [e["id"] for e in elements]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
-        raise ValueError(f"{source}: key 'elements' has duplicate ids {dup}")
+        raise ConfigError(f"{source}: key 'elements' has duplicate ids {dup}")
     by_id = {e["id"]: e for e in elements}
     if spec["target"] not in by_id:
-        raise ValueError(f"{source}: key 'target' names unknown element {spec['target']!r} (ids: {ids})")
+        raise ConfigError(f"{source}: key 'target' names unknown element {spec['target']!r} (ids: {ids})")
     if not by_id[spec["target"]]["interactive"]:
-        raise ValueError(f"{source}: key 'target' names a non-interactive element {spec['target']!r}")
+        raise ConfigError(f"{source}: key 'target' names a non-interactive element {spec['target']!r}")
     spec["elements"] = elements
     return spec
 
 
 def _element(raw: Any, size: tuple[int, ...], where: str) -> dict[str, Any]:
     if not isinstance(raw, Mapping):
-        raise ValueError(f"{where}: an element must be a mapping, got {type(raw).__name__}")
+        raise ConfigError(f"{where}: an element must be a mapping, got {type(raw).__name__}")
     _check_keys(raw, _ELEMENT_REQUIRED, _ELEMENT_REQUIRED + _ELEMENT_OPTIONAL, where)
     kind = _choice(raw["kind"], KINDS, where, "kind")
     eid = _text(raw["id"], where, "id")
@@ -128,23 +147,23 @@ def _element(raw: Any, size: tuple[int, ...], where: str) -> dict[str, Any]:
     if kind == "text":
         for key in ("box", "fill", "outline", "outline_width"):
             if get(key) is not None:
-                raise ValueError(f"{where}: key {key!r} is not allowed on a text element")
+                raise ConfigError(f"{where}: key {key!r} is not allowed on a text element")
     else:
         if get("box") is None:
-            raise ValueError(f"{where}: key 'box' is required for a {kind} element")
+            raise ConfigError(f"{where}: key 'box' is required for a {kind} element")
         box = _box(raw["box"], size, where)
     text = None if get("text") is None else _text(get("text"), where, "text")
     if kind == "text" and text is None:
-        raise ValueError(f"{where}: key 'text' is required for a text element")
+        raise ConfigError(f"{where}: key 'text' is required for a text element")
     text_keys = ("text_at", "text_color", "font_size")
     if text is not None:
         for key in text_keys:
             if get(key) is None:
-                raise ValueError(f"{where}: key {key!r} is required when 'text' is given")
+                raise ConfigError(f"{where}: key {key!r} is required when 'text' is given")
     else:
         for key in text_keys:
             if get(key) is not None:
-                raise ValueError(f"{where}: key {key!r} is given without 'text'")
+                raise ConfigError(f"{where}: key {key!r} is given without 'text'")
     outline = None if get("outline") is None else _color(get("outline"), where, "outline")
     outline_width = None
     if kind != "text":
@@ -153,10 +172,10 @@ def _element(raw: Any, size: tuple[int, ...], where: str) -> dict[str, Any]:
         outline_width = _int(width, where, "outline_width", minimum=0)
     label = get("label", text)
     if label is None:
-        raise ValueError(f"{where}: key 'label' is required for an element without text")
+        raise ConfigError(f"{where}: key 'label' is required for an element without text")
     interactive = get("interactive", kind != "text")
     if not isinstance(interactive, bool):
-        raise ValueError(f"{where}: key 'interactive' must be true or false, got {interactive!r}")
+        raise ConfigError(f"{where}: key 'interactive' must be true or false, got {interactive!r}")
     return {
         "id": eid,
         "kind": kind,
@@ -177,48 +196,48 @@ def _element(raw: Any, size: tuple[int, ...], where: str) -> dict[str, Any]:
 def _check_keys(raw: Mapping[str, Any], required: Sequence[str], allowed: Sequence[str], where: str) -> None:
     for key in raw:
         if key not in allowed:
-            raise ValueError(f"{where}: unknown key {key!r} (allowed: {', '.join(allowed)})")
+            raise ConfigError(f"{where}: unknown key {key!r} (allowed: {', '.join(allowed)})")
     for key in required:
         if key not in raw:
-            raise ValueError(f"{where}: missing key {key!r}")
+            raise ConfigError(f"{where}: missing key {key!r}")
 
 
 def _text(value: Any, where: str, key: str) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{where}: key {key!r} must be a non-empty string, got {value!r}")
+        raise ConfigError(f"{where}: key {key!r} must be a non-empty string, got {value!r}")
     return value
 
 
 def _choice(value: Any, choices: Sequence[str], where: str, key: str) -> str:
     if value not in choices:
-        raise ValueError(f"{where}: key {key!r} must be one of {', '.join(choices)}, got {value!r}")
+        raise ConfigError(f"{where}: key {key!r} must be one of {', '.join(choices)}, got {value!r}")
     return str(value)
 
 
 def _int(value: Any, where: str, key: str, minimum: int | None = None) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or (minimum is not None and value < minimum):
         bound = "" if minimum is None else f" >= {minimum}"
-        raise ValueError(f"{where}: key {key!r} must be an integer{bound}, got {value!r}")
+        raise ConfigError(f"{where}: key {key!r} must be an integer{bound}, got {value!r}")
     return int(value)
 
 
 def _int_seq(value: Any, n: int, where: str, key: str, minimum: int | None = None) -> tuple[int, ...]:
     if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != n:
-        raise ValueError(f"{where}: key {key!r} must be a list of {n} integers, got {value!r}")
+        raise ConfigError(f"{where}: key {key!r} must be a list of {n} integers, got {value!r}")
     return tuple(_int(v, where, key, minimum) for v in value)
 
 
 def _color(value: Any, where: str, key: str) -> tuple[int, ...]:
     rgb = _int_seq(value, 3, where, key, minimum=0)
     if max(rgb) > 255:
-        raise ValueError(f"{where}: key {key!r} must be an RGB triple 0..255, got {value!r}")
+        raise ConfigError(f"{where}: key {key!r} must be an RGB triple 0..255, got {value!r}")
     return rgb
 
 
 def _box(value: Any, size: tuple[int, ...], where: str) -> tuple[int, ...]:
     x0, y0, x1, y1 = _int_seq(value, 4, where, "box", minimum=0)
     if not (x0 <= x1 < size[0] and y0 <= y1 < size[1]):
-        raise ValueError(
+        raise ConfigError(
             f"{where}: key 'box' must satisfy 0 <= x0 <= x1 < {size[0]} and 0 <= y0 <= y1 < {size[1]}, "
             f"got {list(value)}"
         )
@@ -228,9 +247,9 @@ def _box(value: Any, size: tuple[int, ...], where: str) -> tuple[int, ...]:
 # ---------------------------------------------------------------------------------------- rendering
 
 
-def render_synthetic(spec: Mapping[str, Any]) -> Snapshot:
+def render_synthetic(spec: Mapping[str, Any], max_side: int = DEFAULT_MAX_SIDE) -> Snapshot:
     """Draw a spec (as returned by :func:`load_spec`, validated again here) into a read-only Snapshot."""
-    spec = validate_spec(spec, source=f"<spec {spec.get('id', '?')}>")
+    spec = validate_spec(spec, source=f"<spec {spec.get('id', '?')}>", max_side=max_side)
     width, height = spec["size"]
     img = Image.new("RGB", (width, height), spec["background"])
     draw = ImageDraw.Draw(img)
@@ -249,9 +268,9 @@ def render_synthetic(spec: Mapping[str, Any]) -> Snapshot:
     return Snapshot(truth=truth, image=image, content_hash=content_hash(image, truth))
 
 
-def render_synthetic_file(path: str | Path) -> Snapshot:
-    """Load, validate and render one spec file."""
-    return render_synthetic(load_spec(path))
+def render_synthetic_file(path: str | Path, max_side: int = DEFAULT_MAX_SIDE) -> Snapshot:
+    """Load, validate and render one spec file (a side above ``max_side`` is a :class:`ConfigError`)."""
+    return render_synthetic(load_spec(path, max_side), max_side)
 
 
 def _draw_element(draw: ImageDraw.ImageDraw, e: Mapping[str, Any]) -> Element:

@@ -38,7 +38,7 @@ import yaml
 from dvoc_bench.config import ConfigError
 from dvoc_bench.geometry import Point, Size
 from dvoc_bench.records import Probe
-from dvoc_bench.scenes.synthetic import DIFFICULTIES, content_hash
+from dvoc_bench.scenes.synthetic import DIFFICULTIES, content_hash, yaml_error_line
 from dvoc_bench.scenes.types import Element, SceneTruth, Snapshot
 from dvoc_bench.web.browser import WebBrowser, url_to_path
 from dvoc_bench.web.page import PageError, PageRender, WebTask, setup_actions
@@ -141,7 +141,7 @@ def load_task(path: str | Path, default_id: str | None = None) -> WebTask:
     except OSError as e:
         raise ConfigError(f"{path}: cannot read web task: {e}") from e
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from e
+        raise ConfigError(f"{path}: not valid YAML: {yaml_error_line(e)}") from None
     return task_from_mapping(raw, base=path.parent, where=str(path), default_id=default_id or path.stem)
 
 

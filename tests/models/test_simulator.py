@@ -16,7 +16,7 @@ import yaml
 from PIL import Image
 
 from dvoc_bench.geometry import Box, Size
-from dvoc_bench.models.base import Model, ModelRequest
+from dvoc_bench.models.base import Model, ModelRequest, bound_reply
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel, load_profile, parse_crosshair_line
 from dvoc_bench.scenes.types import Element, SceneTruth
 
@@ -266,7 +266,8 @@ def test_select_element_not_supported_and_reply_fields() -> None:
 def test_complete_matches_respond() -> None:
     model = _model(EXACT_PIXEL)
     req = _req(_with_crosshair((100, 80)), _text())
-    assert asyncio.run(model.complete(req)) == model.respond(req)
+    # complete() = respond() plus what every client records: the length and sha256 of the reply
+    assert asyncio.run(model.complete(req)) == bound_reply(model.respond(req), model.max_reply_chars)
 
 
 # ------------------------------------------------------------------------------------ rates

@@ -1,0 +1,92 @@
+"""Issue 14, failure 7: an idle `python -m dvoc_bench.serve` kept its Chromium (18 processes, ~770 MB).
+
+The browser is needed only to render the web scenes; after `--browser-idle` seconds without a request it
+is closed, and requests keep being answered from the cached snapshots.
+"""
+
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
+from dvoc_bench.serve import SimBackend
+from dvoc_bench.web.chromium import ChromiumNotFoundError, find_chromium
+from tests.conftest import ROOT
+from tests.test_serve import body_for
+
+try:
+    find_chromium()
+except ChromiumNotFoundError as e:  # pragma: no cover - depends on the machine
+    pytest.skip(f"needs a Chromium: {e}", allow_module_level=True)
+
+
+def wait_until(cond, timeout=15.0) -> bool:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()
+
+
+def chromium_children(pid: int) -> int:
+    try:
+        kids = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return 0
+    n = 0
+    for k in kids:
+        try:
+            n += "chrom" in k.name().lower() and k.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            continue
+    return n
+
+
+def test_the_browser_closes_when_idle_and_requests_are_still_answered():
+    backend = SimBackend(registry=SceneRegistry(default_scenes_dir()), browser_idle_s=1.0)
+    try:
+        backend.warm()  # renders W1-W5: the browser runs
+        browser = backend.registry.source("web").backend.browser
+        assert browser.running and chromium_children(psutil.Process().pid) > 0
+        t_end = time.monotonic() + 1.5
+        while time.monotonic() < t_end:  # requests keep it open: the idle time counts from the last one
+            assert backend.chat(body_for(backend.registry, "W1"))["choices"]
+            time.sleep(0.2)
+        assert backend.browser_closes == 0 and browser.running
+        assert wait_until(lambda: backend.browser_closes == 1 and not browser.running)
+        assert wait_until(lambda: chromium_children(psutil.Process().pid) == 0)
+        answer = backend.chat(body_for(backend.registry, "W2"))  # from the cached snapshot, no browser
+        assert answer["choices"][0]["message"]
+        assert not browser.running
+    finally:
+        backend.close()
+
+
+def test_the_serve_command_closes_its_browser_after_the_idle_time():
+    p = subprocess.Popen(
+        [sys.executable, "-m", "dvoc_bench.serve", "--port", "0", "--browser-idle", "1"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("serving the simulator"), line + p.stderr.read()
+        assert chromium_children(p.pid) > 0  # the web scenes were rendered at start-up
+        assert wait_until(lambda: chromium_children(p.pid) == 0), "Chromium still running after 15 s idle"
+        assert p.poll() is None  # the server itself keeps serving
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+    r = subprocess.run(
+        [sys.executable, "-m", "dvoc_bench.serve", "--browser-idle", "0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 2 and "--browser-idle" in r.stderr
