@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dvoc_bench.cli_support import quick_setup
 from dvoc_bench.config import ConfigError
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 from dvoc_bench.scenes.synthetic import load_spec
@@ -105,7 +106,7 @@ def test_the_registry_limit_applies_and_can_be_raised(tmp_path):
     (root / "synthetic").mkdir(parents=True)
     shutil.copy(SYNTHETIC / "S1.yaml", root / "synthetic" / "S1.yaml")
     with pytest.raises(ConfigError, match="scenes.max_side = 700"):
-        SceneRegistry(root, options={"scenes": {"max_side": 700}}).snapshot("S1")
-    assert SceneRegistry(root, options={"scenes": {"max_side": 800}}).snapshot("S1").size.width == 800
-    with pytest.raises(ConfigError, match="scenes: unknown key"):
-        SceneRegistry(root, options={"scenes": {"max_sides": 800}})
+        SceneRegistry(root, max_side=700).snapshot("S1")
+    assert SceneRegistry(root, max_side=800).snapshot("S1").size.width == 800
+    with pytest.raises(ConfigError, match="^scenes.max_sides: unknown key; allowed: max_side"):
+        quick_setup(["+scenes.max_sides=800"])
