@@ -158,7 +158,7 @@ def fit_block(
         }
 
     block: dict[str, Any] = {
-        "method": "dvoc_bench.analysis.calibrate (python -m dvoc_bench.calibrate); step-level records only",
+        "method": "dvoc_bench.calibration (python -m dvoc_bench.calibrate); step-level records only",
         "data": {
             "source": "DVOC authors' records (github.com/Pomilon-Intelligence-Lab/DVOC b115557), May 2026",
             "files": [Path(fit.sources["tree"]).name + "/"],
