@@ -1,4 +1,4 @@
-"""Benchmarks (§12): ``python -m dvoc_bench.bench overhead|sweep``. Figures, not assertions.
+"""Benchmarks (§12): ``python -m dvoc_bench.bench overhead|sweep|scheduler|loader``. Figures, not assertions.
 
 - ``overhead``: harness cost of one DVOC step on an 800x600 scene, without the model: draw the overlay,
   encode the PNG, build the prompt and the request hash, store the frame and append the step line.
@@ -13,6 +13,10 @@
   (target < 10 %; the simulator's own compute counts as model time), and the same sweep at 8 in flight
   against its ideal (calls x 50 ms / 8). Last line:
   ``ratio=<wall/lower bound> n429=<count> wasted=<calls>``.
+- ``loader``: the run loader (target: 100,000 steps load in < 5 s). A small simulated sweep, its records
+  replicated (fresh trial keys) until the run holds ``--steps`` step lines, then ``load_runs`` timed: the
+  first parse (which also writes the parquet cache), a parse without cache, and the cached load. Last
+  line: ``trials=<t> steps=<n> parse_s=<a> parse_and_cache_s=<b> cached_s=<c>``.
 """
 
 from __future__ import annotations
@@ -191,16 +195,71 @@ def bench_scheduler() -> dict[str, float]:
     return out
 
 
+def make_loader_run(run_dir: Path, n_steps: int) -> int:
+    """A run directory with at least ``n_steps`` step lines (replicated from a real simulated sweep)."""
+    import json
+
+    from dvoc_bench.cli_support import quick_setup
+    from dvoc_bench.sweep import run_sweep
+
+    seed_dir = run_dir.parent / "seed"
+    run_sweep(quick_setup(["smoke=true"]), seed_dir)
+    trials = [json.loads(x) for x in (seed_dir / "trials.jsonl").read_text().splitlines() if x.strip()]
+    steps = [json.loads(x) for x in (seed_dir / "steps.jsonl").read_text().splitlines() if x.strip()]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "frames").symlink_to(seed_dir / "frames", target_is_directory=True)
+    written, copy = 0, 0
+    with (run_dir / "trials.jsonl").open("w") as tf, (run_dir / "steps.jsonl").open("w") as sf:
+        while written < n_steps:
+            for t in trials:
+                key = f"{t['trial_key']}-{copy}"
+                tf.write(json.dumps({**t, "trial_key": key}) + "\n")
+            for st in steps:
+                sf.write(json.dumps({**st, "trial_key": f"{st['trial_key']}-{copy}"}) + "\n")
+                written += 1
+            copy += 1
+    return written
+
+
+def bench_loader(n_steps: int = 100_000) -> dict[str, float]:
+    from dvoc_bench.analysis import load_runs
+
+    with tempfile.TemporaryDirectory() as d:
+        run = Path(d) / "run"
+        n = make_loader_run(run, n_steps)
+        t0 = time.perf_counter()
+        r = load_runs(run)  # parse + write the cache
+        t1 = time.perf_counter()
+        load_runs(run, cache=False)  # parse only
+        t2 = time.perf_counter()
+        r2 = load_runs(run)  # cached
+        t3 = time.perf_counter()
+    assert len(r2.steps) == len(r.steps) == n
+    return {
+        "trials": len(r.trials),
+        "steps": n,
+        "parse_s": t2 - t1,
+        "parse_and_cache_s": t1 - t0,
+        "cached_s": t3 - t2,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m dvoc_bench.bench",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("which", choices=["overhead", "sweep", "scheduler"])
+    ap.add_argument("which", choices=["overhead", "sweep", "scheduler", "loader"])
     ap.add_argument("-n", type=int, default=300, help="steps to time (overhead)")
+    ap.add_argument("--steps", type=int, default=100_000, help="step lines to load (loader)")
     args = ap.parse_args(argv)
-    fns = {"overhead": lambda: bench_overhead(args.n), "sweep": bench_sweep, "scheduler": bench_scheduler}
+    fns = {
+        "overhead": lambda: bench_overhead(args.n),
+        "sweep": bench_sweep,
+        "scheduler": bench_scheduler,
+        "loader": lambda: bench_loader(args.steps),
+    }
     r = fns[args.which]()
     last = ("ratio", "n429", "wasted")
     body = {k: v for k, v in r.items() if k not in last}

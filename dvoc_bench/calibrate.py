@@ -2,7 +2,7 @@
 authors' recorded replies and write them (issue 8); ``--validate`` also runs the out-of-sample check.
 
 The fit reads step-level records only (one row per model call); the validation simulates the authors'
-sweeps under ``protocol=paper`` and compares trial outcomes. See :mod:`dvoc_bench.analysis.calibrate`.
+sweeps under ``protocol=paper`` and compares trial outcomes. See :mod:`dvoc_bench.calibration`.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    from dvoc_bench.analysis import calibrate as cal
+    from dvoc_bench import calibration as cal
     from dvoc_bench.analysis.markdown import md_table
 
     upstream = Path(args.upstream)

@@ -14,14 +14,16 @@ import pandas as pd
 import pytest
 import yaml
 
-from dvoc_bench.analysis import calibrate as cal
+from dvoc_bench import calibration as cal
 from dvoc_bench.analysis.loaders import load_runs
 from dvoc_bench.cli_support import compose, quick_setup
 from dvoc_bench.config import load_model_config
+from dvoc_bench.geometry import Point, Size
 from dvoc_bench.models.base import ModelRequest
 from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel, load_profile
 from dvoc_bench.protocol.tools import tools_for
+from dvoc_bench.render import OverlayStyle, draw_overlay, find_crosshair
 from dvoc_bench.sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -191,10 +193,33 @@ def test_compare_trials_is_zero_for_identical_outcomes_and_sees_a_shift() -> Non
 
 def _offset_reply(model: SimulatedModel, scene: str, draft: tuple[int, int], text: str, seed: int = 0):
     truth = TRUTHS[scene]
-    img = np.zeros((truth.size.height, truth.size.width, 3), dtype=np.uint8)
-    cal._draw_cross(img, *draft)
+    img = cal.crosshair_frame(truth.size, Point(*draft))
     req = ModelRequest(text, None, truth.size, tools_for("offset"), scene, seed, image_rgb=img)
     return req, model.respond(req)
+
+
+@pytest.mark.parametrize("draft", [(194, 92), (0, 0), (799, 599), (5, 300), (12, 14), (-20, 40), (815, 300)])
+def test_replayed_frames_hold_the_renderers_crosshair_alone(draft: tuple[int, int]) -> None:
+    size = Size(800, 600)
+    frame = cal.crosshair_frame(size, Point(*draft))
+    full = draw_overlay(
+        np.zeros((600, 800, 3), dtype=np.uint8),
+        Point(*draft),
+        mode="full",
+        iteration=3,
+        position_label="(1, 2)",
+        style=OverlayStyle(),
+    )
+    red = np.all(full == (255, 0, 0), axis=-1)  # the harness's crosshair (circle and labels are not red)
+    assert np.array_equal(np.all(frame == (255, 0, 0), axis=-1), red)
+    assert not frame[~red].any()  # nothing else is drawn
+    if 0 <= draft[0] < 800 and 0 <= draft[1] < 600:
+        assert find_crosshair(frame, width=3) == Point(*draft)
+    canvas = np.zeros((600, 800, 3), dtype=np.uint8)  # drawn in place on a reused canvas, then cleared
+    window = cal.draw_crosshair(canvas, Point(*draft))
+    assert np.array_equal(canvas, frame)
+    canvas[window] = 0
+    assert not canvas.any()
 
 
 def test_canvas_overrides_apply_to_scenes_of_that_size_only() -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dvoc_bench.analysis import calibrate as cal
+from dvoc_bench import calibration as cal
 
 ROOT = Path(__file__).resolve().parents[2]
 UPSTREAM = Path(
