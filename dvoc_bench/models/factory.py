@@ -52,9 +52,7 @@ def build_model(
 
         if "sim" not in cfg.raw:
             raise ConfigError(f"model {cfg.name}: a simulator config needs a 'sim' block")
-        try:
-            profile = SimProfile.from_mapping(cfg.raw["sim"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise ConfigError(f"model {cfg.name}: bad 'sim' block: {e}") from e
+        # a bad value is a ConfigError of one line: "model <name>: sim.<dotted key>: ..."
+        profile = SimProfile.from_mapping(cfg.raw["sim"], prefix=f"model {cfg.name}: sim.")
         return wrap(SimulatedModel(cfg.name, profile, truth))
     raise ConfigError(f"model {cfg.name}: kind {cfg.kind!r} is not available")

@@ -335,7 +335,7 @@ def test_all_four_profiles_exist() -> None:
         ({"near": {"p_zero_below_40": 0.1}}, "sim.near.p_zero_below_40"),
         (
             {"confidence": {"by_distance": [{"max_px": 30, "valeus": [1.0]}]}},
-            "sim.confidence.by_distance[0].valeus",
+            "sim.confidence.by_distance.0.valeus",
         ),
         ({"oneshot": {"frames": {"pixels": 1}}}, "sim.oneshot.frames.pixels"),
     ],

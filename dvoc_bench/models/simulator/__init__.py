@@ -89,8 +89,8 @@ sha256 over the profile identity (model name + a digest of the profile), ``reque
 and sha256 of the PNG bytes (or of the raw array when only ``image_rgb`` is given). The same request gives
 the same reply whatever the call order or transport, as long as the PNG bytes are part of the request.
 
-Layout: :mod:`~dvoc_bench.models.simulator.profile` holds the profile (the ``sim:`` block: every knob
-above, with its default and its validation),
+Layout: :mod:`~dvoc_bench.models.simulator.profile` declares the profile (the ``sim:`` block: every knob
+above with its type, default, range and docstring; a bad value is one line naming the dotted key),
 :mod:`~dvoc_bench.models.simulator.reading` reads the request (tools, crosshair, prompt lines, marks),
 :mod:`~dvoc_bench.models.simulator.behaviour` makes the draws of steps 2-8 and
 :mod:`~dvoc_bench.models.simulator.model` holds :class:`SimulatedModel`, which puts one call together.

@@ -4,7 +4,6 @@ near-target behaviour and axis dropping, the gain jitter and the rounding (steps
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 
@@ -100,8 +99,8 @@ def point_outliers(prof: SimProfile, truth: SceneTruth, aimed: str | None) -> tu
     if not prof.oneshot.wrong_element_only:
         return prof.outlier, prof.oneshot.outlier_p
     others = any(e.id != aimed for e in _interactive(truth))
-    return dataclasses.replace(
-        prof.outlier, wrong_element_share=1.0
+    return prof.outlier.model_copy(
+        update={"wrong_element_share": 1.0}
     ), prof.oneshot.outlier_p if others else 0.0
 
 
