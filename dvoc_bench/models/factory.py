@@ -57,10 +57,8 @@ def build_model(
 
         if "sim" not in cfg.raw:
             raise ConfigError(f"model {cfg.name}: a simulator config needs a 'sim' block")
-        try:
-            profile = SimProfile.from_mapping(cfg.raw["sim"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise ConfigError(f"model {cfg.name}: bad 'sim' block: {e}") from e
+        # a bad value is a ConfigError of one line: "model <name>: sim.<dotted key>: ..."
+        profile = SimProfile.from_mapping(cfg.raw["sim"], prefix=f"model {cfg.name}: sim.")
         sim = SimulatedModel(cfg.name, profile, truth)
         sim.max_reply_chars = max_reply_chars
         return wrap(sim)

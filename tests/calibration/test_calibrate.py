@@ -4,7 +4,6 @@ simulator's calibration knobs behave, the committed profiles load, and a simulat
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import math
 from pathlib import Path
@@ -237,9 +236,9 @@ def test_canvas_overrides_apply_to_scenes_of_that_size_only() -> None:
         SimulatedModel("s", other, TRUTHS.__getitem__), "S1", (194, 92), "Click the CLICK ME button"
     )
     assert json.loads(r.tool_calls[0].arguments)["dx"] == 206  # no entry for 800x600: the top level
-    with pytest.raises(ValueError, match=r"sim\.canvas\[0\]\.size"):
+    with pytest.raises(ValueError, match=r"sim\.canvas\.0\.size"):
         SimProfile.from_mapping({"canvas": [{"size": [800]}]})
-    with pytest.raises(ValueError, match=r"sim\.canvas\[0\]\.nosie"):
+    with pytest.raises(ValueError, match=r"sim\.canvas\.0\.nosie"):
         SimProfile.from_mapping({"canvas": [{"size": [800, 600], "nosie": {}}]})
 
 
@@ -283,7 +282,7 @@ def test_relative_noise_grows_with_distance_and_zero_keeps_the_replies() -> None
 
 def test_sampled_latency_is_off_by_default_and_never_changes_the_reply() -> None:
     quiet = SimProfile.from_mapping({"latency": {"median_s": 0.01, "sigma": 0.5}})
-    timed = dataclasses.replace(quiet, latency=dataclasses.replace(quiet.latency, scale=1.0))
+    timed = quiet.model_copy(update={"latency": quiet.latency.model_copy(update={"scale": 1.0})})
     m1 = SimulatedModel("s", quiet, TRUTHS.__getitem__)
     m2 = SimulatedModel("s", timed, TRUTHS.__getitem__)
     req, r1 = _offset_reply(m1, "S2", (100, 100), "Click the small green button")

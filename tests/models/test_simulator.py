@@ -14,10 +14,18 @@ import numpy as np
 import pytest
 import yaml
 from PIL import Image
+from pydantic import ValidationError
 
+from dvoc_bench.declare import ConfigError
 from dvoc_bench.geometry import Box, Size
 from dvoc_bench.models.base import Model, ModelRequest, bound_reply
-from dvoc_bench.models.simulator import SimProfile, SimulatedModel, load_profile, parse_crosshair_line
+from dvoc_bench.models.simulator import (
+    SimProfile,
+    SimulatedModel,
+    for_canvas,
+    load_profile,
+    parse_crosshair_line,
+)
 from dvoc_bench.scenes.types import Element, SceneTruth
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "model"
@@ -329,21 +337,164 @@ def test_all_four_profiles_exist() -> None:
     assert {"sim-ideal", "sim-gemma-4-26b", "sim-gemma-4-31b", "sim-gemini-3.1-flash-lite"} <= names
 
 
+# The digests of the committed profiles, computed before the profile schema moved to pydantic: the digest
+# seeds every call, so a change here changes every simulated reply of that model.
+COMMITTED_DIGESTS = {
+    "sim-gemini-3.1-flash-lite": "a8d7c97ab5dc46ff",
+    "sim-gemma-4-26b": "968ab36725fc0f1d",
+    "sim-gemma-4-31b": "074fd86e2be3e7f8",
+    "sim-ideal": "aa45aac9192bd0a9",
+}
+
+
+def test_committed_profile_digests_are_unchanged() -> None:
+    assert {p.stem: load_profile(p).digest() for p in CONF.glob("sim-*.yaml")} == COMMITTED_DIGESTS
+    assert SimProfile().digest() == "0f73fb04c2559023"
+    assert SimProfile.from_mapping({"som": {}}).digest() == SimProfile().digest()  # a default som is left out
+
+
+def _error(mapping: Any) -> str:
+    with pytest.raises(ConfigError) as e:
+        SimProfile.from_mapping(mapping)
+    msg = str(e.value)
+    assert "\n" not in msg and isinstance(e.value, ValueError)
+    return msg
+
+
+NAN, INF = float("nan"), float("inf")
+
+
 @pytest.mark.parametrize(
-    ("mapping", "key"),
+    ("mapping", "message"),
     [
-        ({"nosie": {}}, "sim.nosie"),
-        ({"near": {"p_zero_below_40": 0.1}}, "sim.near.p_zero_below_40"),
+        # unknown keys, at every depth
+        ({"nosie": {}}, "sim.nosie: unknown key; allowed: frames, gain, noise, "),
+        (
+            {"near": {"p_zero_below_40": 0.1}},
+            "sim.near.p_zero_below_40: unknown key; "
+            "allowed: p_zero_below_30, p_zero_30_100, p_reverse_30_100, shrink_below_100",
+        ),
         (
             {"confidence": {"by_distance": [{"max_px": 30, "valeus": [1.0]}]}},
-            "sim.confidence.by_distance[0].valeus",
+            "sim.confidence.by_distance.0.valeus",
         ),
-        ({"oneshot": {"frames": {"pixels": 1}}}, "sim.oneshot.frames.pixels"),
+        (
+            {"oneshot": {"frames": {"pixels": 1}}},
+            "sim.oneshot.frames.pixels: unknown key; allowed: pixel, norm1000",
+        ),
+        ({"canvas": [{"size": [800, 600], "noise": {"scale": 1}}]}, "sim.canvas.0.noise.scale: unknown key"),
+        # NaN and infinity
+        ({"noise": {"scale_px": NAN}}, "sim.noise.scale_px: must be a finite number, got nan"),
+        ({"latency_s": INF}, "sim.latency_s: must be a finite number, got inf"),
+        ({"gain": [1.0, NAN]}, "sim.gain.1: must be a finite number, got nan"),
+        ({"axis_drop": {"max_px": NAN}}, "sim.axis_drop.max_px: must be a number >= 0, or null for no bound"),
+        ({"confidence": {"values": [NAN]}}, "sim.confidence.values.0: must be a finite number, got nan"),
+        # out of range
+        (
+            {"near": {"p_zero_below_30": 1.5}},
+            "sim.near.p_zero_below_30: must be less than or equal to 1, got 1.5",
+        ),
+        (
+            {"consistency": {"point": -0.1}},
+            "sim.consistency.point: must be greater than or equal to 0, got -0.1",
+        ),
+        ({"noise": {"scale_px": -1}}, "sim.noise.scale_px: must be greater than or equal to 0, got -1"),
+        ({"som": {"neighbours": 0}}, "sim.som.neighbours: must be greater than or equal to 1, got 0"),
+        ({"confidence": 2}, "sim.confidence.values.0: must be less than or equal to 1, got 2"),
+        (
+            {"no_task": "salient"},
+            "sim.no_task: unknown value 'salient'; allowed: first_element, random_element",
+        ),
+        ({"noise": {"dist": "gauss"}}, "sim.noise.dist: unknown value 'gauss'; allowed: laplace, student_t"),
+        (
+            {"oneshot": {"wrong_element_only": "maybe"}},
+            "sim.oneshot.wrong_element_only: must be true or false",
+        ),
+        ({"canvas": [{"gain": [1, 1]}]}, "sim.canvas.0.size: required, not given"),
+        # cross-field rules
+        (
+            {"outlier": {"min_px": 50, "max_px": 40}},
+            "sim.outlier.max_px: must be at least min_px (50)",
+        ),
+        ({"outlier": {"min_px": 300}}, "sim.outlier.max_px: must be at least min_px (300)"),
+        (
+            {"confidence": {"by_distance": [{"max_px": 30}, {"max_px": 30}]}},
+            "sim.confidence.by_distance: max_px must be strictly ascending (item 1: 30 after 30)",
+        ),
+        (
+            {"canvas": [{"size": [800, 600]}, {"size": [800, 600]}]},
+            "sim.canvas: each size may appear once; item 1 repeats 800x600 (item 0)",
+        ),
+        ({"frames": {"pixel": 0.0}}, "sim.frames: the weights must have a positive sum"),
+        (
+            {"oneshot": {"confidence": {"values": [0.5, 1.0], "probs": [1.0]}}},
+            "sim.oneshot.confidence.probs: must have as many items as values (2)",
+        ),
+        ({"confidence": {"values": [0.5], "probs": [0.0]}}, "sim.confidence.probs: must have a positive sum"),
     ],
 )
-def test_unknown_keys_are_rejected_by_name(mapping: dict[str, Any], key: str) -> None:
-    with pytest.raises(ValueError, match=key.replace(".", r"\.").replace("[", r"\[").replace("]", r"\]")):
-        SimProfile.from_mapping(mapping)
+def test_a_bad_profile_value_is_one_line_naming_the_key(mapping: dict[str, Any], message: str) -> None:
+    assert _error(mapping).startswith(message)
+
+
+def test_a_bad_profile_in_a_model_config_names_the_model() -> None:
+    from dvoc_bench.config import ModelConfig
+    from dvoc_bench.models.factory import build_model
+
+    cfg = ModelConfig(
+        name="sim-x",
+        kind="simulator",
+        model_id="sim/x",
+        provider="simulator",
+        coord_frame="norm1000",
+        raw={"sim": {"noise": {"scale_px": -1}}},
+    )
+    with pytest.raises(
+        ConfigError, match=r"^model sim-x: sim\.noise\.scale_px: must be greater than or equal to 0, got -1$"
+    ):
+        build_model(cfg, lambda scene_id: TRUTH)
+
+
+def test_profile_shorthands_and_defaults() -> None:
+    prof = SimProfile.from_mapping(
+        {
+            "frames": {"pixel": 1, "mixed": 3},  # the weights not named are 0; normalised
+            "confidence": 0.9,  # a number means always that value
+            "oneshot": {"confidence": None},  # null = the default (always 1.0)
+            "axis_drop": {"max_px": None},  # null = no bound
+            "som": {"confidence": {"values": [0.5, 1.0]}},  # equal probabilities by default
+        }
+    )
+    assert (prof.frames.pixel, prof.frames.norm1000, prof.frames.norm1, prof.frames.mixed) == (
+        0.25,
+        0.0,
+        0.0,
+        0.75,
+    )
+    assert (prof.confidence.values, prof.confidence.probs) == ((0.9,), (1.0,))
+    assert prof.oneshot.confidence == SimProfile().oneshot.confidence
+    assert prof.axis_drop.max_px == math.inf and SimProfile().axis_drop.max_px == math.inf
+    assert prof.som.confidence is not None and prof.som.confidence.probs == (0.5, 0.5)
+    assert SimProfile().frames.weights(position_stated=False) == {
+        "pixel": 0,
+        "norm1000": 1,
+        "norm1": 0,
+        "mixed": 0,
+    }
+    with pytest.raises(ValidationError):  # immutable
+        prof.noise.scale_px = 3.0  # type: ignore[misc]
+
+
+def test_canvas_override_replaces_sections() -> None:
+    prof = SimProfile.from_mapping(
+        {
+            "noise": {"scale_px": 1.0},
+            "canvas": [{"size": [400, 300], "noise": {"scale_px": 7.0}, "gain": [2, 1]}],
+        }
+    )
+    here = for_canvas(prof, SIZE)
+    assert (here.noise.scale_px, here.gain, here.frames) == (7.0, (2.0, 1.0), prof.frames)
+    assert for_canvas(prof, Size(800, 600)) is prof
 
 
 def test_probabilities_are_renormalised_and_validated() -> None:

@@ -1,0 +1,235 @@
+"""The simulated model: one call from the tools offered to the reply (the steps of
+:mod:`dvoc_bench.models.simulator`), with its per-call and per-situation generators."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from dvoc_bench.geometry import Box, Frame, Point, Size, offset_from_pixels, point_from_pixels
+from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelRequest, Reply, ToolCall, bound_reply
+from dvoc_bench.models.simulator.behaviour import (
+    aim,
+    box_distance,
+    frame_of,
+    gain_jitter,
+    near_target,
+    perceive,
+    point_outliers,
+    round_in_frame,
+    sample_frame,
+)
+from dvoc_bench.models.simulator.profile import SimProfile, for_canvas, load_profile, plain
+from dvoc_bench.models.simulator.reading import (
+    crosshair_position,
+    image_digest,
+    parse_marks,
+    position_stated,
+    tool_names,
+    truth_in_image,
+)
+from dvoc_bench.scenes.types import SceneTruth
+
+__all__ = ["NOT_SUPPORTED", "NO_TOOL_TEXT", "SimulatedModel"]
+
+NOT_SUPPORTED = "not supported by the simulator"
+"""Text of the reply when only ``select_element`` is offered."""
+
+NO_TOOL_TEXT = "I looked at the screenshot but I am not sure where the target is."
+"""Text of a reply without a tool call (``p_no_tool_call``)."""
+
+
+class SimulatedModel:
+    """A simulated VLM answering :class:`ModelRequest` from the pixels, the text and the scene truth."""
+
+    simulated = True
+
+    def __init__(self, name: str, profile: SimProfile, truth: Callable[[str], SceneTruth]):
+        self.name = name
+        """Config name of the model."""
+        self.profile = profile
+        """The calibrated behaviour."""
+        self.truth = truth
+        """Ground-truth lookup by scene id."""
+        self._identity = f"{name}|{profile.digest()}".encode()
+        self.max_reply_chars = MAX_REPLY_CHARS
+        """Characters kept of a reply's text and tool arguments (``run.max_reply_chars``), as a client."""
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any], truth: Callable[[str], SceneTruth]) -> SimulatedModel:
+        """Build from a whole model config (``name`` + ``sim:``), e.g. a loaded ``conf/model/sim-*.yaml``."""
+        cfg = plain(cfg)
+        return cls(str(cfg["name"]), load_profile(cfg), truth)
+
+    def rng_for(self, req: ModelRequest) -> np.random.Generator:
+        """The per-call generator: a pure function of the profile identity and the request content."""
+        h = hashlib.sha256(self._identity)
+        h.update(b"|" + str(int(req.seed)).encode() + b"|")
+        h.update(req.text.encode())
+        h.update(image_digest(req))
+        return np.random.default_rng(int.from_bytes(h.digest()[:16], "big"))
+
+    async def complete(self, request: ModelRequest) -> Reply:
+        reply = bound_reply(self.respond(request), self.max_reply_chars)  # the records a real client writes
+        delay = self.latency_for(request)
+        if delay != reply.latency_s:
+            reply = dataclasses.replace(reply, latency_s=delay)
+        if delay > 0:
+            await asyncio.sleep(delay)
+        return reply
+
+    def latency_for(self, req: ModelRequest) -> float:
+        """Seconds the call takes: ``latency_s`` plus the ``latency`` draw (from a child generator of the
+        call's, so the reply does not depend on whether latency is sampled)."""
+        lat = self.profile.latency
+        if lat.scale <= 0 or lat.median_s <= 0:
+            return self.profile.latency_s
+        return self.profile.latency_s + lat.sample(self.rng_for(req).spawn(1)[0])
+
+    def respond(self, req: ModelRequest) -> Reply:
+        """Answer one request synchronously (deterministic in the request)."""
+        prof = self.profile
+        names = tool_names(req.tools)
+        if "report_offset" in names:
+            mode = "offset"
+        elif "click_at" in names:
+            mode = "point"
+        elif "select_element" in names:
+            marks = parse_marks(req.text, req.image_size)
+            if not marks:
+                return self._reply(NOT_SUPPORTED, None)
+            mode = "select"
+        else:
+            return self._reply(NO_TOOL_TEXT, None)
+        rng = self.rng_for(req)
+        if rng.random() < prof.p_no_tool_call:
+            return self._reply(NO_TOOL_TEXT, None)
+        size = req.image_size
+        scene = self.truth(req.scene_id)
+        truth = truth_in_image(scene, size)
+        prof = for_canvas(prof, scene.size)
+        rng = self.situation_rng(req, prof, mode, truth, rng)
+        centre, aimed = aim(truth, req.text, prof, rng)
+        if mode == "point":
+            return self._point(truth, size, centre, aimed, rng, prof)
+        if mode == "select":
+            return self._select(truth, marks, centre, aimed, rng)
+        return self._offset(req, truth, size, centre, aimed, rng, prof)
+
+    def situation_rng(
+        self, req: ModelRequest, prof: SimProfile, mode: str, truth: SceneTruth, rng: np.random.Generator
+    ) -> np.random.Generator:
+        """``rng``, or with probability ``consistency.<mode>`` a generator seeded by the call's situation
+        (no draw at all when that probability is 0, so older profiles keep their random stream)."""
+        c = {"offset": prof.consistency.offset, "point": prof.consistency.point}.get(mode, 0.0)
+        if c <= 0 or rng.random() >= c:
+            return rng
+        task = bool(truth.instruction) and truth.instruction in req.text
+        where = ""
+        if mode == "offset":
+            p = crosshair_position(req)
+            where = "none" if p is None else f"{round(p.x)},{round(p.y)}"
+        key = f"{mode}|{req.scene_id}|{req.image_size.width}x{req.image_size.height}|{task}|{where}"
+        h = hashlib.sha256(self._identity + b"|situation|" + key.encode())
+        return np.random.default_rng(int.from_bytes(h.digest()[:16], "big"))
+
+    def _select(
+        self,
+        truth: SceneTruth,
+        marks: list[tuple[int, Box]],
+        centre: Point,
+        aimed: str | None,
+        rng: np.random.Generator,
+    ) -> Reply:
+        prof = self.profile
+        t_hat = perceive(
+            truth, centre, aimed, prof.noise, prof.oneshot.noise_px, prof.outlier, prof.oneshot.outlier_p, rng
+        )
+        u_guess, u_confuse, u_pick = rng.random(3)
+        inside = [(b.area, i) for i, (_, b) in enumerate(marks) if b.contains(t_hat)]
+        if inside:
+            pick = min(inside)[1]
+        elif u_guess < prof.som.guess_unmarked:
+            pick = min(range(len(marks)), key=lambda i: (box_distance(marks[i][1], t_hat), i))
+        else:
+            return self._reply(NO_TOOL_TEXT, None)
+        if len(marks) > 1 and u_confuse < prof.som.confusion:
+            c = marks[pick][1].centre
+            others = sorted((marks[i][1].centre.dist(c), i) for i in range(len(marks)) if i != pick)
+            near = others[: prof.som.neighbours]
+            pick = near[int(u_pick * len(near))][1]
+        conf = (prof.som.confidence or prof.oneshot.confidence).sample(rng, 0.0)
+        args = {"id": marks[pick][0], "confidence": conf}
+        return self._reply(None, ToolCall("select_element", json.dumps(args)))
+
+    def _point(
+        self,
+        truth: SceneTruth,
+        size: Size,
+        centre: Point,
+        aimed: str | None,
+        rng: np.random.Generator,
+        prof: SimProfile | None = None,
+    ) -> Reply:
+        prof = self.profile if prof is None else prof
+        outlier, outlier_p = point_outliers(prof, truth, aimed)
+        t_hat = perceive(truth, centre, aimed, prof.noise, prof.oneshot.noise_px, outlier, outlier_p, rng)
+        mix = prof.oneshot.frames or prof.frames
+        frame = sample_frame(mix.weights(position_stated=True), rng)
+        p = point_from_pixels(t_hat, Frame(frame), size)
+        conf = prof.oneshot.confidence.sample(rng, 0.0)
+        args = {"x": round_in_frame(p.x, frame), "y": round_in_frame(p.y, frame), "confidence": conf}
+        return self._reply(None, ToolCall("click_at", json.dumps(args)))
+
+    def _offset(
+        self,
+        req: ModelRequest,
+        truth: SceneTruth,
+        size: Size,
+        centre: Point,
+        aimed: str | None,
+        rng: np.random.Generator,
+        prof: SimProfile | None = None,
+    ) -> Reply:
+        prof = self.profile if prof is None else prof
+        t_hat = perceive(truth, centre, aimed, prof.noise, None, prof.outlier, prof.outlier.p, rng)
+        p_hat = crosshair_position(req)
+        frame = sample_frame(prof.frames.weights(position_stated=position_stated(req.text)), rng)
+        if p_hat is None:
+            if prof.unknown_position == "zero":
+                args = {"dx": 0, "dy": 0, "confidence": prof.confidence.sample(rng, 0.0)}
+                return self._reply(None, ToolCall("report_offset", json.dumps(args)))
+            p_hat = size.centre
+        if frame == "mixed":  # H2: target in 0-1000 units, crosshair in pixels; believed to be pixels
+            g_t = point_from_pixels(t_hat, Frame.NORM1000, size)
+            belief = near_target(gain_jitter(g_t - p_hat, prof.noise, rng), prof.near, prof.axis_drop, rng)
+            native = belief
+        else:
+            belief = near_target(gain_jitter(t_hat - p_hat, prof.noise, rng), prof.near, prof.axis_drop, rng)
+            native = offset_from_pixels(belief, frame_of(frame), size)
+        gx, gy = prof.gain
+        conf = prof.confidence.sample(rng, belief.magnitude)
+        args = {
+            "dx": round_in_frame(native.dx * gx, frame),
+            "dy": round_in_frame(native.dy * gy, frame),
+            "confidence": conf,
+        }
+        return self._reply(None, ToolCall("report_offset", json.dumps(args)))
+
+    def _reply(self, text: str | None, call: ToolCall | None) -> Reply:
+        tok = self.profile.tokens
+        return Reply(
+            text=text,
+            tool_calls=[call] if call is not None else [],
+            tokens_in=tok.in_per_call,
+            tokens_out=tok.out_per_call,
+            cost_usd=0.0,
+            cost_source="simulated",
+            latency_s=self.profile.latency_s,
+        )

@@ -1,0 +1,453 @@
+"""The simulator's profile: the ``sim:`` block of a ``conf/model/sim-*.yaml``, declared once.
+
+Each section is a settings model on :mod:`dvoc_bench.declare` (unknown keys, non-finite numbers and
+out-of-range values are errors; instances are immutable) and lists each knob once, with its type, default,
+range and docstring. A bad value is a :class:`~dvoc_bench.declare.ConfigError` of one line naming the
+dotted key, e.g. ``sim.noise.scale_px: must be greater than or equal to 0, got -1``. What each knob does is
+described in :mod:`dvoc_bench.models.simulator` (the numbered steps of one call).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal
+
+import numpy as np
+from pydantic import BeforeValidator, Field, StrictBool, ValidationInfo, field_validator, model_validator
+
+from dvoc_bench.declare import Declared, NonNegFloat, NonNegInt, PosFloat, PosInt, Prob, validate
+from dvoc_bench.geometry import Size
+
+__all__ = [
+    "NATIVE_FRAMES",
+    "AxisDropSpec",
+    "CanvasSpec",
+    "ConfidenceBucket",
+    "ConfidenceSpec",
+    "ConsistencySpec",
+    "FrameMix",
+    "LatencySpec",
+    "NearSpec",
+    "NoiseSpec",
+    "OneShotSpec",
+    "OutlierSpec",
+    "SimProfile",
+    "SomSpec",
+    "TokensSpec",
+    "for_canvas",
+    "load_profile",
+]
+
+NATIVE_FRAMES = ("pixel", "norm1000", "norm1", "mixed")
+"""Frames a simulated answer can be given in; ``mixed`` is the H2 frame of upstream-facts §9.1."""
+
+
+def _none_is_no_bound(v: Any) -> Any:
+    if v is None:
+        return math.inf
+    if isinstance(v, float) and math.isnan(v):
+        raise ValueError("must be a number >= 0, or null for no bound")
+    return v
+
+
+Bound = Annotated[float, Field(allow_inf_nan=True, ge=0.0), BeforeValidator(_none_is_no_bound)]
+"""A bound in px, >= 0; ``null`` or ``.inf`` = no bound (held as ``math.inf``)."""
+Gain = tuple[float, float]
+"""A per-axis factor ``[gx, gy]``."""
+
+
+class FrameMix(Declared):
+    """Mixture weights of the native frame, sampled once per call. A block that names some weights leaves
+    the others at 0; the weights are normalised to sum 1 on load."""
+
+    pixel: NonNegFloat = 0.0
+    """Weight of answers in screenshot pixels."""
+    norm1000: NonNegFloat = 1.0
+    """Weight of answers in Gemini's 0-1000 normalised frame."""
+    norm1: NonNegFloat = 0.0
+    """Weight of answers in the 0-1 normalised frame."""
+    mixed: NonNegFloat = 0.0
+    """Weight of H2 answers (target in 0-1000 units, crosshair in pixels); only possible when the prompt
+    does not state the crosshair position, otherwise it is added to ``norm1000``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unnamed_weights_are_zero(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data:
+            return {**dict.fromkeys(NATIVE_FRAMES, 0.0), **data}
+        return data
+
+    @model_validator(mode="after")
+    def _normalised(self) -> FrameMix:
+        total = sum(getattr(self, k) for k in NATIVE_FRAMES)
+        if total <= 0:
+            raise ValueError("the weights must have a positive sum")
+        for k in NATIVE_FRAMES:  # the instance is not visible to anyone yet: normalise it in place
+            object.__setattr__(self, k, getattr(self, k) / total)
+        return self
+
+    def weights(self, position_stated: bool) -> dict[str, float]:
+        """Weights per frame for one call; ``mixed`` folds into ``norm1000`` when the position is stated."""
+        w = {"pixel": self.pixel, "norm1000": self.norm1000, "norm1": self.norm1, "mixed": self.mixed}
+        if position_stated:
+            w["norm1000"] += w.pop("mixed")
+            w["mixed"] = 0.0
+        return w
+
+
+class NoiseSpec(Declared):
+    """Inlier perception noise of the target, per axis, in pixels."""
+
+    dist: Literal["laplace", "student_t"] = "laplace"
+    """Distribution family: ``laplace`` or ``student_t``."""
+    scale_px: NonNegFloat = 0.0
+    """Scale parameter in px (Laplace ``b``: MAD-sd = 1.03 b; Student-t scale: MAD-sd = 1.13 s at df 3)."""
+    df: PosFloat = 3.0
+    """Degrees of freedom of the Student-t (ignored for Laplace)."""
+    rel: NonNegFloat = 0.0
+    """Offset mode only (calibration): each axis of the offset the model believes in is multiplied by
+    ``exp(rel * z)``, ``z`` from this family with scale 1 (clipped to +-2): an error that grows with the
+    distance measured and never flips the direction; 0 = none."""
+
+    def sample(self, rng: np.random.Generator, scale_px: float | None = None) -> tuple[float, float]:
+        """One ``(ex, ey)`` draw in px; ``scale_px`` overrides the profile's scale."""
+        s = self.scale_px if scale_px is None else scale_px
+        if s <= 0:
+            return 0.0, 0.0
+        e = rng.laplace(0.0, s, 2) if self.dist == "laplace" else s * rng.standard_t(self.df, 2)
+        return float(e[0]), float(e[1])
+
+
+class OutlierSpec(Declared):
+    """Gross perception errors: the wrong element, or a large displacement."""
+
+    p: Prob = 0.0
+    """Probability that a call's perceived target is an outlier."""
+    wrong_element_share: Prob = 0.5
+    """Share of outliers that take another interactive element's centre (the rest are displacements)."""
+    min_px: NonNegFloat = 100.0
+    """Smallest displacement magnitude in px."""
+    max_px: NonNegFloat = Field(250.0, validate_default=True)
+    """Largest displacement magnitude in px (at least ``min_px``)."""
+
+    @field_validator("max_px")
+    @classmethod
+    def _at_least_min(cls, v: float, info: ValidationInfo) -> float:
+        lo = info.data.get("min_px")
+        if lo is not None and v < lo:
+            raise ValueError(f"must be at least min_px ({lo:g})")
+        return v
+
+
+class NearSpec(Declared):
+    """Near-target behaviour on the perceived offset (px), bins of upstream-facts §9.2."""
+
+    p_zero_below_30: Prob = 0.0
+    """Probability of reporting ``(0, 0)`` when the perceived offset is below 30 px."""
+    p_zero_30_100: Prob = 0.0
+    """Probability of reporting ``(0, 0)`` when it is 30-100 px."""
+    p_reverse_30_100: Prob = 0.0
+    """Probability of reversing the direction at 30-100 px (among non-zero reports)."""
+    shrink_below_100: NonNegFloat = 1.0
+    """Gain factor applied to perceived offsets below 100 px (under-reporting near the target)."""
+
+
+class AxisDropSpec(Declared):
+    """Axis dropping: one component reported as 0 while that axis is far off (§9.3)."""
+
+    p: Prob = 0.0
+    """Probability, per axis with ``|t^_axis| > 30`` px, that the axis is reported as 0."""
+    p_x: Prob | None = None
+    """Probability for the x axis alone (calibration: Gemini drops x far more often than y); ``None``
+    = ``p``."""
+    p_y: Prob | None = None
+    """Probability for the y axis alone; ``None`` = ``p``."""
+    max_px: Bound = math.inf
+    """Axes are dropped only while the perceived offset is shorter than this (calibration: none of the
+    authors' models dropped an axis beyond 300 px); ``null`` / ``.inf`` = no bound."""
+
+    def per_axis(self) -> tuple[float, float]:
+        """``(p for x, p for y)``."""
+        return (self.p if self.p_x is None else self.p_x, self.p if self.p_y is None else self.p_y)
+
+
+class _Categorical(Declared):
+    """Confidence values and their probabilities (``probs`` defaults to equal weights)."""
+
+    number_means_always: ClassVar[bool] = False
+    """Whether a bare number stands for ``{values: [number]}``."""
+
+    values: Annotated[tuple[Prob, ...], Field(min_length=1)] = (1.0,)
+    """Confidence values, each in [0, 1]."""
+    probs: tuple[NonNegFloat, ...] = (1.0,)
+    """Their probabilities, as long as ``values`` (normalised on load; default: equal)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthands(cls, data: Any) -> Any:
+        if cls.number_means_always and isinstance(data, (int, float)) and not isinstance(data, bool):
+            return {"values": [data], "probs": [1.0]}
+        values = data.get("values") if isinstance(data, Mapping) else None
+        if isinstance(values, (list, tuple)) and "probs" not in data:
+            return {**data, "probs": [1.0] * len(values)}
+        return data
+
+    @field_validator("probs")
+    @classmethod
+    def _normalised(cls, v: tuple[float, ...], info: ValidationInfo) -> tuple[float, ...]:
+        values = info.data.get("values")
+        if values is not None and len(v) != len(values):
+            raise ValueError(f"must have as many items as values ({len(values)})")
+        total = sum(v)
+        if total <= 0:
+            raise ValueError("must have a positive sum")
+        return tuple(p / total for p in v)
+
+
+class ConfidenceBucket(_Categorical):
+    """A confidence distribution used when the reported offset is at most ``max_px``."""
+
+    max_px: Bound = math.inf
+    """Upper bound (px, inclusive) of the reported-offset magnitude; ``null`` / ``.inf`` = no bound."""
+
+
+class ConfidenceSpec(_Categorical):
+    """Categorical self-reported confidence (§9.5); a bare number means always that value."""
+
+    number_means_always: ClassVar[bool] = True
+
+    by_distance: tuple[ConfidenceBucket, ...] = ()
+    """Optional buckets by reported-offset magnitude (strictly ascending ``max_px``); when set they replace
+    ``values / probs`` (which still serve reports beyond the last bucket)."""
+
+    @field_validator("by_distance", mode="before")
+    @classmethod
+    def _none_is_empty(cls, v: Any) -> Any:
+        return () if v is None else v
+
+    @field_validator("by_distance")
+    @classmethod
+    def _ascending(cls, v: tuple[ConfidenceBucket, ...]) -> tuple[ConfidenceBucket, ...]:
+        for i, (a, b) in enumerate(zip(v, v[1:], strict=False)):
+            if a.max_px >= b.max_px:
+                raise ValueError(
+                    f"max_px must be strictly ascending (item {i + 1}: {b.max_px:g} after {a.max_px:g})"
+                )
+        return v
+
+    def sample(self, rng: np.random.Generator, distance_px: float) -> float:
+        """One confidence draw for a report of magnitude ``distance_px``."""
+        values, probs = self.values, self.probs
+        for bucket in self.by_distance:
+            if distance_px <= bucket.max_px:
+                values, probs = bucket.values, bucket.probs
+                break
+        return float(values[int(rng.choice(len(values), p=np.asarray(probs)))])
+
+
+def _none_is_default(v: Any) -> Any:
+    return ConfidenceSpec() if v is None else v
+
+
+class OneShotSpec(Declared):
+    """Point answers (``click_at``): one-shot and absolute-mode calls (§9.6)."""
+
+    noise_px: NonNegFloat = 1.0
+    """Inlier noise scale in px (same distribution family as ``noise``)."""
+    outlier_p: Prob = 0.0
+    """Outlier probability (magnitudes and element share from ``outlier``)."""
+    frames: FrameMix | None = None
+    """Native-frame mixture for points; ``None`` = the offset mixture with ``mixed`` counted as
+    ``norm1000``."""
+    confidence: Annotated[ConfidenceSpec, BeforeValidator(_none_is_default)] = Field(
+        default_factory=ConfidenceSpec
+    )
+    """Confidence of point answers (a number means always that value; ``null`` = always 1.0)."""
+    wrong_element_only: StrictBool = False
+    """Calibration: an outlier is always another element, so a scene with a single element has none (the
+    authors' models never missed a single-element scene once the task was given); False = as ``outlier``.
+    Only ``true`` / ``false``: a string such as ``"yes"`` is an error."""
+
+
+class TokensSpec(Declared):
+    """Token counts reported per call (constant placeholders: the records hold no usable counts)."""
+
+    in_per_call: NonNegInt = 0
+    """Prompt tokens per call."""
+    out_per_call: NonNegInt = 0
+    """Completion tokens per call."""
+
+
+class SomSpec(Declared):
+    """Set-of-Mark picks (``select_element``); the perception noise is the point mode's."""
+
+    confusion: Prob = 0.05
+    """Probability that the pick moves to a nearby mark instead."""
+    neighbours: PosInt = 3
+    """A confused pick is uniform over this many marks nearest to the right one (centre distance)."""
+    guess_unmarked: Prob = 1.0
+    """When no mark contains the perceived target: probability of naming the nearest mark anyway
+    (otherwise the reply carries no tool call)."""
+    confidence: ConfidenceSpec | None = None
+    """Confidence of picks; ``None`` = ``oneshot.confidence``."""
+
+
+class CanvasSpec(Declared):
+    """Sections that replace the top-level ones on scenes of one size (``None`` = keep the top level)."""
+
+    size: tuple[PosInt, PosInt]
+    """Scene size ``[W, H]`` in pixels this entry applies to (the scene's own size, before any resize)."""
+    frames: FrameMix | None = None
+    """Native-frame mixture on this canvas."""
+    gain: Gain | None = None
+    """Per-axis gain on this canvas."""
+    noise: NoiseSpec | None = None
+    """Inlier noise on this canvas."""
+    outlier: OutlierSpec | None = None
+    """Outlier process on this canvas."""
+    near: NearSpec | None = None
+    """Near-target behaviour on this canvas."""
+    axis_drop: AxisDropSpec | None = None
+    """Axis dropping on this canvas."""
+    confidence: ConfidenceSpec | None = None
+    """Confidence of offset answers on this canvas."""
+    oneshot: OneShotSpec | None = None
+    """Point answers on this canvas."""
+
+
+_CANVAS_SECTIONS = ("frames", "gain", "noise", "outlier", "near", "axis_drop", "confidence", "oneshot")
+"""The sections a ``canvas`` entry can replace."""
+
+
+class LatencySpec(Declared):
+    """Per-call latency: a log-normal draw (median, log-sd) times ``scale``; off while ``scale`` is 0."""
+
+    median_s: NonNegFloat = 0.0
+    """Median seconds per call (fitted: the authors' wall time per call)."""
+    sigma: NonNegFloat = 0.0
+    """Standard deviation of the log of the latency."""
+    scale: NonNegFloat = 0.0
+    """Multiplier of the draw: 0 = no sampled latency (the default), 1 = realistic."""
+
+    def sample(self, rng: np.random.Generator) -> float:
+        """Seconds for one call (0 when off)."""
+        if self.scale <= 0 or self.median_s <= 0:
+            return 0.0
+        return float(self.scale * self.median_s * math.exp(self.sigma * rng.standard_normal()))
+
+
+class ConsistencySpec(Declared):
+    """Probability, per mode, that a call answers from its situation's generator (same situation, same
+    answer) rather than from the per-call one."""
+
+    offset: Prob = 0.0
+    """``report_offset`` calls; the situation includes the crosshair position."""
+    point: Prob = 0.0
+    """``click_at`` calls (one-shot, absolute mode)."""
+
+
+class SimProfile(Declared):
+    """Everything that makes one simulated model: the ``sim:`` block of a ``conf/model/sim-*.yaml``."""
+
+    frames: FrameMix = Field(default_factory=FrameMix)
+    """Native-frame mixture of offset answers."""
+    gain: Gain = (1.0, 1.0)
+    """Per-axis gain multiplier applied in the native frame."""
+    noise: NoiseSpec = Field(default_factory=NoiseSpec)
+    """Inlier noise of the perceived target."""
+    outlier: OutlierSpec = Field(default_factory=OutlierSpec)
+    """Outlier process of the perceived target."""
+    near: NearSpec = Field(default_factory=NearSpec)
+    """Near-target behaviour."""
+    axis_drop: AxisDropSpec = Field(default_factory=AxisDropSpec)
+    """Axis dropping."""
+    confidence: ConfidenceSpec = Field(default_factory=ConfidenceSpec)
+    """Confidence of offset answers."""
+    oneshot: OneShotSpec = Field(default_factory=OneShotSpec)
+    """Point answers."""
+    p_no_tool_call: Prob = 0.0
+    """Probability of a reply without a tool call."""
+    no_task: Literal["first_element", "random_element"] = "first_element"
+    """Element aimed at when the prompt lacks the task: ``first_element | random_element``."""
+    unknown_position: Literal["zero", "guess_centre"] = "zero"
+    """Answer when the crosshair position is unknown: ``zero`` (report (0,0)) | ``guess_centre``."""
+    tokens: TokensSpec = Field(default_factory=TokensSpec)
+    """Token counts per call."""
+    latency_s: NonNegFloat = 0.0
+    """Simulated latency per call in seconds (``complete`` sleeps when > 0)."""
+    som: SomSpec = Field(default_factory=SomSpec)
+    """Set-of-Mark picks."""
+    canvas: tuple[CanvasSpec, ...] = ()
+    """Per-canvas overrides, at most one per size (calibration; empty = the top-level sections
+    everywhere)."""
+    no_task_target: Prob = 0.0
+    """Probability that a prompt without the task still aims at the target (calibration)."""
+    latency: LatencySpec = Field(default_factory=LatencySpec)
+    """Sampled per-call latency (calibration; off while ``latency.scale`` is 0)."""
+    consistency: ConsistencySpec = Field(default_factory=ConsistencySpec)
+    """Same situation, same answer (calibration; 0 = every call draws afresh)."""
+    instance: NonNegInt = 0
+    """A label that changes every random stream but no distribution: another simulated instance of the same
+    model (validation averages over a few, since a consistent model's situation draws are shared by all
+    repeats)."""
+
+    @field_validator("canvas")
+    @classmethod
+    def _one_per_size(cls, v: tuple[CanvasSpec, ...]) -> tuple[CanvasSpec, ...]:
+        seen: dict[tuple[int, int], int] = {}
+        for i, c in enumerate(v):
+            if c.size in seen:
+                w, h = c.size
+                raise ValueError(f"each size may appear once; item {i} repeats {w}x{h} (item {seen[c.size]})")
+            seen[c.size] = i
+        return v
+
+    @classmethod
+    def from_mapping(cls, d: Any, prefix: str = "sim.") -> SimProfile:
+        """Build and validate a profile; a bad value is a :class:`~dvoc_bench.declare.ConfigError` (a
+        ``ValueError``) of one line naming the dotted key after ``prefix``."""
+        return validate(cls, plain(d), prefix=prefix)
+
+    def digest(self) -> str:
+        """Stable content hash of the profile (part of the per-call seed). A default ``som`` block is left
+        out, so profiles written before Set-of-Mark keep their hash (and their replies)."""
+        d = self.model_dump()
+        if self.som == SomSpec():
+            d.pop("som")
+        blob = json.dumps(d, sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def for_canvas(prof: SimProfile, size: Size) -> SimProfile:
+    """``prof`` with the ``canvas`` entry of a scene of ``size`` applied (itself when none matches)."""
+    for c in prof.canvas:
+        if c.size == (size.width, size.height):
+            changes = {k: getattr(c, k) for k in _CANVAS_SECTIONS if getattr(c, k) is not None}
+            return prof.model_copy(update=changes) if changes else prof
+    return prof
+
+
+def plain(d: Any) -> Any:
+    """Turn an OmegaConf container into plain Python (other inputs pass through)."""
+    if type(d).__module__.startswith("omegaconf"):
+        from omegaconf import OmegaConf
+
+        return OmegaConf.to_container(d, resolve=True)
+    return d
+
+
+def load_profile(path_or_mapping: str | Path | Mapping[str, Any]) -> SimProfile:
+    """Load a profile from a model YAML path, a whole model config (with ``sim:``) or a ``sim`` mapping."""
+    if isinstance(path_or_mapping, (str, Path)):
+        import yaml
+
+        data = yaml.safe_load(Path(path_or_mapping).read_text())
+    else:
+        data = plain(path_or_mapping)
+    if isinstance(data, Mapping) and "sim" in data:
+        data = data["sim"]
+    return SimProfile.from_mapping(data)

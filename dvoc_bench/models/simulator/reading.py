@@ -1,0 +1,161 @@
+"""What the simulator reads from a request, as a model would: the tools offered, the crosshair drawn in the
+pixels, the prompt's ``Crosshair position:``, ``Marked elements:`` and ``Element list units:`` lines, and
+the scene's ground truth in the pixels of the image sent (steps 1, 4 and 13 of
+:mod:`dvoc_bench.models.simulator`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from dvoc_bench.geometry import Box, Frame, Point, Size, point_to_pixels
+from dvoc_bench.models.base import ModelRequest
+from dvoc_bench.render import find_crosshair
+from dvoc_bench.scenes.types import SceneTruth
+
+__all__ = [
+    "crosshair_position",
+    "decode_image",
+    "image_digest",
+    "parse_crosshair_line",
+    "parse_marks",
+    "position_stated",
+    "tool_names",
+    "truth_in_image",
+]
+
+_POS_RE = re.compile(
+    r"^[ \t]*crosshair position:[ \t]*\([ \t]*([-+]?\d+(?:\.\d+)?)[ \t]*,[ \t]*([-+]?\d+(?:\.\d+)?)[ \t]*\)"
+    r"[ \t]*([^\n]*)",
+    re.IGNORECASE | re.MULTILINE,
+)
+"""A ``Crosshair position: (X, Y) UNIT`` line (at the start of a line, tolerant of spacing and case)."""
+_POS_LINE_RE = re.compile(r"^[ \t]*crosshair position:", re.IGNORECASE | re.MULTILINE)
+"""Any line stating the crosshair position (even one whose numbers cannot be read)."""
+
+
+def _unit_frame(unit: str) -> Frame:
+    u = unit.strip().lower().replace("\u2013", "-").replace("\u2212", "-")
+    if re.match(r"in 0\s*-\s*1000\b", u):
+        return Frame.NORM1000
+    if re.match(r"in 0\s*-\s*1\b", u):
+        return Frame.NORM1
+    return Frame.PIXEL  # "px" or no unit: the plain reading of a coordinate pair
+
+
+def parse_crosshair_line(text: str, size: Size) -> Point | None:
+    """The crosshair position stated in ``text`` (``Crosshair position: (X, Y) UNIT``), in pixels."""
+    m = _POS_RE.search(text)
+    if m is None:
+        return None
+    p = Point(float(m.group(1)), float(m.group(2)))
+    return point_to_pixels(p, _unit_frame(m.group(3)), size)
+
+
+def position_stated(text: str) -> bool:
+    """Whether the text has a ``Crosshair position:`` line (even one whose numbers cannot be read)."""
+    return _POS_LINE_RE.search(text) is not None
+
+
+def crosshair_position(req: ModelRequest) -> Point | None:
+    """The crosshair in pixels: found in the image (``render.find_crosshair``), else read from the text;
+    ``None`` when neither shows it."""
+    image = decode_image(req)
+    p = find_crosshair(image, width=3) if image is not None else None
+    return p if p is not None else parse_crosshair_line(req.text, req.image_size)
+
+
+_MARKS_RE = re.compile(r"^[ \t]*marked elements:[ \t]*(\{.*)$", re.IGNORECASE | re.MULTILINE)
+"""The ``Marked elements: {"elements": [...]}`` line of a Set-of-Mark prompt."""
+_UNITS_RE = re.compile(r"^[ \t]*element list units:[ \t]*([^\n.]*)", re.IGNORECASE | re.MULTILINE)
+"""The ``Element list units: ...`` line."""
+
+
+def parse_marks(text: str, size: Size) -> list[tuple[int, Box]]:
+    """The marks listed in a SoM prompt as ``(id, box in pixels)``; empty when there is no readable list.
+
+    Units come from the ``Element list units:`` line (``pixels``, ``0-1000``, ``0-1``; pixels without it).
+    """
+    m = _MARKS_RE.search(text)
+    if m is None:
+        return []
+    try:
+        data, _ = json.JSONDecoder().raw_decode(m.group(1))
+    except ValueError:
+        return []
+    u = _UNITS_RE.search(text)
+    unit = u.group(1).strip().lower().replace("\u2013", "-") if u else "pixels"
+    frame = Frame.PIXEL
+    if "1000" in unit:
+        frame = Frame.NORM1000
+    elif re.match(r"0\s*-\s*1\b", unit):
+        frame = Frame.NORM1
+    marks: list[tuple[int, Box]] = []
+    for e in data.get("elements", []) if isinstance(data, Mapping) else []:
+        try:
+            ident = int(e["id"])
+            x0, y0, x1, y1 = (float(v) for v in e["box"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        a = point_to_pixels(Point(x0, y0), frame, size)
+        b = point_to_pixels(Point(x1, y1), frame, size)
+        marks.append((ident, Box(min(a.x, b.x), min(a.y, b.y), max(a.x, b.x), max(a.y, b.y))))
+    return marks
+
+
+def tool_names(tools: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Names of the functions offered (OpenAI tool dicts, or bare function dicts)."""
+    names: set[str] = set()
+    for t in tools:
+        fn = t.get("function", t) if isinstance(t, Mapping) else None
+        if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
+            names.add(fn["name"])
+    return names
+
+
+def _scale_box(b: Box, sx: float, sy: float) -> Box:
+    return Box(b.x0 * sx, b.y0 * sy, b.x1 * sx, b.y1 * sy)
+
+
+def truth_in_image(truth: SceneTruth, size: Size) -> SceneTruth:
+    """Ground truth in pixels of the image sent (differs from the scene's when the harness resized it)."""
+    if size == truth.size:
+        return truth
+    sx, sy = size.width / truth.size.width, size.height / truth.size.height
+    return dataclasses.replace(
+        truth,
+        size=size,
+        target_box=_scale_box(truth.target_box, sx, sy),
+        elements=tuple(dataclasses.replace(e, box=_scale_box(e.box, sx, sy)) for e in truth.elements),
+    )
+
+
+def decode_image(req: ModelRequest) -> np.ndarray | None:
+    """The request's image as an RGB array (``image_rgb`` as is, else the decoded PNG; ``None`` for none)."""
+    if req.image_rgb is not None:
+        return np.asarray(req.image_rgb)
+    if req.image_png is None:
+        return None
+    from PIL import Image
+
+    with Image.open(io.BytesIO(req.image_png)) as img:
+        return np.asarray(img.convert("RGB"), dtype=np.uint8)
+
+
+def image_digest(req: ModelRequest) -> bytes:
+    """sha256 of the PNG bytes, else of the raw array (with its shape), else of nothing."""
+    if req.image_png is not None:
+        return hashlib.sha256(req.image_png).digest()
+    if req.image_rgb is not None:
+        arr = np.ascontiguousarray(req.image_rgb)
+        h = hashlib.sha256(str(arr.shape).encode())
+        h.update(arr.tobytes())
+        return h.digest()
+    return hashlib.sha256(b"").digest()
