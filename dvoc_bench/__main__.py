@@ -7,8 +7,10 @@ parse). ``HYDRA_FULL_ERROR=1`` still shows Hydra's full trace.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import tempfile
 
 import hydra
 from omegaconf import DictConfig
@@ -29,17 +31,31 @@ def main(cfg: DictConfig) -> None:
 
 
 def entry() -> None:
-    """Run the app; composition errors become one line and exit code 2."""
+    """Run the app; composition errors become one line and exit code 2; a multirun exits with the worst
+    code of its jobs, after all of them ran."""
+    from dvoc_bench.jobstate import EXIT_CODES_ENV, job_started
+
     full = os.environ.get("HYDRA_FULL_ERROR") == "1"
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing its own report
+    fd, codes = tempfile.mkstemp(prefix="dvoc-exit-codes-", suffix=".jsonl")
+    os.close(fd)
+    os.environ[EXIT_CODES_ENV] = codes  # multirun jobs (in this process or launched ones) append here
     try:
         main()
     except Exception as e:
         line = None if full else config_error_line(e)
+        if line is None and isinstance(e, OSError) and e.filename and not job_started() and not full:
+            line = f"hydra.run.dir: cannot create or write {e.filename}: {e.strerror or e}"
         if line is None:
             raise
         print(f"config error: {line}", file=sys.stderr)
         sys.exit(2)
+    finally:
+        with open(codes, encoding="utf-8") as f:
+            worst = max((json.loads(x).get("code", 0) for x in f if x.strip()), default=0)
+        os.unlink(codes)
+    if worst:
+        sys.exit(worst)
 
 
 if __name__ == "__main__":

@@ -1,56 +1,122 @@
-"""The Hydra job body: validate, plan, run, summarise. Terminal output happens here, not in the library."""
+"""The Hydra job body: validate, plan, run, summarise. Terminal output happens here, not in the library.
+
+Exit codes (:data:`dvoc_bench.summary.EXIT_OK` ...): 0 done; 2 bad input, nothing ran (one line
+``config error: <key>: ...``); 3 model trials ran and none ended ``ok``; 130 interrupted (finished trials
+are saved; the printed command resumes). A multirun exits with the worst code of its jobs after all of
+them ran (``dvoc_bench.__main__.entry`` collects them through the file named by ``DVOC_EXIT_CODES``).
+"""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import shlex
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from dvoc_bench.cli_support import setup_with_choices
 from dvoc_bench.config import ConfigError
+from dvoc_bench.jobstate import EXIT_CODES_ENV, mark_started
 from dvoc_bench.progress import Progress
-from dvoc_bench.redaction import install_log_redaction
+from dvoc_bench.redaction import install_log_redaction, redact
 from dvoc_bench.store import RunDirBusy, discard_output_subdir
+from dvoc_bench.summary import EXIT_CONFIG, EXIT_INTERRUPTED, exit_code, run_report
 from dvoc_bench.sweep import plan, run_sweep
 
 log = logging.getLogger(__name__)
 
 
 def run_job(cfg: DictConfig) -> int:
-    """Run one Hydra job; returns the process exit code (2 for a bad config)."""
+    """Run one Hydra job; returns its exit code. In a multirun the code is recorded, and 0 returned, so
+    the other jobs still run (``entry`` exits with the worst code at the end)."""
+    mark_started()
     hc = HydraConfig.get()
+    code = _run(cfg, hc)
+    path = os.environ.get(EXIT_CODES_ENV)
+    if hc.mode == RunMode.MULTIRUN and path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"job": hc.job.num, "code": code}) + "\n")
+        return 0
+    return code
+
+
+def _resume_command(hc: object, run_dir: Path) -> str:
+    """The command that resumes this run: the same overrides, pointed at the same run dir."""
+    overrides = [o for o in hc.overrides.task if not o.startswith(("hydra.run.dir=", "hydra.sweep."))]
+    return " ".join(
+        ["python -m dvoc_bench", *map(shlex.quote, overrides), shlex.quote(f"hydra.run.dir={run_dir}")]
+    )
+
+
+def _check_writable(run_dir: Path) -> None:
+    """A run dir that cannot be written is a bad input, said before any trial runs."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=run_dir, prefix=".write-check-"):
+            pass
+    except OSError as e:
+        raise ConfigError(f"hydra.run.dir: cannot write to {run_dir}: {e.strerror or e}") from None
+
+
+def _run(cfg: DictConfig, hc: Any) -> int:
     install_log_redaction()  # every log line of the job (console and run-dir log) passes the redactor
     choices = dict(hc.runtime.choices)
+    run_dir = Path(hc.runtime.output_dir)
     if choices.get("experiment") == "frame_probe":  # a probe of the models' coordinate frames, not a sweep
         from dvoc_bench.probe import run_job as probe_job
 
         probe_cfg = OmegaConf.to_container(cfg, resolve=True)
         assert isinstance(probe_cfg, dict)
-        return probe_job(probe_cfg, choices, Path(hc.runtime.output_dir))
+        return probe_job(probe_cfg, choices, run_dir)
     try:
         plain = OmegaConf.to_container(cfg, resolve=True)
         assert isinstance(plain, dict)
+        _check_writable(run_dir)
         setup = setup_with_choices(plain, choices)
         specs = plan(setup)
     except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
-        return 2
-    run_dir = Path(hc.runtime.output_dir)
+        print(f"config error: {redact(str(e))}", file=sys.stderr)
+        return EXIT_CONFIG
     quiet = bool(cfg.get("run", {}).get("quiet", False))
     retry_errors = bool(cfg.get("resume", {}).get("retry_errors", False))
-    progress = Progress(len(specs), quiet=quiet)
+    progress: list[Progress] = []
     try:
-        summary = run_sweep(setup, run_dir, specs=specs, retry_errors=retry_errors, on_done=progress.update)
-    except RunDirBusy as e:  # another process is writing there: change nothing, say who, exit 2
+        summary = run_sweep(
+            setup,
+            run_dir,
+            specs=specs,
+            retry_errors=retry_errors,
+            on_start=lambda n: progress.append(Progress(n, quiet=quiet)),
+            on_done=lambda record: progress[0].update(record),
+        )
+    except (RunDirBusy, ConfigError) as e:  # busy, or a resume with other settings: nothing changed
         discard_output_subdir(run_dir, hc.output_subdir)
-        print(f"config error: hydra.run.dir: {e}", file=sys.stderr)
-        return 2
+        print(f"config error: {'hydra.run.dir: ' if isinstance(e, RunDirBusy) else ''}{e}", file=sys.stderr)
+        return EXIT_CONFIG
+    except KeyboardInterrupt:
+        for p in progress:
+            p.close()
+        print(f"\ninterrupted: the finished trials are saved; resume with: {_resume_command(hc, run_dir)}",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_INTERRUPTED
     finally:
-        progress.close()
+        for p in progress:
+            p.close()
     print((run_dir / "summary.md").read_text(encoding="utf-8").rstrip("\n"))
-    print(f"\nrun dir: {run_dir}")
-    log.info("%d trials run, %d finished in all", summary.ran, len(summary.trials))
-    return 0
+    resume = summary.resume
+    lines = run_report(
+        summary.trials,
+        ran=summary.ran,
+        skipped_items=resume.skipped if resume else None,
+        added_items=resume.added if resume else None,
+    )
+    print("\n" + "\n".join(redact(line) for line in lines))
+    print(f"run dir: {run_dir}")
+    return exit_code(summary.trials)

@@ -281,6 +281,8 @@ class TrialOutcome:
     """DVOC: verifier calls; one-shot: attempts; baselines: 0."""
     model_calls: int = 0
     """Model calls attempted (including failed ones)."""
+    cached_calls: int = 0
+    """Of those, the calls answered by the response cache (no provider was asked)."""
     parse_errors: int = 0
     """Replies that yielded no usable numbers."""
     tokens_in: int = 0

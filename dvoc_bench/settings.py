@@ -91,6 +91,9 @@ class Resume(Declared):
 
     retry_errors: bool = False
     """Re-run ``status=error`` trials when resuming (``skipped`` ones always re-run)."""
+    allow_new_trials: bool = False
+    """Let a resume add trials to the run on purpose (more models, tasks, methods, knob values or
+    repeats); without it such a resume is refused. Fewer (a subset) is always allowed."""
 
 
 class Scenes(Declared):

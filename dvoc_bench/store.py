@@ -38,7 +38,7 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -218,11 +218,21 @@ def _rewrite(path: Path, rows: Iterable[dict[str, Any]]) -> None:
 class RunStore:
     """Reads and appends the records of one run directory."""
 
-    def __init__(self, run_dir: Path | str, *, retry_errors: bool = False):
+    def __init__(
+        self,
+        run_dir: Path | str,
+        *,
+        retry_errors: bool = False,
+        on_locked: Callable[[Path], None] | None = None,
+    ):
+        """``on_locked(run_dir)`` runs once the lock is held and before anything is changed (the resume
+        check); an exception from it releases the lock and leaves the directory as it was."""
         self.dir = Path(run_dir)
         self.lock = RunDirLock(self.dir).acquire()  # before anything of the directory is touched
         """The run directory's lock, held until :meth:`close` (:class:`RunDirBusy` if someone has it)."""
         try:
+            if on_locked is not None:
+                on_locked(self.dir)
             self._open(retry_errors)
         except BaseException:
             self.lock.release()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
+
+from dvoc_bench.records import TRIAL_STATUSES
 
 KNOBS = ("protocol", "coord_frame", "alpha", "overlay", "predict", "detector")
 """Knob columns shown (and grouped by) when they take more than one value in the run."""
@@ -95,3 +97,45 @@ def format_table(rows: list[dict[str, Any]], epsilon: float = 30.0) -> str:
         f"(the authors' rule). Rows marked [SIMULATED] come from the simulated VLM, not a real model."
     )
     return "\n".join(out) + "\n\n" + legend
+
+
+def run_report(trials: list[dict[str, Any]], *, ran: int, skipped_items: dict[str, list[Any]] | None = None,
+               added_items: dict[str, list[Any]] | None = None) -> list[str]:  # fmt: skip
+    """The end-of-run lines printed under the table: trials by status; for each error class (and skip
+    reason) its count and most common message; how many model calls the response cache answered; what a
+    resume left out or added.
+    """
+    counts = Counter(t["status"] for t in trials)
+    lines = [
+        f"trials: {len(trials)} ({', '.join(f'{counts.get(s, 0)} {s}' for s in TRIAL_STATUSES)}); "
+        f"{ran} run by this call"
+    ]
+    for status in ("error", "skipped"):
+        by_class: dict[str, Counter[str]] = defaultdict(Counter)
+        for t in trials:
+            if t["status"] == status:
+                by_class[t.get("error_class") or "unknown"][str(t.get("error") or "")] += 1
+        for cls, msgs in sorted(by_class.items(), key=lambda kv: -sum(kv[1].values())):
+            msg, _ = msgs.most_common(1)[0]
+            lines.append(f"{status}: {cls} x{sum(msgs.values())}: {msg[:160] or '(no message)'}")
+    calls = sum(int(t.get("model_calls") or 0) for t in trials)
+    cached = sum(int(t.get("cached_calls") or 0) for t in trials)
+    lines.append(f"model calls: {calls} ({cached} answered by the response cache, no provider asked)")
+    if skipped_items:
+        shown = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in skipped_items.items())
+        lines.append(f"resumed a subset of the run; not run now: {shown}")
+    if added_items:
+        shown = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in added_items.items())
+        lines.append(f"the run's plan grew (resume.allow_new_trials): {shown}")
+    return lines
+
+
+EXIT_OK, EXIT_CONFIG, EXIT_NO_SUCCESS, EXIT_INTERRUPTED = 0, 2, 3, 130
+"""Exit codes of ``python -m dvoc_bench``: 0 done; 2 bad input (nothing ran); 3 model trials ran and none
+ended ``ok``; 130 interrupted (Ctrl-C; finished trials are saved, the same command resumes)."""
+
+
+def exit_code(trials: list[dict[str, Any]]) -> int:
+    """3 when the run has model trials and none of them ended ``ok``; 0 otherwise (model-free runs too)."""
+    model = [t for t in trials if t.get("model") != "none"]
+    return EXIT_NO_SUCCESS if model and not any(t["status"] == "ok" for t in model) else EXIT_OK

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
@@ -27,12 +28,13 @@ from dvoc_bench.methods.common import TrialEnv, finish
 from dvoc_bench.models.base import Model
 from dvoc_bench.plan import Knobs, build_plan
 from dvoc_bench.protocol.protocols import PROTOCOLS
-from dvoc_bench.records import TrialRecord, TrialResult, TrialSpec, to_jsonable
+from dvoc_bench.records import TrialRecord, TrialResult, TrialSpec, read_jsonl, to_jsonable
 from dvoc_bench.registry import method_info
 from dvoc_bench.registry import methods as registry_methods
 from dvoc_bench.render import OverlayStyle
+from dvoc_bench.runmeta import Fingerprint, ResumeCheck, check_resume, fingerprint
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
-from dvoc_bench.scheduler import GatedModel, ProviderLimits, RateGate, RetryPolicy
+from dvoc_bench.scheduler import FATAL_FOR_PROVIDER, GatedModel, ProviderLimits, RateGate, RetryPolicy
 from dvoc_bench.settings import Alpha, Overlay, Predict, load_settings
 
 if TYPE_CHECKING:
@@ -61,6 +63,10 @@ class SweepSetup:
     """Set-of-Mark detector (``detector=`` and ``detect:``); ``None`` when no SoM method is swept."""
     model_options: dict[str, Any] = field(default_factory=dict)
     """``build_model`` options of real models: the response cache and image resizing."""
+    fingerprint: Fingerprint | None = None
+    """What the run is made with (:mod:`dvoc_bench.runmeta`); checked on resume. ``None``: no check."""
+    allow_new_trials: bool = False
+    """``resume.allow_new_trials``: a resume may add trials to the run."""
 
 
 def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str | None = None) -> SweepSetup:
@@ -73,7 +79,10 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
     tasks = check_list("task" if s.task else "tasks", [s.task] if s.task else s.tasks, registry.ids())
     names = check_list("models", [model_choice] if model_choice else s.models, model_names(models_dir))
     models = [
-        load_model_config(n, models_dir, s.declare_frame, data=s.model if n == model_choice else None)
+        # model=<name>: Hydra already read conf/model/<name>.yaml into the config; read nothing twice
+        load_model_config(
+            n, models_dir, s.declare_frame, data=s.model if n == model_choice and not s.paths.models else None
+        )
         for n in names
     ]
     starts, repeats = parse_starts(s.starts), s.repeats
@@ -100,6 +109,19 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
     detector = None
     if any(method_info(m).needs_detector for m in knobs.methods):
         detector = detector_config(s.detector)
+    _warn_unused_knobs(s, knobs.methods)
+    lists = {
+        "models": [f"{m.name}@{model_digest(m)}" for m in models],
+        "tasks": list(tasks),
+        "methods": list(knobs.methods),
+        "alphas": list(knobs.alphas),
+        "overlays": list(knobs.overlays),
+        "predict_modes": list(knobs.predict_modes),
+        "protocols": list(knobs.protocols),
+        "repeats": list(range(repeats)),
+    }
+    settings = s.model_dump(mode="json", exclude={"smoke", "starts", "repeats"})
+    settings["starts"] = list(starts)  # after smoke=true, which also shortens the start list
     return SweepSetup(
         model_options={"cache": s.cache, "image": s.image, "max_reply_chars": s.run.max_reply_chars},
         detector=detector,
@@ -115,7 +137,32 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
         retry_rule=s.oneshot.retry_rule,
         max_in_flight=s.run.max_in_flight,
         params=dict(s.sampling),
+        fingerprint=fingerprint(settings, lists),
+        allow_new_trials=s.resume.allow_new_trials,
     )
+
+
+def model_digest(m: ModelConfig) -> str:
+    """Hash of a model config as far as it can change answers (not its quota, timeout or description)."""
+    raw = {k: v for k, v in m.raw.items() if k not in ("limits", "timeout_s", "description")}
+    blob = json.dumps({"raw": raw, "frame": m.coord_frame}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:8]
+
+
+def _warn_unused_knobs(s: Any, methods: Sequence[str]) -> None:
+    """One warning line per swept knob that no swept method uses (its values would change nothing)."""
+    from dvoc_bench.settings import Settings
+
+    used = set().union(*(method_info(m).knobs for m in methods))
+    default = Settings()
+    for knob, key in (("alpha", "alphas"), ("overlay", "overlays"), ("predict", "predict_modes"),
+                      ("protocol", "protocols")):  # fmt: skip
+        if knob not in used and getattr(s, key) != getattr(default, key):
+            log.warning("%s=%s has no effect: no swept method uses it (methods: %s)",
+                        key, getattr(s, key), ", ".join(methods))  # fmt: skip
+    if "detector" not in used and (s.detector or {}).get("backend", "oracle") != "oracle":
+        log.warning("detector=%s has no effect: no swept method uses a detector (methods: %s)",
+                    s.detector.get("backend"), ", ".join(methods))  # fmt: skip
 
 
 def plan(setup: SweepSetup) -> list[TrialSpec]:
@@ -153,6 +200,10 @@ def build_gates(setup: SweepSetup) -> dict[str, RateGate]:
         if key not in gates:
             gates[key] = RateGate(key, provider_limits(m, setup))
     return gates
+
+
+PROVIDER_FATAL = FATAL_FOR_PROVIDER | {"provider_dead"}
+"""Error classes of a trial whose provider died under it: written as ``skipped``, run again on resume."""
 
 
 def skipped_result(reason_class: str, reason: str) -> TrialResult:
@@ -198,6 +249,8 @@ class RunSummary:
     """Trials run by this call (the others were finished before: a resume)."""
     gates: dict[str, RateGate]
     """The providers' gates, with their call counters."""
+    resume: ResumeCheck | None = None
+    """What the resume check found (items of the run this call skipped, items it added)."""
 
     @property
     def counts(self) -> dict[str, int]:
@@ -226,6 +279,7 @@ def run_sweep(
     specs: list[TrialSpec] | None = None,
     retry_errors: bool = False,
     on_done: Callable[[dict[str, Any]], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
     gates: dict[str, RateGate] | None = None,
 ) -> RunSummary:
     """Plan the sweep (unless ``specs`` are given), run what ``run_dir`` does not have yet, write
@@ -234,7 +288,10 @@ def run_sweep(
     The only way anything runs a sweep (the CLI, benchmarks, calibration, tests). ``model_factory``
     defaults to :func:`default_factory`; ``on_done`` sees every finished trial record (progress bars).
     Re-running into the same ``run_dir`` resumes: finished trials are kept; ``skipped`` ones run again,
-    ``error`` ones only with ``retry_errors``.
+    ``error`` ones only with ``retry_errors``. A resume must use the run's own settings
+    (:mod:`dvoc_bench.runmeta`: a different fingerprint is a :class:`ConfigError` and nothing changes);
+    a subset is allowed, more trials only with ``resume.allow_new_trials``, and ``plan.jsonl`` keeps the
+    run's whole plan. ``on_start(n)`` is told how many trials this call will run.
     """
     from dvoc_bench.store import RunStore
     from dvoc_bench.summary import format_table, summarise
@@ -242,10 +299,20 @@ def run_sweep(
     run_dir = Path(run_dir)
     specs = plan(setup) if specs is None else specs
     factory = model_factory or default_factory(setup)
-    with RunStore(run_dir, retry_errors=retry_errors) as store:
-        store.write_plan(specs)
+    checked: list[ResumeCheck] = []
+
+    def on_locked(d: Path) -> None:  # before anything in the run dir changes
+        if setup.fingerprint is not None:
+            checked.append(check_resume(d, setup.fingerprint, setup.allow_new_trials))
+
+    with RunStore(run_dir, retry_errors=retry_errors, on_locked=on_locked) as store:
+        old_plan = [p for p in read_jsonl(run_dir / "plan.jsonl") if isinstance(p.get("trial_key"), str)]
+        known = {p["trial_key"] for p in old_plan}
+        store.write_plan(old_plan + [to_jsonable(s) for s in specs if s.trial_key not in known])
         todo = sum(s.trial_key not in store.finished for s in specs)
         log.info("%d trials planned, %d to run, run dir %s", len(specs), todo, run_dir)
+        if on_start is not None:
+            on_start(todo)
         gates = _run_coroutine(lambda: _run_trials(specs, setup, store, factory, on_done, gates))
         keys = {s.trial_key for s in specs}
         trials = [t for t in store.trials() if t["trial_key"] in keys]
@@ -258,12 +325,13 @@ def run_sweep(
                     "planned": len(specs),
                     "finished": len(trials),
                     "simulated": any(t.get("simulated") for t in trials),
+                    "fingerprint": setup.fingerprint.digest if setup.fingerprint else None,
                 },
                 indent=1,
             ),
             encoding="utf-8",
         )
-    return RunSummary(run_dir, specs, trials, todo, gates)
+    return RunSummary(run_dir, specs, trials, todo, gates, checked[0] if checked else None)
 
 
 def _run_coroutine(make: Callable[[], Any]) -> Any:
@@ -348,8 +416,11 @@ async def _run_trials(
                         error_class="internal",
                         error=f"{type(e).__name__}: {e}"[:300],
                     )
-                if result.error_class == "provider_dead" and gate is not None:
+                dead = gate is not None and gate.dead is not None
+                if dead and result.status == "error" and result.error_class in PROVIDER_FATAL:
+                    # the provider died (auth / quota): this trial did not finish; resume runs it again
                     steps = result.steps
+                    assert gate is not None
                     result = skipped_result(
                         gate.dead_class or "provider_dead", gate.dead or str(result.error)
                     )

@@ -47,3 +47,17 @@ def sim_url():
         os.environ.pop("DVOC_SIM_URL", None)
     else:
         os.environ["DVOC_SIM_URL"] = old
+
+
+@pytest.fixture(scope="module")
+def slow_sim():
+    """The simulator over HTTP with 0.1 s per reply (a sweep takes a few seconds); yields its URL."""
+    from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
+    from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
+
+    backend = SimBackend(
+        registry=SceneRegistry(default_scenes_dir(), sources=build_sources(names=["synthetic"]))
+    )
+    backend.warm()
+    with serve_in_thread(FaultOptions(delay_s=0.1), backend) as (url, server):
+        yield url

@@ -17,23 +17,10 @@ import pytest
 
 from dvoc_bench.analysis import load_runs
 from dvoc_bench.analysis.loaders import hydra_dir, read_overrides
-from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
-from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
 from dvoc_bench.store import LOCK, RunDirBusy, RunDirLock, RunStore, read_jsonl
 from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
-
-
-@pytest.fixture(scope="module")
-def slow_sim():
-    """The simulator over HTTP with 0.1 s per reply, so a sweep holds its run dir for a few seconds."""
-    backend = SimBackend(
-        registry=SceneRegistry(default_scenes_dir(), sources=build_sources(names=["synthetic"]))
-    )
-    backend.warm()
-    with serve_in_thread(FaultOptions(delay_s=0.1), backend) as (url, server):
-        yield url
 
 
 def sweep_cmd(run_dir: Path, *extra: str) -> list[str]:

@@ -112,7 +112,7 @@ def test_auth_failure_ends_the_provider_and_skips_the_rest(tmp_path, backend):
         "tasks=[S1,S2]",
         "run.max_in_flight=2",
     )
-    assert {t["status"] for t in trials} == {"error", "skipped"}
+    assert {t["status"] for t in trials} == {"skipped"}  # the provider died: nothing of it finished
     assert all(t["error_class"] == "auth" for t in trials)
     assert counts["401"] <= 2  # no request after the provider died, no retry of a 401
     assert all("auth" in (t["error"] or "") or "401" in (t["error"] or "") or t["error"] for t in trials)

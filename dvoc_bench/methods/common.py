@@ -156,6 +156,7 @@ def base_step(
 def finish(result: TrialResult) -> TrialResult:
     """Fill the usage totals of a result from its steps."""
     result.model_calls = len(result.steps)
+    result.cached_calls = sum(s.cached for s in result.steps)
     result.parse_errors = sum(s.parse_status == "parse_error" for s in result.steps)
     result.tokens_in = sum(s.tokens_in or 0 for s in result.steps)
     result.tokens_out = sum(s.tokens_out or 0 for s in result.steps)
