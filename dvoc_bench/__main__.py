@@ -7,6 +7,8 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
+from dvoc_bench import hydra_hooks  # noqa: F401  (registers ${dvoc_run_name:} for the run / sweep folders)
+
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
