@@ -108,13 +108,10 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
         f"{len(t)} trials ({int(t['valid'].sum())} valid, {int((t['status'] == 'error').sum())} errors, "
         f"{int((t['status'] == 'skipped').sum())} skipped), {len(s)} model calls."
     )
-    dup = honest.duplicate_keys(t)
-    if dup.any():
-        keep = set(t.loc[~dup, ["run_dir", "trial_key"]].itertuples(index=False, name=None))
-        t = t[~dup]
-        s = s[[(r, k) in keep for r, k in zip(s["run_dir"], s["trial_key"], strict=True)]]
+    t, s, n_dup = honest.without_repeats(t, s)
+    if n_dup:
         rep.p(
-            f"{int(dup.sum())} trials are the same trial (same key: model, scene, method, knobs, start "
+            f"{n_dup} trials are the same trial (same key: model, scene, method, knobs, start "
             "point, repeat and seed) run again by another job of the sweep, e.g. the one-shot trials of "
             "every job of an `alphas=` multirun: every table and figure counts each key once (first job)."
         )

@@ -5,6 +5,9 @@ from pathlib import Path
 
 import pytest
 
+# session-scoped real runs (default, web, alpha multirun, one trial) for the report / notebook / README tests
+from tests.real_runs import alpha_multirun, default_run, one_trial_run, web_run  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -243,6 +243,18 @@ def duplicate_keys(trials: pd.DataFrame) -> pd.Series:
     return trials["trial_key"].duplicated(keep="first")
 
 
+def without_repeats(trials: pd.DataFrame, steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """``trials`` and ``steps`` without the trials :func:`duplicate_keys` marks (and their steps), and how
+    many were dropped."""
+    dup = duplicate_keys(trials)
+    if not dup.any():
+        return trials, steps, 0
+    kept = trials[~dup]
+    keep = pd.MultiIndex.from_frame(kept[["run_dir", "trial_key"]].astype(str))
+    sel = pd.MultiIndex.from_frame(steps[["run_dir", "trial_key"]].astype(str)).isin(keep)
+    return kept, steps[sel], int(dup.sum())
+
+
 def ablation(trials: pd.DataFrame, knob: str, rule: str = "hit", **kw: Any) -> pd.DataFrame:
     """:func:`summary` of DVOC trials by model and one knob (alpha, overlay, predict, ...)."""
     return summary(trials[trials["method"] == "dvoc"], rule, by=("model", knob), **kw)
