@@ -258,21 +258,49 @@ def distance_vs_iteration(
     return fig
 
 
-_IMAGES: dict[str, tuple[np.ndarray | None, str]] = {}
+_IMAGES: dict[tuple[str, str], tuple[np.ndarray | None, str]] = {}
 
 
-def scene_image(task: str, size: tuple[int, int] | None = None) -> tuple[np.ndarray | None, str]:
-    """The clean screenshot of ``task`` from our :class:`~dvoc_bench.scenes.SceneRegistry` (``None``
-    when the scene is not ours), and a note saying where it came from. Rendered once per process."""
-    if task not in _IMAGES:
+def run_scenes_dir(run_dir: str | Path | None) -> Path | None:
+    """The scenes folder a run used (``paths.scenes`` of its saved Hydra config), ``None`` for the
+    repository's own ``scenes/`` or when the run has no saved config."""
+    if run_dir is None:
+        return None
+    hydra_dir = Path(str(run_dir)) / ".hydra"
+    configs = (
+        sorted(hydra_dir.glob("**/config.yaml"), key=lambda p: p.stat().st_mtime)
+        if hydra_dir.is_dir()
+        else []
+    )
+    if not configs:
+        return None
+    try:
+        import yaml
+
+        scenes = ((yaml.safe_load(configs[-1].read_text(encoding="utf-8")) or {}).get("paths") or {}).get(
+            "scenes"
+        )
+    except Exception:  # an unreadable config: draw with the repository's scenes
+        return None
+    return Path(scenes) if scenes else None
+
+
+def scene_image(
+    task: str, size: tuple[int, int] | None = None, scenes_dir: str | Path | None = None
+) -> tuple[np.ndarray | None, str]:
+    """The clean screenshot of ``task`` from our :class:`~dvoc_bench.scenes.SceneRegistry` over
+    ``scenes_dir`` (default: the repository's ``scenes/``; ``None`` when the scene is not there), and a
+    note saying where it came from. Rendered once per process."""
+    key = (task, str(scenes_dir or ""))
+    if key not in _IMAGES:
         try:
             from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 
-            snap = SceneRegistry(default_scenes_dir()).snapshot(task)
-            _IMAGES[task] = (snap.image, "scene rendered by dvoc_bench.scenes")
+            snap = SceneRegistry(Path(scenes_dir) if scenes_dir else default_scenes_dir()).snapshot(task)
+            _IMAGES[key] = (snap.image, "scene rendered by dvoc_bench.scenes")
         except Exception as e:  # unknown scene, no browser for a web page, ...: draw without the image
-            _IMAGES[task] = (None, f"scene image not available ({type(e).__name__})")
-    img, note = _IMAGES[task]
+            _IMAGES[key] = (None, f"scene image not available ({type(e).__name__})")
+    img, note = _IMAGES[key]
     if img is not None and size is not None and (img.shape[1], img.shape[0]) != tuple(size):
         return None, "scene image size differs from the records"
     return img, note
@@ -304,7 +332,9 @@ def trajectories(
     w, h = int(t["image_w"].iloc[0]), int(t["image_h"].iloc[0])
     theirs_web = bool((t["source"] == "upstream").all()) and str(t["scene_kind"].iloc[0]) == "web"
     img, note = (
-        (None, "the authors' page is not ours: canvas only") if theirs_web else scene_image(task, (w, h))
+        (None, "the authors' page is not ours: canvas only")
+        if theirs_web
+        else scene_image(task, (w, h), run_scenes_dir(t["run_dir"].iloc[0] if "run_dir" in t else None))
     )
     fig = Figure(figsize=(8, 8 * h / w + 1.0), layout="constrained")
     ax = fig.add_subplot()
