@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,23 @@ def sim_url():
         os.environ.pop("DVOC_SIM_URL", None)
     else:
         os.environ["DVOC_SIM_URL"] = old
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many README commands ran and were skipped (tests/test_readme.py), by reason."""
+    stats = terminalreporter.stats
+
+    def mine(kind):
+        return [r for r in stats.get(kind, []) if "test_readme_command_runs" in getattr(r, "nodeid", "")]
+
+    ran, skipped, failed = mine("passed"), mine("skipped"), mine("failed")
+    if not (ran or skipped or failed):
+        return
+    reasons = Counter()
+    for r in skipped:
+        reason = r.longrepr[2] if isinstance(r.longrepr, tuple) else str(r.longrepr)
+        reasons[reason.removeprefix("Skipped: ").split(" —")[0]] += 1
+    why = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items()))
+    terminalreporter.write_line(
+        f"README commands: {len(ran)} ran, {len(skipped)} skipped ({why or 'none'}), {len(failed)} failed"
+    )

@@ -9,6 +9,9 @@ The kernel imports this checkout (``PYTHONPATH``). The notebooks are stored with
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,3 +93,24 @@ def test_the_kernel_imports_this_checkout(monkeypatch):
     )
     nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     assert nb.cells[0].outputs[0]["text"].strip() == str(ROOT / "dvoc_bench" / "__init__.py")
+
+
+def test_nbconvert_re_executes_a_notebook_as_the_readme_shows(default_run, tmp_path, monkeypatch):
+    pytest.importorskip("nbconvert", reason="nbconvert is in the dev extra: pip install -e '.[dev]'")
+    jupyter = Path(sys.executable).parent / "jupyter"
+    if not jupyter.exists():
+        pytest.skip(f"no jupyter beside {sys.executable}")
+    env = {**os.environ, "DVOC_RUN_DIR": str(default_run), "PYTHONPATH": str(ROOT)}
+    env["DVOC_UPSTREAM"] = str(tmp_path / "no-upstream")
+    p = subprocess.run(
+        [str(jupyter), "nbconvert", "--execute", "--to", "notebook", "--output-dir", str(tmp_path)]
+        + [str(ROOT / "analysis" / "quickstart.ipynb")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    nb = nbformat.read(tmp_path / "quickstart.ipynb", as_version=4)
+    assert all(c.execution_count for c in nb.cells if c.cell_type == "code")
+    assert str(default_run) in _text(nb)
