@@ -226,3 +226,12 @@ def test_the_check_catches_an_unreadable_figure():
     assert any("overlapping x tick labels" in p for p in found)
     assert any("title" in p and "outside" in p for p in found)
     assert any("covers" in p for p in found)
+
+
+def test_a_one_trial_run_still_draws_its_line():
+    t, s = synthetic(1, 1, starts=1)
+    fig = plots.distance_vs_iteration(s)
+    (line,) = [ln for ln in fig.axes[0].get_lines() if ln.get_label().endswith("(n=1)")]
+    assert len(line.get_xdata()) == 4  # every iteration of the one trial, not "no iteration reached"
+    assert ">= 1 trials" in fig.axes[0].get_xlabel()
+    assert not problems(fig)

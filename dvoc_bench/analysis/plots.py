@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from dvoc_bench.analysis import _layout as L
 from dvoc_bench.analysis.honest import RULE_TEXT, check_rule, headline_keys, summary_keys
@@ -232,6 +233,8 @@ def distance_vs_iteration(
         for n, g in zip(names, groups, strict=True)
     ]
     styles = L.line_styles(names)
+    # a run smaller than min_n trials per group still shows its lines (and the axis label says so)
+    min_n = max(1, min(min_n, max(g["trial_key"].nunique() for g in groups)))
     w = L.clamp(6.5 + L.legend_width_in(labels, 7), 7.0)
     h = L.clamp(0.16 * len(labels) + 1.5, 4.4, 12.0)
     fig = Figure(figsize=(w, h), layout="constrained")
@@ -249,6 +252,7 @@ def distance_vs_iteration(
         "30 px", (0.005, 30), xycoords=("axes fraction", "data"), fontsize=7, color="#666", va="bottom"
     )
     ax.set_yscale("log")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(f"iteration (shown where >= {min_n} trials reached it)")
     ax.set_ylabel("true distance to target centre (px)")
     if not drawn:
