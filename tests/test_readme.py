@@ -5,8 +5,9 @@ Commands run at smoke scale: ``smoke=true`` is appended where the command sweeps
 temporary folder (``hydra.run.dir=`` / ``hydra.sweep.dir=``). ``RUN_DIR`` / ``RUN_A`` / ``RUN_B`` become
 the session's default run and one-trial run, ``/path/to/page.html`` a page with a Save button; ``model=
 local-sim`` talks to the simulator server of the ``sim_url`` fixture. A command that cannot run in CI
-carries ``# needs: key|server|dataset|xvfb|long|writes-repo`` on its line: only those are skipped (web
-commands also skip, with the reason, without a Chromium). The commands run two at a time, once per module;
+carries ``# needs: key|server|dataset|xvfb|long|writes-repo`` on its line: only those are skipped (and,
+with the reason, a web command without a Chromium or a command reading ``../shared/upstream`` without the
+authors' records; CI has both). The commands run two at a time, once per module;
 each is then its own test, and the terminal summary (conftest.py) says how many ran and were skipped.
 """
 
@@ -99,6 +100,19 @@ def needs_chromium(c: Command) -> bool:
     return c.module == "dvoc_bench.web.bench" or bool(re.search(r"\bW\d\b|task=custom", c.text))
 
 
+UPSTREAM = ROOT.parent / "shared" / "upstream"
+
+
+def missing_data(c: Command) -> str | None:
+    """Why a command cannot run here although CI can run it: no Chromium for a web page, or no authors'
+    records beside the repository (CI has both)."""
+    if needs_chromium(c) and (why := chromium_missing()):
+        return f"needs a Chromium ({why})"
+    if "../shared/upstream" in c.text and not UPSTREAM.is_dir():
+        return f"needs the authors' records at {UPSTREAM}"
+    return None
+
+
 def chromium_missing() -> str | None:
     from dvoc_bench.web.chromium import ChromiumNotFoundError, find_chromium
 
@@ -146,10 +160,9 @@ def results(tmp_path_factory, default_run, one_trial_run, sim_url) -> dict[int, 
     )
     subs = {"RUN_DIR": str(default_run), "RUN_A": str(default_run), "RUN_B": str(one_trial_run)}
     subs["/path/to/page.html"] = str(page)
-    no_chromium = chromium_missing()
     todo = {}
     for i, c in enumerate(COMMANDS):
-        if c.needs or (no_chromium and needs_chromium(c)):
+        if c.needs or missing_data(c):
             continue
         todo[i] = prepare(c, i, tmp, subs)
     if not any(is_readme_bench(COMMANDS[i]) for i in todo):  # the README must show it; run it anyway
@@ -191,7 +204,7 @@ def test_readme_command_runs(i, results, readme_output):
             "experiment=frames (The finding, plainly)",
         }
     if i not in results:
-        pytest.skip(f"needs a Chromium ({chromium_missing()}) — README line {c.line}")
+        pytest.skip(f"{missing_data(c)} — README line {c.line}")
     r = results[i]
     assert r.returncode == 0, f"README line {c.line}: {' '.join(r.argv)}\n{r.stderr[-3000:]}"
     args = c.argv[3:]
