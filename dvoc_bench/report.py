@@ -9,8 +9,9 @@ tables, paired comparisons on the same start points, the coordinate-frame audit,
 click and the figures; for the authors' records (``--upstream``: their folder, the ``responses/`` tree or
 any of their JSON files), the paper's tables with every published number checked, the same records
 re-scored under one rule, and the frame audit. Prints the markdown and writes ``report.md`` plus
-``figures/*.png`` to ``--out`` (default: ``<RUN_DIR>/report`` for one run; for several, a new folder
-beside the first named after them, ``report-<a>+<b>``; ``runs/report`` with only ``--upstream``).
+``figures/*.png`` to ``--out``, replacing the figures of a previous report there (default:
+``<RUN_DIR>/report`` for one run; for several, a new folder beside the first named after them,
+``report-<a>+<b>``; ``runs/report`` with only ``--upstream``).
 
 pandas and matplotlib are imported only once the arguments are parsed.
 """
@@ -406,6 +407,8 @@ def build_report(
             raise FileNotFoundError(f"no such upstream file or directory: {p}")
     out = out or default_out(run_dirs)
     out.mkdir(parents=True, exist_ok=True)
+    for old in (out / "figures").glob("[0-9][0-9]_*.png"):  # a previous report's figures: not this one's
+        old.unlink()
     rep = Report(out, figures)
     rep.lines += ["# dvoc-bench report", ""]
     rep.p(f"Honest tables use the rule **`{rule}`**: {_rule_text(rule)}.")

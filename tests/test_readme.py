@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -149,6 +150,14 @@ def prepare(
     return [sys.executable, "-m", c.module, *args], env, out_dir
 
 
+def copy_run(run: Path, dest: Path) -> Path:
+    """A copy of a run directory (its frames linked, not copied)."""
+    shutil.copytree(run, dest, ignore=shutil.ignore_patterns("frames", "report*"))
+    if (run / "frames").is_dir():
+        (dest / "frames").symlink_to(run / "frames", target_is_directory=True)
+    return dest
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory, default_run, one_trial_run, sim_url) -> dict[int, Result]:
     """Every runnable command, two at a time."""
@@ -158,12 +167,15 @@ def results(tmp_path_factory, default_run, one_trial_run, sim_url) -> dict[int, 
         "<!doctype html><html><body style=\"font-family: 'DVOC Sans'; margin: 40px\">"
         '<h1>Settings</h1><input id="name" value="Ada"><button id="save">Save</button></body></html>'
     )
-    subs = {"RUN_DIR": str(default_run), "RUN_A": str(default_run), "RUN_B": str(one_trial_run)}
-    subs["/path/to/page.html"] = str(page)
     todo = {}
     for i, c in enumerate(COMMANDS):
         if c.needs or missing_data(c):
             continue
+        # each command gets its own copy of the runs it names: reports write into them, two at a time
+        subs = {"/path/to/page.html": str(page)}
+        for name, run in (("RUN_DIR", default_run), ("RUN_A", default_run), ("RUN_B", one_trial_run)):
+            if name in c.argv:
+                subs[name] = str(copy_run(run, tmp / f"cmd{i}-{name}" / run.name))
         todo[i] = prepare(c, i, tmp, subs)
     if not any(is_readme_bench(COMMANDS[i]) for i in todo):  # the README must show it; run it anyway
         todo[-1] = prepare(Command(0, "", argv=["python", "-m", "dvoc_bench.bench", "readme"]), -1, tmp, subs)

@@ -85,3 +85,17 @@ def test_several_runs_report_beside_them_not_into_the_first(alpha_multirun):
     many = [str(alpha_multirun / n) for n in ("x", "y", "z", "w", "v")]
     assert report.default_out(many) == alpha_multirun / "report-x+y+z+2-more"
     assert report.default_out([str(a)]) == a / "report"
+
+
+def test_a_report_replaces_the_figures_of_the_previous_one(one_trial_run, tmp_path):
+    out = tmp_path / "rep"
+    stale = out / "figures" / "07_upstream_heatmap.png"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(PNG)
+    keep = out / "figures" / "notes.txt"
+    keep.write_text("mine")
+    report.build_report([str(one_trial_run)], [], out=out, n_boot=20)
+    md = (out / "report.md").read_text()
+    pngs = sorted(p.name for p in (out / "figures").glob("*.png"))
+    assert pngs and not stale.exists() and keep.read_text() == "mine"  # only the report's own PNGs go
+    assert all(f"figures/{name}" in md for name in pngs)
