@@ -15,6 +15,7 @@ import tempfile
 import hydra
 from omegaconf import DictConfig
 
+from dvoc_bench import hydra_hooks  # noqa: F401  (registers ${dvoc_run_name:} for the run / sweep folders)
 from dvoc_bench.hydra_errors import config_error_line
 from dvoc_bench.settings import register_defaults
 

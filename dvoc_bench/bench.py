@@ -1,4 +1,6 @@
 """Benchmarks (§12): ``python -m dvoc_bench.bench overhead|sweep|scheduler|loader``. Figures, not assertions.
+(``readme`` is not a benchmark: it prints the numbers README.md quotes from simulated runs,
+:mod:`dvoc_bench.readme_numbers`.)
 
 - ``overhead``: harness cost of one DVOC step on an 800x600 scene, without the model: draw the overlay,
   encode the PNG, build the prompt and the request hash, store the frame and append the step line.
@@ -250,10 +252,15 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("which", choices=["overhead", "sweep", "scheduler", "loader"])
+    ap.add_argument("which", choices=["overhead", "sweep", "scheduler", "loader", "readme"])
     ap.add_argument("-n", type=int, default=300, help="steps to time (overhead)")
     ap.add_argument("--steps", type=int, default=100_000, help="step lines to load (loader)")
     args = ap.parse_args(argv)
+    if args.which == "readme":  # not a timing: the README's numbers from simulated runs, regenerated
+        from dvoc_bench.readme_numbers import blocks, render
+
+        print(render(blocks()), end="")
+        return 0
     fns = {
         "overhead": lambda: bench_overhead(args.n),
         "sweep": bench_sweep,

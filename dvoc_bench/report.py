@@ -9,8 +9,9 @@ tables, paired comparisons on the same start points, the coordinate-frame audit,
 click and the figures; for the authors' records (``--upstream``: their folder, the ``responses/`` tree or
 any of their JSON files), the paper's tables with every published number checked, the same records
 re-scored under one rule, and the frame audit. Prints the markdown and writes ``report.md`` plus
-``figures/*.png`` to ``--out`` (default: ``<first RUN_DIR>/report``, or ``runs/report`` with only
-``--upstream``; both git-ignored).
+``figures/*.png`` to ``--out``, replacing the figures of a previous report there (default:
+``<RUN_DIR>/report`` for one run; for several, a new folder beside the first named after them,
+``report-<a>+<b>``; ``runs/report`` with only ``--upstream``).
 
 pandas and matplotlib are imported only once the arguments are parsed.
 """
@@ -50,7 +51,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--rule", choices=RULES, default="hit", help="success rule of the honest tables (default: hit)"
     )
-    p.add_argument("--out", type=Path, default=None, help="output folder for report.md and figures/")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder for report.md and figures/ (default: RUN_DIR/report for one run; for several, "
+        "report-<a>+<b> beside the first)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals")
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.add_argument("--no-figures", action="store_true", help="tables only")
@@ -102,22 +109,29 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
         f"{len(t)} trials ({int(t['valid'].sum())} valid, {int((t['status'] == 'error').sum())} errors, "
         f"{int((t['status'] == 'skipped').sum())} skipped), {len(s)} model calls."
     )
+    t, s, n_dup = honest.without_repeats(t, s)
+    if n_dup:
+        rep.p(
+            f"{n_dup} trials are the same trial (same key: model, scene, method, knobs, start "
+            "point, repeat and seed) run again by another job of the sweep, e.g. the one-shot trials of "
+            "every job of an `alphas=` multirun: every table and figure counts each key once (first job)."
+        )
     if runs.simulated:
         rep.p(SIM_NOTE)
 
-    # knobs that split the whole run (one row per protocol in experiment=frames, per detector, ...)
-    split = [k for k in ("protocol", "detector") if k in t.columns and t[k][t[k] != "-"].nunique() > 1]
-    by = ("model", "method", *split)
+    # every knob the run varied splits the headline (alpha, overlay, predict, protocol, detector, ...)
+    by = honest.headline_keys(t)
+    split = by[2:]
     rep.h(3, f"Success by model and method{''.join(f' and {k}' for k in split)} — rule `{rule}`")
     rep.p(
-        f"Rule: {honest.RULE_TEXT[rule]}. Rate over valid trials with a Wilson 95 % interval; raw rate over "
-        "all "
-        "trials that ran (errors count as failures); mean distance with a percentile bootstrap 95 % interval "
+        f"Rule: {honest.RULE_TEXT[rule]}. Rate over valid trials with a {honest.RATE_INTERVAL} interval "
+        "(Wilson score, exact at 0 % and 100 %); raw rate over all trials that ran (errors count as "
+        "failures); mean distance with a percentile bootstrap 95 % interval "
         f"(seed {seed}, {n_boot} resamples)."
     )
     summ = honest.summary(t, rule, by=by, n_boot=n_boot, seed=seed)
     rep.table(md_table(summary_view(summ)))
-    rep.fig(plots.success_bars(summ), "success", "success rates with Wilson intervals")
+    rep.fig(plots.success_bars(summ), "success", f"success rates with {honest.RATE_INTERVAL} intervals")
 
     rep.h(3, "The same trials under every rule")
     rep.table(md_table(label_models(honest.rules_side_by_side(t, by=by)), {k: pct for k in RULES}))
@@ -137,8 +151,8 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
     if (t["method"] == "dvoc").any():
         rep.h(3, f"DVOC per task — rule `{rule}`")
         rep.table(md_table(summary_view(honest.per_task(t, rule, n_boot=n_boot, seed=seed))))
-        rep.fig(plots.heatmap(t, rule), "heatmap", "model x task success")
-        rep.fig(plots.distance_vs_iteration(s), "distance_vs_iteration", "distance vs iteration")
+        rep.fig(plots.heatmap(t, rule, split=split), "heatmap", "model x task success")
+        rep.fig(plots.distance_vs_iteration(s, split=split), "distance_vs_iteration", "distance vs iteration")
         for task in list(dict.fromkeys(t.loc[t["method"] == "dvoc", "task"]))[:2]:
             for model in list(dict.fromkeys(t.loc[(t["method"] == "dvoc") & (t["task"] == task), "model"]))[
                 :3
@@ -148,7 +162,7 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
                     f"trajectories_{task}_{model}",
                     f"trajectories on {task}, {model}",
                 )
-    rep.fig(plots.distance_cdf(t), "distance_cdf", "final distance CDF")
+    rep.fig(plots.distance_cdf(t, split=split), "distance_cdf", "final distance CDF")
 
     for knob in honest.varying_knobs(t):
         rep.h(3, f"Ablation: `{knob}` (DVOC) — rule `{rule}`")
@@ -391,8 +405,10 @@ def build_report(
     for p in upstream:
         if not Path(p).exists():
             raise FileNotFoundError(f"no such upstream file or directory: {p}")
-    out = out or (Path(run_dirs[0]) / "report" if run_dirs else Path("runs") / "report")
+    out = out or default_out(run_dirs)
     out.mkdir(parents=True, exist_ok=True)
+    for old in (out / "figures").glob("[0-9][0-9]_*.png"):  # a previous report's figures: not this one's
+        old.unlink()
     rep = Report(out, figures)
     rep.lines += ["# dvoc-bench report", ""]
     rep.p(f"Honest tables use the rule **`{rule}`**: {_rule_text(rule)}.")
@@ -404,6 +420,20 @@ def build_report(
     path = out / "report.md"
     path.write_text(text, encoding="utf-8")
     return text, path
+
+
+def default_out(run_dirs: list[str]) -> Path:
+    """Where a report goes without ``--out``: ``<run>/report`` for one run (or one sweep folder); for
+    several, a new folder beside the first, named after them (``report-<a>+<b>``, ``+N-more`` beyond three),
+    so no run's own report is overwritten; ``runs/report`` with only ``--upstream``."""
+    if not run_dirs:
+        return Path("runs") / "report"
+    paths = [Path(p).resolve() for p in run_dirs]
+    if len(paths) == 1:
+        return paths[0] / "report"
+    names = [p.name for p in paths]
+    name = "+".join(names[:3]) + (f"+{len(names) - 3}-more" if len(names) > 3 else "")
+    return paths[0].parent / f"report-{name}"
 
 
 def _rule_text(rule: str) -> str:

@@ -1,9 +1,13 @@
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
+
+# session-scoped real runs (default, web, alpha multirun, one trial) for the report / notebook / README tests
+from tests.real_runs import alpha_multirun, default_run, one_trial_run, web_run  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,3 +65,23 @@ def slow_sim():
     backend.warm()
     with serve_in_thread(FaultOptions(delay_s=0.1), backend) as (url, server):
         yield url
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many README commands ran and were skipped (tests/test_readme.py), by reason."""
+    stats = terminalreporter.stats
+
+    def mine(kind):
+        return [r for r in stats.get(kind, []) if "test_readme_command_runs" in getattr(r, "nodeid", "")]
+
+    ran, skipped, failed = mine("passed"), mine("skipped"), mine("failed")
+    if not (ran or skipped or failed):
+        return
+    reasons = Counter()
+    for r in skipped:
+        reason = r.longrepr[2] if isinstance(r.longrepr, tuple) else str(r.longrepr)
+        reasons[reason.removeprefix("Skipped: ").split(" —")[0]] += 1
+    why = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items()))
+    terminalreporter.write_line(
+        f"README commands: {len(ran)} ran, {len(skipped)} skipped ({why or 'none'}), {len(failed)} failed"
+    )

@@ -6,7 +6,8 @@ Everything here states its rule and never mixes rules:
 - ``within_eps``: distance to the target centre < ε (30 px by default);
 - ``hit_radius``: distance < max(w/2, h/2, 30) (the rule of the authors' code; generous for wide targets).
 
-Rates are over *valid* trials (status ``ok``), with Wilson 95 % score intervals; ``raw_rate`` divides by
+Rates are over *valid* trials (status ``ok``), with :func:`~dvoc_bench.analysis.intervals.rate_interval`
+(Wilson 95 % score intervals, exact at 0 % and 100 %); ``raw_rate`` divides by
 every trial that ran (errors count as failures). Mean distances carry percentile-bootstrap intervals from
 a ``numpy.random.Generator`` seeded per group from ``seed`` and the group's name, so a table does not
 depend on row order. :func:`paired` compares two settings on the same start points (McNemar's exact
@@ -25,6 +26,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+# the one interval function and its name, re-exported (``honest.wilson`` is the plain Wilson interval)
+from dvoc_bench.analysis.intervals import RATE_INTERVAL, Z95, rate_interval, wilson  # noqa: F401
+
 RULES = ("hit", "within_eps", "hit_radius")
 """Success rules a table can use (columns of the trials frame)."""
 RULE_TEXT = {
@@ -33,8 +37,6 @@ RULE_TEXT = {
     "hit_radius": "hit_radius = distance < max(w/2, h/2, 30) (the authors' code rule)",
     "paper_success": "paper_success = the authors' stored success (mixed rule, upstream-facts §8.8)",
 }
-Z95 = 1.959963984540054
-"""Two-sided 95 % normal quantile."""
 FRAMES = ("pixel", "norm1000", "norm1")
 
 
@@ -45,20 +47,6 @@ def check_rule(rule: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ intervals
-
-
-def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval for ``k`` successes in ``n`` trials (``(nan, nan)`` when ``n == 0``)."""
-    if n <= 0:
-        return math.nan, math.nan
-    if not 0 <= k <= n:
-        raise ValueError(f"wilson: need 0 <= k <= n, got k={k}, n={n}")
-    p = k / n
-    z2 = z * z
-    denom = 1 + z2 / n
-    centre = (p + z2 / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def bootstrap_ci(
@@ -109,8 +97,8 @@ def _rows(g: pd.DataFrame, rule: str, rng: np.random.Generator, n_boot: int) -> 
     valid = ran[ran["valid"]]
     k = int(valid[rule].sum())
     n, n_ran = len(valid), len(ran)
-    lo, hi = wilson(k, n)
-    rlo, rhi = wilson(k, n_ran)
+    lo, hi = rate_interval(k, n)
+    rlo, rhi = rate_interval(k, n_ran)
     dist = valid["final_dist_px"].to_numpy(dtype=float)
     dist = dist[np.isfinite(dist)]
     dlo, dhi = bootstrap_ci(dist, rng, n_boot=n_boot)
@@ -146,6 +134,42 @@ def _rows(g: pd.DataFrame, rule: str, rng: np.random.Generator, n_boot: int) -> 
     }
 
 
+SUMMARY_VALUES = frozenset(
+    {
+        "simulated",
+        "total",
+        "errors",
+        "skipped",
+        "valid",
+        "success",
+        "rate",
+        "rate_lo",
+        "rate_hi",
+        "raw_rate",
+        "raw_lo",
+        "raw_hi",
+        "mean_dist",
+        "dist_lo",
+        "dist_hi",
+        "median_dist",
+        "mean_iters",
+        "calls",
+        "tokens_in",
+        "tokens_out",
+        "cost_usd",
+        "cost_per_success",
+        "inferred_boxes",
+        "rule",
+    }
+)
+"""The value columns of :func:`summary`; every other column is a grouping key."""
+
+
+def summary_keys(summary_df: pd.DataFrame) -> list[str]:
+    """The grouping columns of a :func:`summary` frame, in order."""
+    return [c for c in summary_df.columns if c not in SUMMARY_VALUES]
+
+
 def _per_success(cost: float, k: int) -> float:
     """Cost / successes; ``inf`` when the cost is known but nothing succeeded; NaN when it is unknown."""
     if not math.isfinite(cost):
@@ -163,9 +187,9 @@ def summary(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """One row per group: counts, the rate under ``rule`` with its Wilson interval (valid trials and all
-    trials that ran), mean distance with a bootstrap interval, median distance, mean iterations, calls,
-    tokens, cost and cost per success. ``simulated`` marks groups with simulated data."""
+    """One row per group: counts, the rate under ``rule`` with its :func:`rate_interval` (Wilson 95 %; over
+    valid trials and over all trials that ran), mean distance with a bootstrap interval, median distance,
+    mean iterations, calls, tokens, cost and cost per success. ``simulated`` marks simulated groups."""
     check_rule(rule)
     keys = _keys(by)
     rows = []
@@ -191,6 +215,44 @@ def varying_knobs(trials: pd.DataFrame, candidates: Sequence[str] | None = None)
     if d.empty:
         return []
     return [c for c in cands if c in d.columns and int(d.groupby("model")[c].nunique(dropna=True).max()) > 1]
+
+
+RUN_KNOBS = ("protocol", "detector")
+"""Knobs that can split a whole run, every method included (``experiment=frames``, several detectors)."""
+
+
+def headline_keys(trials: pd.DataFrame) -> list[str]:
+    """The grouping of a headline table or chart: model and method, then every knob the run varied
+    (:func:`varying_knobs` within a model's DVOC trials, plus a protocol or detector that differs anywhere
+    in the run), so settings of a sweep are never pooled into one number."""
+    keys = ["model", "method", *varying_knobs(trials)]
+    for k in RUN_KNOBS:
+        if k in trials.columns and k not in keys:
+            vals = trials[k].dropna()
+            if vals[vals != "-"].nunique() > 1:
+                keys.append(k)
+    return keys
+
+
+def duplicate_keys(trials: pd.DataFrame) -> pd.Series:
+    """True for a trial whose key (model, scene, method, knobs, start point, repeat, seed) already appeared
+    in an earlier source: the same trial run again by another job of a sweep (e.g. the one-shot trials of
+    every job of an ``alphas=`` multirun). Counting both would inflate ``n`` with copies."""
+    if "trial_key" not in trials.columns or trials.empty:
+        return pd.Series(False, index=trials.index)
+    return trials["trial_key"].duplicated(keep="first")
+
+
+def without_repeats(trials: pd.DataFrame, steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """``trials`` and ``steps`` without the trials :func:`duplicate_keys` marks (and their steps), and how
+    many were dropped."""
+    dup = duplicate_keys(trials)
+    if not dup.any():
+        return trials, steps, 0
+    kept = trials[~dup]
+    keep = pd.MultiIndex.from_frame(kept[["run_dir", "trial_key"]].astype(str))
+    sel = pd.MultiIndex.from_frame(steps[["run_dir", "trial_key"]].astype(str)).isin(keep)
+    return kept, steps[sel], int(dup.sum())
 
 
 def ablation(trials: pd.DataFrame, knob: str, rule: str = "hit", **kw: Any) -> pd.DataFrame:

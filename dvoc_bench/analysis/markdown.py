@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from dvoc_bench.analysis.honest import summary_keys
 from dvoc_bench.analysis.paper import PAPER_LABELS
 
 
@@ -75,7 +76,7 @@ def summary_view(s: pd.DataFrame) -> pd.DataFrame:
     intervals written as ``[lo, hi]``."""
     if s.empty:
         return s
-    keys = [c for c in s.columns if c not in _SUMMARY_COLS]
+    keys = summary_keys(s)
     out = label_models(s[[*keys, "simulated"]])
     out["valid/total"] = [f"{v}/{t}" for v, t in zip(s["valid"], s["total"], strict=True)]
     out["errors"] = s["errors"].to_numpy()
@@ -98,31 +99,3 @@ def summary_view(s: pd.DataFrame) -> pd.DataFrame:
     out["cost"] = s["cost_usd"].map(usd).to_numpy()
     out["cost / success"] = s["cost_per_success"].map(usd).to_numpy()
     return out
-
-
-_SUMMARY_COLS = {
-    "simulated",
-    "total",
-    "errors",
-    "skipped",
-    "valid",
-    "success",
-    "rate",
-    "rate_lo",
-    "rate_hi",
-    "raw_rate",
-    "raw_lo",
-    "raw_hi",
-    "mean_dist",
-    "dist_lo",
-    "dist_hi",
-    "median_dist",
-    "mean_iters",
-    "calls",
-    "tokens_in",
-    "tokens_out",
-    "cost_usd",
-    "cost_per_success",
-    "inferred_boxes",
-    "rule",
-}

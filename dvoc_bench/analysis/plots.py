@@ -2,38 +2,45 @@
 
 Figures are built with the object API (``matplotlib.figure.Figure``, no pyplot), so nothing here picks or
 changes a backend: saving uses Agg, and a notebook shows the returned figure inline. Every figure whose
-data includes a simulated trial says **SIMULATED** in its title.
+data includes a simulated trial says **SIMULATED** in its title (the figure's ``suptitle``).
+
+They stay readable from 1 to 50 tasks and 1 to 20 models (:mod:`~dvoc_bench.analysis._layout`: sizes
+grow with the data, titles wrap, legends sit outside the axes, crowded tick labels turn upright), and
+they never pool the settings of a sweep: bars, heat-map rows and lines are split by every knob the run
+varied (:func:`~dvoc_bench.analysis.honest.headline_keys`), unless ``split=()`` asks for pooling.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
-from dvoc_bench.analysis.honest import RULE_TEXT, check_rule
+from dvoc_bench.analysis import _layout as L
+from dvoc_bench.analysis.honest import RULE_TEXT, check_rule, headline_keys, summary_keys
+from dvoc_bench.analysis.intervals import RATE_INTERVAL, error_bars
 
 SIM_TAG = "SIMULATED"
-_COLORS = [
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-]
+_COLORS = L.PALETTE
+_STEP_KNOBS = {"alpha": "alpha_schedule"}
+"""Knob columns named differently in the steps frame (``alpha`` there is the step's numeric alpha)."""
+_PLAIN = ("model", "method", "task")
+"""Key columns shown by value alone in labels; other keys show as ``knob=value``."""
 
 
 def titled(text: str, simulated: bool) -> str:
     """``text`` with the SIMULATED tag when the data is simulated."""
     return f"{SIM_TAG}: {text}" if simulated else text
+
+
+def title_of(fig: Figure) -> str:
+    """The title of a figure made here."""
+    return fig.get_suptitle()
 
 
 def _sim(df: pd.DataFrame) -> bool:
@@ -53,102 +60,251 @@ def _empty(title: str, simulated: bool, note: str) -> Figure:
     ax = fig.add_subplot()
     ax.set_axis_off()
     ax.text(0.5, 0.5, note, ha="center", va="center")
-    ax.set_title(titled(title, simulated))
+    L.title(fig, titled(title, simulated))
+    return fig
+
+
+def _missing(v: Any) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) or str(v) in ("-", "<NA>", "nan")
+
+
+def label(row: Any, keys: Sequence[str]) -> str:
+    """``a / b / knob=value`` for the key columns of ``row``; a knob that does not apply ("-") is left
+    out."""
+    parts = []
+    for k in keys:
+        v = row[k]
+        if _missing(v):
+            continue
+        if k == "has_task":
+            parts.append("with task" if bool(v) else "no task")
+        elif k in _PLAIN:
+            parts.append(str(v))
+        else:
+            parts.append(f"{k.replace('_schedule', '')}={v}")
+    return " / ".join(parts) or "all"
+
+
+def _labels(df: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
+    return pd.Series([label(r, keys) for _, r in df.iterrows()], index=df.index, dtype=object)
+
+
+def _split(trials: pd.DataFrame, split: Sequence[str] | None, fixed: Sequence[str]) -> list[str]:
+    """The knob columns to split by: ``split`` as given, else every knob the run varied."""
+    keys = headline_keys(trials) if split is None else list(split)
+    return [k for k in keys if k not in fixed and k in trials.columns]
+
+
+def grouped_bars(
+    values: pd.DataFrame,
+    groups: Sequence[str],
+    hues: Sequence[str],
+    value_label: str,
+    *,
+    title: str,
+    legend_title: str | None = None,
+    note: str | None = None,
+    tick_fontsize: float = 8,
+) -> Figure:
+    """Bars of ``values`` (columns ``_g`` group, ``_h`` hue, ``value`` and optional ``lo`` / ``hi``
+    interval bounds drawn as error bars) with one cluster per group. Up to 14 inches of clusters stand
+    upright; more lie horizontally (groups down the y axis), so group labels stay horizontal and legible."""
+    nh = max(1, len(hues))
+    bar_in = 0.24 if nh > 1 else 0.45
+    cluster_in = nh * bar_in + 0.35
+    horizontal = len(groups) * cluster_in > 14.0
+    legend_in = L.legend_width_in(hues, title=legend_title or "") if legend_title or nh > 1 else 0.0
+    if horizontal:
+        label_in = max(len(g) for g in groups) * 0.6 * tick_fontsize / 72
+        size = (L.clamp(5.5 + label_in + legend_in, 7.0), L.clamp(len(groups) * (nh * 0.15 + 0.2) + 1.6, 4.0))
+    else:
+        size = (L.clamp(len(groups) * cluster_in + 1.4 + legend_in, 6.0), 4.6)
+    fig = Figure(figsize=size, layout="constrained")
+    ax = fig.add_subplot()
+    width = 0.8 / nh
+    for j, hv in enumerate(hues):
+        sub = values[values["_h"] == hv].drop_duplicates("_g").set_index("_g")
+        present = [g for g in groups if g in sub.index]
+        pos = [groups.index(g) + (j - (nh - 1) / 2) * width for g in present]
+        r = sub.loc[present]
+        err = error_bars(r["value"], r["lo"], r["hi"]) if "lo" in r else None
+        kw: dict[str, Any] = {
+            "color": L.color(j),
+            "hatch": "//" if (j // len(_COLORS)) % 2 else None,
+            "label": hv,
+            "capsize": 2 if nh > 6 else 3,
+            "error_kw": {"elinewidth": 1},
+        }
+        if horizontal:
+            ax.barh(pos, r["value"].to_numpy(float), height=width * 0.95, xerr=err, **kw)
+        else:
+            ax.bar(pos, r["value"].to_numpy(float), width=width * 0.95, yerr=err, **kw)
+    if horizontal:
+        ax.set_ylim(len(groups) - 0.4, -0.6)  # first group on top
+        ax.set_xlim(0, 1.05)
+        ax.set_xlabel(value_label)
+        ax.set_yticks(range(len(groups)), list(groups), fontsize=tick_fontsize)
+    else:
+        ax.set_xlim(-0.6, len(groups) - 0.4)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel(value_label)
+    L.title(fig, title)
+    if note:
+        L.footnote(fig, note)
+    if legend_title or nh > 1:
+        L.legend_outside(fig, ax, title=legend_title)
+    if not horizontal:
+        L.fit_xticklabels(fig, ax, list(groups), fontsize=tick_fontsize)
     return fig
 
 
 def success_bars(
-    summary: pd.DataFrame, group: str = "model", hue: str = "method", title: str | None = None
+    summary: pd.DataFrame,
+    group: str = "model",
+    hue: str | Sequence[str] | None = None,
+    title: str | None = None,
 ) -> Figure:
-    """Bars of ``rate`` per ``group`` x ``hue`` with the Wilson interval (``rate_lo``/``rate_hi``) as error
-    bars; ``summary`` is :func:`dvoc_bench.analysis.honest.summary` output."""
+    """Bars of ``rate`` per ``group`` and hue, with the :func:`~dvoc_bench.analysis.intervals.
+    rate_interval` bounds (``rate_lo`` / ``rate_hi``) as error bars. ``summary`` is
+    :func:`dvoc_bench.analysis.honest.summary` output; ``hue`` (default: every other grouping column of
+    the summary, e.g. method and the swept knobs) gives one bar per distinct combination."""
     rule = str(summary["rule"].iloc[0]) if len(summary) else "hit"
     sim = _sim(summary)
-    head = title or f"Success rate, rule {rule}, Wilson 95% intervals"
+    head = title or f"Success rate, rule {rule}, {RATE_INTERVAL} intervals"
     if summary.empty:
         return _empty(head, sim, "no trials")
-    groups = list(dict.fromkeys(summary[group].astype(str)))
-    hues = list(dict.fromkeys(summary[hue].astype(str)))
-    fig = Figure(
-        figsize=(max(6.0, 1.3 * len(groups) * max(1, len(hues)) ** 0.5 + 2), 4.2), layout="constrained"
+    keys = summary_keys(summary)
+    hues = (
+        [hue] if isinstance(hue, str) else list(hue) if hue is not None else [k for k in keys if k != group]
     )
-    ax = fig.add_subplot()
-    width = 0.8 / max(1, len(hues))
-    for j, hv in enumerate(hues):
-        sub = summary[summary[hue].astype(str) == hv]
-        sub = sub.set_index(sub[group].astype(str))
-        xs, ys, lo, hi = [], [], [], []
-        for i, gv in enumerate(groups):
-            if gv in sub.index:
-                r = sub.loc[gv]
-                r = r.iloc[0] if isinstance(r, pd.DataFrame) else r
-                xs.append(i + (j - (len(hues) - 1) / 2) * width)
-                ys.append(r["rate"])
-                lo.append(r["rate"] - r["rate_lo"])
-                hi.append(r["rate_hi"] - r["rate"])
-        ax.bar(
-            xs,
-            ys,
-            width=width * 0.95,
-            color=_COLORS[j % len(_COLORS)],
-            label=hv,
-            yerr=[lo, hi],
-            capsize=3,
-            error_kw={"elinewidth": 1},
-        )
-    ax.set_xticks(range(len(groups)), groups, rotation=20, ha="right")
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel(f"success rate ({rule})")
-    ax.legend(title=hue, fontsize=8)
-    ax.set_title(titled(head, sim), fontsize=10)
-    fig.text(0.01, 0.005, RULE_TEXT.get(rule, rule), fontsize=7, color="#555")
-    return fig
+    v = pd.DataFrame(
+        {
+            "_g": summary[group].astype(str),
+            "_h": _labels(summary, hues),
+            "value": summary["rate"],
+            "lo": summary["rate_lo"],
+            "hi": summary["rate_hi"],
+        }
+    )
+    return grouped_bars(
+        v,
+        list(dict.fromkeys(v["_g"])),
+        list(dict.fromkeys(v["_h"])),
+        f"success rate ({rule})",
+        title=titled(head, sim),
+        legend_title=" / ".join(hues) or None,
+        note=f"{RULE_TEXT.get(rule, rule)}; bars: {RATE_INTERVAL} interval over valid trials",
+    )
+
+
+def _step_knobs(s: pd.DataFrame, split: Sequence[str] | None, by: str) -> list[str]:
+    if split is not None:
+        cols = [_STEP_KNOBS.get(k, k) for k in split]
+        return [c for c in cols if c in s.columns and c != by]
+    out = []
+    for c in ("alpha_schedule", "overlay", "predict", "protocol"):
+        if c in s.columns and c != by and int(s.groupby(by)[c].nunique(dropna=True).max()) > 1:
+            out.append(c)
+    return out
 
 
 def distance_vs_iteration(
-    steps: pd.DataFrame, by: str = "model", title: str | None = None, min_n: int = 3
+    steps: pd.DataFrame,
+    by: str = "model",
+    title: str | None = None,
+    min_n: int = 3,
+    split: Sequence[str] | None = None,
 ) -> Figure:
-    """True distance of the DVOC draft vs iteration: median line and inter-quartile band per ``by``, drawn
-    at iterations that at least ``min_n`` trials reached (log scale; distances below 0.5 px drawn at 0.5)."""
+    """True distance of the DVOC draft vs iteration: median line and inter-quartile band per ``by`` (and
+    per swept knob: ``split``, default every knob that varies within a ``by`` value), drawn at iterations
+    that at least ``min_n`` trials reached (log scale; distances below 0.5 px drawn at 0.5)."""
     s = steps[(steps["kind"] == "verify") & steps["true_dist_px"].notna()]
     sim = _sim(s)
     head = title or "DVOC: true distance of the crosshair vs iteration (median, IQR band)"
     if s.empty:
         return _empty(head, sim, "no DVOC steps")
-    fig = Figure(figsize=(7, 4.2), layout="constrained")
+    keys = [by, *_step_knobs(s, split, by)]
+    names, groups = [], []
+    for name, g in s.groupby(keys, sort=True, dropna=False):
+        names.append(name if isinstance(name, tuple) else (name,))
+        groups.append(g)
+    labels = [
+        f"{label(dict(zip(keys, n, strict=True)), keys)} (n={g['trial_key'].nunique()})"
+        for n, g in zip(names, groups, strict=True)
+    ]
+    styles = L.line_styles(names)
+    # a run smaller than min_n trials per group still shows its lines (and the axis label says so)
+    min_n = max(1, min(min_n, max(g["trial_key"].nunique() for g in groups)))
+    w = L.clamp(6.5 + L.legend_width_in(labels, 7), 7.0)
+    h = L.clamp(0.16 * len(labels) + 1.5, 4.4, 12.0)
+    fig = Figure(figsize=(w, h), layout="constrained")
     ax = fig.add_subplot()
-    for j, (name, g) in enumerate(s.groupby(by, sort=True)):
+    drawn = 0
+    for g, lab, (c, ls) in zip(groups, labels, styles, strict=True):
         q = g.groupby("index")["true_dist_px"].quantile([0.25, 0.5, 0.75]).unstack().clip(lower=0.5)
         n = g.groupby("index").size()
         q = q[n >= min_n]
-        c = _COLORS[j % len(_COLORS)]
-        ax.plot(q.index, q[0.5], marker="o", ms=3, color=c, label=f"{name} (n={g['trial_key'].nunique()})")
-        ax.fill_between(q.index, q[0.25], q[0.75], color=c, alpha=0.18, linewidth=0)
+        ax.plot(q.index, q[0.5], marker="o", ms=3, color=c, ls=ls, label=lab)
+        ax.fill_between(q.index, q[0.25], q[0.75], color=c, alpha=0.15, linewidth=0)
+        drawn += len(q)
     ax.axhline(30, ls="--", color="#888", lw=1)
-    ax.text(ax.get_xlim()[1], 30, " 30 px", va="center", fontsize=7, color="#666")
+    ax.annotate(
+        "30 px", (0.005, 30), xycoords=("axes fraction", "data"), fontsize=7, color="#666", va="bottom"
+    )
     ax.set_yscale("log")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(f"iteration (shown where >= {min_n} trials reached it)")
     ax.set_ylabel("true distance to target centre (px)")
-    ax.legend(fontsize=7)
-    ax.set_title(titled(head, sim), fontsize=10)
+    if not drawn:
+        ax.text(0.5, 0.5, f"no iteration reached by {min_n} trials", transform=ax.transAxes, ha="center")
+    L.title(fig, titled(head, sim))
+    L.legend_outside(fig, ax, fontsize=7)
     return fig
 
 
-_IMAGES: dict[str, tuple[np.ndarray | None, str]] = {}
+_IMAGES: dict[tuple[str, str], tuple[np.ndarray | None, str]] = {}
 
 
-def scene_image(task: str, size: tuple[int, int] | None = None) -> tuple[np.ndarray | None, str]:
-    """The clean screenshot of ``task`` from our :class:`~dvoc_bench.scenes.SceneRegistry` (``None``
-    when the scene is not ours), and a note saying where it came from. Rendered once per process."""
-    if task not in _IMAGES:
+def run_scenes_dir(run_dir: str | Path | None) -> Path | None:
+    """The scenes folder a run used (``paths.scenes`` of its saved Hydra config), ``None`` for the
+    repository's own ``scenes/`` or when the run has no saved config."""
+    if run_dir is None:
+        return None
+    hydra_dir = Path(str(run_dir)) / ".hydra"
+    configs = (
+        sorted(hydra_dir.glob("**/config.yaml"), key=lambda p: p.stat().st_mtime)
+        if hydra_dir.is_dir()
+        else []
+    )
+    if not configs:
+        return None
+    try:
+        import yaml
+
+        scenes = ((yaml.safe_load(configs[-1].read_text(encoding="utf-8")) or {}).get("paths") or {}).get(
+            "scenes"
+        )
+    except Exception:  # an unreadable config: draw with the repository's scenes
+        return None
+    return Path(scenes) if scenes else None
+
+
+def scene_image(
+    task: str, size: tuple[int, int] | None = None, scenes_dir: str | Path | None = None
+) -> tuple[np.ndarray | None, str]:
+    """The clean screenshot of ``task`` from our :class:`~dvoc_bench.scenes.SceneRegistry` over
+    ``scenes_dir`` (default: the repository's ``scenes/``; ``None`` when the scene is not there), and a
+    note saying where it came from. Rendered once per process."""
+    key = (task, str(scenes_dir or ""))
+    if key not in _IMAGES:
         try:
             from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 
-            snap = SceneRegistry(default_scenes_dir()).snapshot(task)
-            _IMAGES[task] = (snap.image, "scene rendered by dvoc_bench.scenes")
+            snap = SceneRegistry(Path(scenes_dir) if scenes_dir else default_scenes_dir()).snapshot(task)
+            _IMAGES[key] = (snap.image, "scene rendered by dvoc_bench.scenes")
         except Exception as e:  # unknown scene, no browser for a web page, ...: draw without the image
-            _IMAGES[task] = (None, f"scene image not available ({type(e).__name__})")
-    img, note = _IMAGES[task]
+            _IMAGES[key] = (None, f"scene image not available ({type(e).__name__})")
+    img, note = _IMAGES[key]
     if img is not None and size is not None and (img.shape[1], img.shape[0]) != tuple(size):
         return None, "scene image size differs from the records"
     return img, note
@@ -180,9 +336,11 @@ def trajectories(
     w, h = int(t["image_w"].iloc[0]), int(t["image_h"].iloc[0])
     theirs_web = bool((t["source"] == "upstream").all()) and str(t["scene_kind"].iloc[0]) == "web"
     img, note = (
-        (None, "the authors' page is not ours: canvas only") if theirs_web else scene_image(task, (w, h))
+        (None, "the authors' page is not ours: canvas only")
+        if theirs_web
+        else scene_image(task, (w, h), run_scenes_dir(t["run_dir"].iloc[0] if "run_dir" in t else None))
     )
-    fig = Figure(figsize=(8, 8 * h / w + 0.6), layout="constrained")
+    fig = Figure(figsize=(8, 8 * h / w + 1.0), layout="constrained")
     ax = fig.add_subplot()
     if img is not None:
         ax.imshow(img, extent=(-0.5, w - 0.5, h - 0.5, -0.5))
@@ -198,20 +356,17 @@ def trajectories(
     )
     st = steps[steps["kind"] == "verify"]
     for j, (_, tr) in enumerate(t.iterrows()):
-        c = _COLORS[j % len(_COLORS)]
+        c = L.color(j)
         ss = st[(st["run_dir"] == tr["run_dir"]) & (st["trial_key"] == tr["trial_key"])].sort_values("index")
         xs = [*ss["draft_x"].tolist(), tr["final_x"]]
         ys = [*ss["draft_y"].tolist(), tr["final_y"]]
         ax.plot(xs, ys, "-o", ms=3, lw=1.2, color=c, alpha=0.9)
         ax.plot([tr["final_x"]], [tr["final_y"]], "x", ms=9, mew=2, color=c)
-    ax.set_title(titled(head, sim), fontsize=10)
-    fig.text(
-        0.01,
-        0.005,
+    L.title(fig, titled(head, sim))
+    L.footnote(
+        fig,
         f"{note}; target box {'inferred (dashed)' if r['target_inferred'] else 'solid'}; "
         f"x = final point; {len(t)} trials",
-        fontsize=7,
-        color="#555",
     )
     return fig
 
@@ -222,66 +377,110 @@ def _rect(x0: float, y0: float, x1: float, y1: float, dashed: bool = False):
     return Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, ec="#00e5ff", lw=2, ls="--" if dashed else "-")
 
 
+def _task_order(tasks: Sequence[Any]) -> list[Any]:
+    def key(s: Any) -> tuple[str, int, str]:
+        s = str(s)
+        return (s[:1], int(s[1:]) if s[1:].isdigit() else 0, s)
+
+    return sorted(tasks, key=key)
+
+
 def heatmap(
-    trials: pd.DataFrame, rule: str = "hit", method: str = "dvoc", title: str | None = None
+    trials: pd.DataFrame,
+    rule: str = "hit",
+    method: str = "dvoc",
+    title: str | None = None,
+    split: Sequence[str] | None = None,
 ) -> Figure:
-    """Model x task success rate (valid trials, one rule), the cell text giving ``k/n``."""
+    """Model x task success rate (valid trials, one rule), the cell text giving ``k/n`` (left out beyond
+    30 tasks). One row per model and swept knob setting (``split``; default every knob the run varied)."""
     check_rule(rule)
     t = trials[(trials["method"] == method) & trials["valid"]]
     sim = _sim(t)
     head = title or f"{method}: success by model and task (rule {rule})"
     if t.empty:
         return _empty(head, sim, f"no valid {method} trials")
-    g = t.groupby(["model", "task"])[rule].agg(["sum", "count"])
+    keys = ["model", *_split(t, split, ("model", "method", "task"))]
+    t = t.assign(_row=_labels(t, keys))
+    g = t.groupby(["_row", "task"], sort=False)[rule].agg(["sum", "count"])
     rate = (g["sum"] / g["count"]).unstack("task")
-    tasks = sorted(rate.columns, key=lambda s: (str(s)[:1], int(str(s)[1:]) if str(s)[1:].isdigit() else 0))
-    rate = rate[tasks]
-    fig = Figure(figsize=(1.0 + 0.75 * len(tasks), 1.2 + 0.5 * len(rate)), layout="constrained")
+    rows = list(dict.fromkeys(sorted(t["_row"])))
+    tasks = _task_order(rate.columns)
+    rate = rate.loc[rows, tasks]
+    text = len(tasks) <= 30
+    cell_w, cell_h = (0.55, 0.42) if text else (0.3, 0.32)
+    label_w = max(len(r) for r in rows) * 0.6 * 8 / 72
+    w = L.clamp(len(tasks) * cell_w + label_w + 1.8, 6.0)
+    h = L.clamp(len(rows) * cell_h + 1.9, 3.2)
+    fig = Figure(figsize=(w, h), layout="constrained")
     ax = fig.add_subplot()
     im = ax.imshow(rate.to_numpy(dtype=float), vmin=0, vmax=1, cmap="RdYlGn", aspect="auto")
-    for i, m in enumerate(rate.index):
-        for j, task in enumerate(tasks):
-            if (m, task) in g.index:
-                k, n = g.loc[(m, task)]
-                ax.text(j, i, f"{int(k)}/{int(n)}", ha="center", va="center", fontsize=7)
-    ax.set_xticks(range(len(tasks)), tasks)
-    ax.set_yticks(range(len(rate)), rate.index)
-    fig.colorbar(im, ax=ax, shrink=0.8, label="success rate")
-    ax.set_title(titled(head, sim), fontsize=10)
+    if text:
+        for i, row in enumerate(rows):
+            for j, task in enumerate(tasks):
+                if (row, task) in g.index:
+                    k, n = g.loc[(row, task)]
+                    ax.text(j, i, f"{int(k)}/{int(n)}", ha="center", va="center", fontsize=7)
+    ax.set_yticks(range(len(rows)), rows, fontsize=8)
+    ax.set_xlabel("task")
+    fig.colorbar(im, ax=ax, shrink=0.9, label="success rate", fraction=0.05 if len(tasks) > 3 else 0.15)
+    L.title(fig, titled(head, sim))
+    if not text:
+        L.footnote(fig, f"{len(tasks)} tasks: cell counts left out (see the per-task table)")
+    L.fit_xticklabels(fig, ax, [str(x) for x in tasks])
     return fig
 
 
 def distance_cdf(
-    trials: pd.DataFrame, by: Sequence[str] = ("model", "method"), title: str | None = None
+    trials: pd.DataFrame,
+    by: Sequence[str] = ("model", "method"),
+    title: str | None = None,
+    split: Sequence[str] | None = None,
 ) -> Figure:
-    """Empirical CDF of the final distance (valid trials) per group, log x, with the 30 px line."""
+    """Empirical CDF of the final distance (valid trials) per group (``by`` and every swept knob:
+    ``split``), log x, with the 30 px line."""
     t = trials[trials["valid"] & trials["final_dist_px"].notna()]
     sim = _sim(t)
     head = title or "Final distance to the target centre (CDF, valid trials)"
     if t.empty:
         return _empty(head, sim, "no valid trials")
-    fig = Figure(figsize=(7, 4.2), layout="constrained")
-    ax = fig.add_subplot()
-    for j, (name, g) in enumerate(t.groupby(list(by), sort=True)):
+    keys = [*by, *_split(t, split, by)]
+    curves, names = [], []
+    for name, g in t.groupby(keys, sort=True, dropna=False):
+        name = name if isinstance(name, tuple) else (name,)
         d = np.sort(g["final_dist_px"].to_numpy(dtype=float))
+        curves.append((f"{label(dict(zip(keys, name, strict=True)), keys)} (n={len(d)})", d))
+        names.append(name)
+    labels = [c[0] for c in curves]
+    styles = L.line_styles(names)
+    h = L.clamp(0.16 * len(labels) + 1.5, 4.4, 12.0)
+    ncol = L.legend_columns(len(labels), h, 7)
+    w = L.clamp(6.5 + ncol * L.legend_width_in(labels, 7), 7.0)
+    fig = Figure(figsize=(w, h), layout="constrained")
+    ax = fig.add_subplot()
+    for (lab, d), (c, ls) in zip(curves, styles, strict=True):
         y = np.arange(1, len(d) + 1) / len(d)
-        label = " / ".join(map(str, name if isinstance(name, tuple) else (name,)))
-        ax.step(
-            np.maximum(d, 0.1),
-            y,
-            where="post",
-            color=_COLORS[j % len(_COLORS)],
-            label=f"{label} (n={len(d)})",
-            ls="-" if j < len(_COLORS) else "--",
-        )
+        ax.step(np.maximum(d, 0.1), y, where="post", color=c, ls=ls, label=lab)
     ax.axvline(30, ls="--", color="#888", lw=1)
     ax.set_xscale("log")
     ax.set_xlabel("final distance (px, log)")
     ax.set_ylabel("share of trials")
     ax.set_ylim(0, 1.02)
-    ax.legend(fontsize=7)
-    ax.set_title(titled(head, sim), fontsize=10)
+    L.title(fig, titled(head, sim))
+    L.legend_outside(fig, ax, fontsize=7)
     return fig
+
+
+_AUDIT_VALUES = (
+    "reading",
+    "as_recorded",
+    "simulated",
+    "n",
+    "hit",
+    "hit_radius",
+    "within_eps",
+    "median_err_px",
+)
 
 
 def frame_audit_bars(audit: pd.DataFrame, rule: str = "hit_radius", title: str | None = None) -> Figure:
@@ -291,45 +490,15 @@ def frame_audit_bars(audit: pd.DataFrame, rule: str = "hit_radius", title: str |
     head = title or f"Absolute answers re-read in each coordinate frame (rule {rule})"
     if audit.empty:
         return _empty(head, sim, "no absolute answers recorded")
-    keys = [
-        c
-        for c in audit.columns
-        if c
-        not in (
-            "reading",
-            "as_recorded",
-            "simulated",
-            "n",
-            "hit",
-            "hit_radius",
-            "within_eps",
-            "median_err_px",
-        )
-    ]
-
-    def cell(col: str, v: object) -> str:
-        if col == "has_task":
-            return "" if v is None or v is pd.NA else ("with task" if bool(v) else "no task")
-        return str(v)
-
-    lab = pd.Series(
-        [" / ".join(x for x in (cell(c, r[c]) for c in keys) if x) for _, r in audit.iterrows()],
-        index=audit.index,
+    keys = [c for c in audit.columns if c not in _AUDIT_VALUES]
+    v = pd.DataFrame(
+        {"_g": _labels(audit, keys), "_h": "read as " + audit["reading"].astype(str), "value": audit[rule]}
     )
-    a = audit.assign(_g=lab)
-    groups = list(dict.fromkeys(a["_g"]))
-    readings = list(dict.fromkeys(a["reading"]))
-    fig = Figure(figsize=(max(6.0, 0.9 * len(groups) + 2), 4.4), layout="constrained")
-    ax = fig.add_subplot()
-    width = 0.8 / len(readings)
-    for j, rd in enumerate(readings):
-        sub = a[a["reading"] == rd].set_index("_g")
-        ys = [float(sub.loc[g, rule]) if g in sub.index else np.nan for g in groups]
-        xs = [i + (j - (len(readings) - 1) / 2) * width for i in range(len(groups))]
-        ax.bar(xs, ys, width=width * 0.95, color=_COLORS[j % len(_COLORS)], label=f"read as {rd}")
-    ax.set_xticks(range(len(groups)), groups, rotation=25, ha="right", fontsize=7)
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel(f"{rule} rate")
-    ax.legend(fontsize=8)
-    ax.set_title(titled(head, sim), fontsize=10)
-    return fig
+    return grouped_bars(
+        v,
+        list(dict.fromkeys(v["_g"])),
+        list(dict.fromkeys(v["_h"])),
+        f"{rule} rate",
+        title=titled(head, sim),
+        tick_fontsize=7,
+    )

@@ -365,9 +365,9 @@ def test_plots_of_simulated_data_say_so(runs):
         plots.frame_audit_bars(honest.frame_audit_points(runs.steps)),
     ]
     for fig in figs:
-        assert "SIMULATED" in fig.axes[0].get_title()
+        assert "SIMULATED" in plots.title_of(fig)
     real = runs.trials[~runs.trials["simulated"]]
-    assert "SIMULATED" not in plots.heatmap(real, method="centre").axes[0].get_title()
+    assert "SIMULATED" not in plots.title_of(plots.heatmap(real, method="centre"))
     traj = figs[4].axes[0]
     assert traj.images and traj.images[0].get_array().shape == (600, 800, 3)  # drawn on the scene image
 

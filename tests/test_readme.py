@@ -1,0 +1,283 @@
+"""README.md is executable: every ``python -m dvoc_bench…`` command of its fenced code blocks runs, and the
+numbers it quotes from simulated runs are the ones ``python -m dvoc_bench.bench readme`` prints.
+
+Commands run at smoke scale: ``smoke=true`` is appended where the command sweeps, and runs go to a
+temporary folder (``hydra.run.dir=`` / ``hydra.sweep.dir=``). ``RUN_DIR`` / ``RUN_A`` / ``RUN_B`` become
+the session's default run and one-trial run, ``/path/to/page.html`` a page with a Save button; ``model=
+local-sim`` talks to the simulator server of the ``sim_url`` fixture. A command that cannot run in CI
+carries ``# needs: key|server|dataset|xvfb|long|writes-repo`` on its line: only those are skipped (and,
+with the reason, a web command without a Chromium or a command reading ``../shared/upstream`` without the
+authors' records; CI has both). The commands run two at a time, once per module;
+each is then its own test, and the terminal summary (conftest.py) says how many ran and were skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from dvoc_bench import readme_numbers
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+MARKERS = ("key", "server", "dataset", "xvfb", "long", "writes-repo")
+MARKER_RE = re.compile(r"#\s*needs:\s*([\w-]+)")
+PLACEHOLDERS = ("RUN_DIR", "RUN_A", "RUN_B", "/path/to/page.html")
+
+
+@dataclass
+class Command:
+    line: int
+    text: str  # as written (continuations joined)
+    env: dict[str, str] = field(default_factory=dict)
+    argv: list[str] = field(default_factory=list)  # from "python" on
+    needs: str | None = None
+
+    @property
+    def module(self) -> str:
+        return self.argv[2]
+
+    @property
+    def id(self) -> str:
+        return f"L{self.line}:" + " ".join(self.argv[2:])[:70]
+
+
+def fenced_lines(text: str) -> list[tuple[int, str]]:
+    """Logical lines (``\\`` continuations joined) inside fenced code blocks, with their line numbers."""
+    out, inside, buf, start = [], False, "", 0
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            inside = not inside
+            continue
+        if not inside:
+            continue
+        if not buf:
+            start = n
+        if line.rstrip().endswith("\\"):
+            buf += line.rstrip()[:-1] + " "
+            continue
+        out.append((start, buf + line))
+        buf = ""
+    return out
+
+
+def extract(text: str) -> list[Command]:
+    """Every ``python -m dvoc_bench…`` command of the README's fenced blocks."""
+    cmds = []
+    for n, line in fenced_lines(text):
+        if "python -m dvoc_bench" not in line:
+            continue
+        m = MARKER_RE.search(line)
+        needs = m.group(1) if m else None
+        assert needs is None or needs in MARKERS, f"README line {n}: unknown marker {needs!r}"
+        part = line.split("&&")[-1]  # a set-up line: what it finally runs
+        tokens = shlex.split(part, comments=True)
+        if tokens and tokens[-1] == "&":
+            tokens = tokens[:-1]
+        env = {}
+        while tokens and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", tokens[0]):
+            k, v = tokens.pop(0).split("=", 1)
+            env[k] = v
+        if tokens[:2] != ["python", "-m"] or not tokens[2].startswith("dvoc_bench"):
+            continue
+        cmds.append(Command(n, line.strip(), env, tokens, needs))
+    return cmds
+
+
+COMMANDS = extract(README.read_text(encoding="utf-8"))
+
+
+def needs_chromium(c: Command) -> bool:
+    return c.module == "dvoc_bench.web.bench" or bool(re.search(r"\bW\d\b|task=custom", c.text))
+
+
+UPSTREAM = ROOT.parent / "shared" / "upstream"
+
+
+def missing_data(c: Command) -> str | None:
+    """Why a command cannot run here although CI can run it: no Chromium for a web page, or no authors'
+    records beside the repository (CI has both)."""
+    if needs_chromium(c) and (why := chromium_missing()):
+        return f"needs a Chromium ({why})"
+    if "../shared/upstream" in c.text and not UPSTREAM.is_dir():
+        return f"needs the authors' records at {UPSTREAM}"
+    return None
+
+
+def chromium_missing() -> str | None:
+    from dvoc_bench.web.chromium import ChromiumNotFoundError, find_chromium
+
+    try:
+        find_chromium()
+    except ChromiumNotFoundError as e:
+        return str(e)
+    return None
+
+
+@dataclass
+class Result:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    out_dir: Path | None = None
+
+
+def prepare(
+    c: Command, i: int, tmp: Path, subs: dict[str, str]
+) -> tuple[list[str], dict[str, str], Path | None]:
+    """The command as the test runs it: placeholders substituted, smoke scale, runs under ``tmp``."""
+    args = [subs.get(a, a) for a in c.argv[3:]]
+    args = [a.replace("/path/to/page.html", subs["/path/to/page.html"]) for a in args]
+    out_dir = None
+    if c.module == "dvoc_bench" and "--help" not in args:
+        out_dir = tmp / f"cmd{i}"
+        multirun = "-m" in args or "--multirun" in args
+        if not any(a.startswith("smoke=") for a in args):
+            args.append("smoke=true")
+        args += [f"hydra.{'sweep' if multirun else 'run'}.dir={out_dir}", "run.quiet=true"]
+    env = {**os.environ, **c.env, "PYTHONPATH": str(ROOT), "HYDRA_FULL_ERROR": "1"}
+    return [sys.executable, "-m", c.module, *args], env, out_dir
+
+
+def copy_run(run: Path, dest: Path) -> Path:
+    """A copy of a run directory (its frames linked, not copied)."""
+    shutil.copytree(run, dest, ignore=shutil.ignore_patterns("frames", "report*"))
+    if (run / "frames").is_dir():
+        (dest / "frames").symlink_to(run / "frames", target_is_directory=True)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory, default_run, one_trial_run, sim_url) -> dict[int, Result]:
+    """Every runnable command, two at a time."""
+    tmp = tmp_path_factory.mktemp("readme")
+    page = tmp / "page.html"
+    page.write_text(
+        "<!doctype html><html><body style=\"font-family: 'DVOC Sans'; margin: 40px\">"
+        '<h1>Settings</h1><input id="name" value="Ada"><button id="save">Save</button></body></html>'
+    )
+    todo = {}
+    for i, c in enumerate(COMMANDS):
+        if c.needs or missing_data(c):
+            continue
+        # each command gets its own copy of the runs it names: reports write into them, two at a time
+        subs = {"/path/to/page.html": str(page)}
+        for name, run in (("RUN_DIR", default_run), ("RUN_A", default_run), ("RUN_B", one_trial_run)):
+            if name in c.argv:
+                subs[name] = str(copy_run(run, tmp / f"cmd{i}-{name}" / run.name))
+        todo[i] = prepare(c, i, tmp, subs)
+    if not any(is_readme_bench(COMMANDS[i]) for i in todo):  # the README must show it; run it anyway
+        todo[-1] = prepare(Command(0, "", argv=["python", "-m", "dvoc_bench.bench", "readme"]), -1, tmp, subs)
+
+    def run(item):
+        i, (argv, env, out_dir) = item
+        p = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        return i, Result(argv, p.returncode, p.stdout, p.stderr, out_dir)
+
+    # the slowest first, so the two workers finish together
+    order = sorted(todo.items(), key=lambda kv: not is_readme_bench(COMMANDS[kv[0]] if kv[0] >= 0 else None))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(pool.map(run, order))
+
+
+def is_readme_bench(c: Command | None) -> bool:
+    return c is None or (c.module == "dvoc_bench.bench" and c.argv[3:] == ["readme"])
+
+
+@pytest.fixture(scope="module")
+def readme_output(results) -> str:
+    """What ``python -m dvoc_bench.bench readme`` printed (the README command of that name)."""
+    (i,) = [i for i in results if i < 0 or is_readme_bench(COMMANDS[i])]
+    r = results[i]
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout
+
+
+@pytest.mark.parametrize("i", range(len(COMMANDS)), ids=[c.id for c in COMMANDS])
+def test_readme_command_runs(i, results, readme_output):
+    c = COMMANDS[i]
+    if c.needs:
+        pytest.skip(f"needs: {c.needs} — README line {c.line}: {c.text[:120]}")
+    if is_readme_bench(c):
+        assert set(readme_numbers.parse(readme_output)) == {
+            "default run (What the default run does)",
+            "one-shot and declare_frame (Coordinate frames)",
+            "experiment=frames (The finding, plainly)",
+        }
+    if i not in results:
+        pytest.skip(f"{missing_data(c)} — README line {c.line}")
+    r = results[i]
+    assert r.returncode == 0, f"README line {c.line}: {' '.join(r.argv)}\n{r.stderr[-3000:]}"
+    args = c.argv[3:]
+    if c.module == "dvoc_bench" and "--help" in args:
+        assert r.stdout.startswith("dvoc-bench:")
+    elif c.module == "dvoc_bench":
+        assert "run dir:" in r.stdout
+        jobs = sorted(d for d in r.out_dir.iterdir() if d.is_dir()) if "-m" in args else [r.out_dir]
+        assert jobs and all(j.is_dir() for j in jobs)
+        if "experiment=frame_probe" not in args:  # the probe writes its own records, not trials
+            assert all((j / "trials.jsonl").is_file() for j in jobs)
+    elif c.module == "dvoc_bench.report":
+        assert "report written to" in r.stderr and "# dvoc-bench report" in r.stdout
+
+
+def test_readme_quotes_the_simulated_numbers_exactly(readme_output):
+    text = README.read_text(encoding="utf-8")
+    blocks = readme_numbers.parse(readme_output)
+    assert len(blocks) == 3
+    for name, block in blocks.items():
+        assert block in text, (
+            f"README out of date ({name}); paste `python -m dvoc_bench.bench readme`:\n{block}"
+        )
+
+
+def test_the_commands_are_found_and_counted():
+    text = README.read_text(encoding="utf-8")
+    assert text.startswith(
+        "# dvoc-bench\n\n```bash\n"
+        "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && python -m dvoc_bench\n"
+        'python3 -m venv .venv && . .venv/bin/activate && pip install -e ".[dev]" && python -m pytest -q\n```'
+    )  # the two set-up lines stay as they are
+    assert COMMANDS[0].argv == ["python", "-m", "dvoc_bench"] and COMMANDS[0].line == 4
+    by_marker = Counter(c.needs for c in COMMANDS if c.needs)
+    runnable = [c for c in COMMANDS if not c.needs]
+    multiruns = [c for c in runnable if "-m" in c.argv[3:]]
+    assert len(multiruns) >= 3 and any("hydra/launcher=joblib" in c.text for c in multiruns)
+    assert len(runnable) >= 20 and set(by_marker) <= set(MARKERS)
+    # every marked command says why on its own line, and the marker is what the README's own key lists
+    assert all(MARKER_RE.search(c.text) for c in COMMANDS if c.needs)
+
+
+def test_extraction_handles_continuations_env_markers_and_set_up_lines():
+    sample = (
+        "```bash\n"
+        "python3 -m venv .venv && pip install -e . && python -m dvoc_bench\n"
+        "KEY=... python -m dvoc_bench model=x   # needs: key\n"
+        "python -m dvoc_bench a=1 \\\n  'b=\"#save\"'   # fine\n"
+        "python -m dvoc_bench.serve --port 1 &   # needs: server\n"
+        "python -m pytest -q\n"
+        "```\n"
+        "prose `python -m dvoc_bench ignored=1`\n"
+    )
+    cmds = extract(sample)
+    assert [c.argv for c in cmds] == [
+        ["python", "-m", "dvoc_bench"],
+        ["python", "-m", "dvoc_bench", "model=x"],
+        ["python", "-m", "dvoc_bench", "a=1", 'b="#save"'],
+        ["python", "-m", "dvoc_bench.serve", "--port", "1"],
+    ]
+    assert [c.needs for c in cmds] == [None, "key", None, "server"] and cmds[1].env == {"KEY": "..."}
+    assert [c.line for c in cmds] == [2, 3, 4, 6]
+    with pytest.raises(AssertionError, match="unknown marker"):
+        extract("```\npython -m dvoc_bench x=1  # needs: coffee\n```\n")

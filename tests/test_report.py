@@ -1,0 +1,101 @@
+"""``python -m dvoc_bench.report`` on real runs of the session (tests/real_runs.py), not only smoke runs:
+it exits 0, writes report.md and its figures, splits a sweep by its knob, and every figure it draws passes
+the readability checks of tests/test_plot_layout.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dvoc_bench import report
+from dvoc_bench.analysis import plots
+from tests.real_runs import RUNS
+from tests.test_plot_layout import problems
+
+ROOT = Path(__file__).resolve().parents[1]
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def report_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "dvoc_bench.report", *args],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.parametrize("run_name", RUNS)
+def test_report_exits_0_and_writes_its_figures(run_name, request):
+    run = request.getfixturevalue(run_name)
+    p = report_cli(str(run))  # default --out, default resamples: as a researcher types it
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = run / "report"
+    md = (out / "report.md").read_text()
+    assert md.strip() in p.stdout and f"report written to {out / 'report.md'}" in p.stderr
+    pngs = sorted((out / "figures").glob("*.png"))
+    linked = [line for line in md.splitlines() if line.startswith("![")]
+    assert pngs and len(linked) == len(pngs)
+    assert all(f.read_bytes()[:8] == PNG for f in pngs)
+    names = {f.name.split("_", 1)[1] for f in pngs}
+    assert {"success.png", "distance_cdf.png", "heatmap.png", "distance_vs_iteration.png"} <= names
+    assert "[SIMULATED]" in md and "Wilson 95 %" in md
+    if run_name == "alpha_multirun":
+        assert "Success by model and method and alpha" in md
+        assert "Ablation: `alpha`" in md and "`alpha` = decay (a) vs adaptive (b)" in md
+        assert "150 trials are the same trial" in md  # one-shot and centre ran in both jobs
+    if run_name == "web_run":
+        assert "| W1 | " in md and "| W2 | " in md  # the per-task table
+    if run_name == "one_trial_run":
+        assert "1 trials (1 valid" in md
+
+
+@pytest.mark.parametrize("run_name", RUNS)
+def test_every_report_figure_is_readable(run_name, request, tmp_path, monkeypatch):
+    run = request.getfixturevalue(run_name)
+    drawn = []
+    save = plots.save
+
+    def keep(fig, path, *a, **kw):
+        drawn.append((Path(path).name, fig))
+        return save(fig, path, *a, **kw)
+
+    monkeypatch.setattr(plots, "save", keep)
+    report.build_report([str(run)], [], out=tmp_path / "rep", n_boot=50)
+    assert drawn
+    found = {name: problems(fig) for name, fig in drawn}
+    assert not any(found.values()), {k: v for k, v in found.items() if v}
+    sims = [plots.title_of(fig) for _, fig in drawn]
+    assert all("SIMULATED" in t for t in sims)
+
+
+def test_several_runs_report_beside_them_not_into_the_first(alpha_multirun):
+    a, b = alpha_multirun / "0", alpha_multirun / "1"
+    assert report.default_out([str(a), str(b)]) == alpha_multirun / "report-0+1"
+    p = report_cli(str(a), str(b), "--no-figures", "--n-boot", "50")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert (alpha_multirun / "report-0+1" / "report.md").is_file()
+    assert not (a / "report").exists()  # the first run's own report is not overwritten
+    many = [str(alpha_multirun / n) for n in ("x", "y", "z", "w", "v")]
+    assert report.default_out(many) == alpha_multirun / "report-x+y+z+2-more"
+    assert report.default_out([str(a)]) == a / "report"
+
+
+def test_a_report_replaces_the_figures_of_the_previous_one(one_trial_run, tmp_path):
+    out = tmp_path / "rep"
+    stale = out / "figures" / "07_upstream_heatmap.png"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(PNG)
+    keep = out / "figures" / "notes.txt"
+    keep.write_text("mine")
+    report.build_report([str(one_trial_run)], [], out=out, n_boot=20)
+    md = (out / "report.md").read_text()
+    pngs = sorted(p.name for p in (out / "figures").glob("*.png"))
+    assert pngs and not stale.exists() and keep.read_text() == "mine"  # only the report's own PNGs go
+    assert all(f"figures/{name}" in md for name in pngs)
