@@ -1,6 +1,6 @@
 """``python -m dvoc_bench.report`` on real runs of the session (tests/real_runs.py), not only smoke runs:
 it exits 0, writes report.md and its figures, splits a sweep by its knob, and every figure it draws passes
-the readability checks of tests/test_plot_layout.py."""
+the readability checks of tests/analysis/test_plot_layout.py."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 
 from dvoc_bench import report
 from dvoc_bench.analysis import plots
+from tests.analysis.test_plot_layout import problems
 from tests.real_runs import RUNS
-from tests.test_plot_layout import problems
 
 ROOT = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n"
