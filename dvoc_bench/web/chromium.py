@@ -33,9 +33,26 @@ LAUNCH_ARGS = (
     # Second fence behind the request filter: no host name resolves, so nothing that slips past the route
     # handler (a preconnect, a DNS prefetch) can reach a remote host.
     "--host-resolver-rules=MAP * ~NOTFOUND",
+    # Channels request interception never sees. WebRTC: no UDP at all (STUN, TURN over UDP, media), and TCP
+    # only through a proxy, of which there is none (so no TURN over TCP either). No DNS prefetch. QUIC (and
+    # with it WebTransport over HTTP/3) is off above. Measured by tests/scenes/test_web_escape.py.
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--dns-prefetch-disable",
 )
 """Switches for a quiet, offline, deterministic headless Chromium. Playwright adds its own defaults and a
 fresh, empty temporary profile directory per launch (removed when the browser closes)."""
+
+
+def launch_args(resolve_hosts: tuple[str, ...] = ()) -> list[str]:
+    """:data:`LAUNCH_ARGS`, with the hosts of ``web.allow_origins`` (loopback only) left resolvable."""
+    args = list(LAUNCH_ARGS)
+    if resolve_hosts:
+        rule = "MAP * ~NOTFOUND" + "".join(f", EXCLUDE {h}" for h in sorted(set(resolve_hosts)))
+        args = [
+            f"--host-resolver-rules={rule}" if a.startswith("--host-resolver-rules=") else a for a in args
+        ]
+    return args
+
 
 HOW_TO_GET = (
     "no Chromium found: run `python -m playwright install chromium`, or install a system Chromium "

@@ -86,10 +86,26 @@ def test_request_filter_allows_only_local_page_files(tmp_path: Path) -> None:
         "file://remote-host/share/page.html",
         "ftp://example.com/x",
     ]
+    root = page.parent.resolve()
     for url in ok:
-        assert request_allowed(url, page, [font]), url
+        assert request_allowed(url, root, [font]), url
     for url in blocked:
-        assert not request_allowed(url, page, [font]), url
+        assert not request_allowed(url, root, [font]), url
+    # a symlink beside the page that points out of the root is outside it; one pointing inside is fine
+    root.mkdir(parents=True)
+    (root / "leak.txt").symlink_to("/etc/passwd")
+    (root / "inner.txt").write_text("x")
+    (root / "alias.txt").symlink_to(root / "inner.txt")
+    assert not request_allowed((root / "leak.txt").as_uri(), root, [font])
+    assert request_allowed((root / "alias.txt").as_uri(), root, [font])
+    # a wider root allows the sibling folder; loopback origins only when listed, WebSockets by their origin
+    assert request_allowed((tmp_path / "other" / "secret.txt").as_uri(), tmp_path.resolve())
+    origins = ("http://127.0.0.1:8000",)
+    assert request_allowed("http://127.0.0.1:8000/a.png", root, (), origins)
+    assert request_allowed("ws://127.0.0.1:8000/hmr", root, (), origins)
+    assert not request_allowed("http://127.0.0.1:8001/a.png", root, (), origins)
+    assert not request_allowed("http://localhost:8000/a.png", root, (), origins)
+    assert not request_allowed(page.as_uri(), None)  # a served page gets no local files
 
 
 def test_url_to_path_decodes() -> None:
