@@ -351,8 +351,7 @@ class WebScenes:
     def __init__(self, options: WebOptions | None = None) -> None:
         self.options = options or WebOptions()
         """Validated ``web:`` options."""
-        hosts = tuple(urlsplit(o).netloc.rsplit(":", 1)[0] for o in self.options.allow_origins)
-        self.browser = WebBrowser(self.options.chromium, self.options.timeout_s, hosts)
+        self.browser = WebBrowser(self.options.chromium, self.options.timeout_s, self.options.allow_origins)
         """The shared browser (launched on the first render, closed by :meth:`close`)."""
         self._scenes: dict[str, WebScene] = {}
         self._lock = threading.Lock()

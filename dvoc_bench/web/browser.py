@@ -198,14 +198,14 @@ class WebBrowser:
     """A lazily launched, shared Chromium (see the module docstring). Thread-safe."""
 
     def __init__(
-        self, chromium: str | None = None, timeout_s: float = 30.0, resolve_hosts: tuple[str, ...] = ()
+        self, chromium: str | None = None, timeout_s: float = 30.0, origins: tuple[str, ...] = ()
     ) -> None:
         self.chromium = chromium
         """Explicit binary (``web.chromium``), or ``None`` for the documented search order."""
         self.timeout_s = timeout_s
         """Default timeout of page loads and actions."""
-        self.resolve_hosts = resolve_hosts
-        """Host names left resolvable (the loopback hosts of ``web.allow_origins``); all others fail."""
+        self.origins = origins
+        """The loopback origins of ``web.allow_origins``: they resolve and bypass the fence proxy."""
         self.launches = 0
         """How many times a browser was launched by this object."""
         self.executable: str | None = None
@@ -316,7 +316,7 @@ class WebBrowser:
             browser = pw.chromium.launch(
                 executable_path=None if exe == own else exe,
                 headless=True,
-                args=launch_args(self.resolve_hosts),
+                args=launch_args(self.origins),
                 timeout=self.timeout_s * 1000,
             )
         except BaseException:

@@ -19,6 +19,9 @@ ENV_VAR = "DVOC_CHROMIUM"
 SYSTEM_CANDIDATES = ("/usr/bin/chromium", "chromium-browser", "google-chrome")
 """System browsers tried after Playwright's own and ``$DVOC_CHROMIUM`` (names are looked up on ``PATH``)."""
 
+NO_PROXY_HOST = "dvoc-fence.invalid"
+"""The proxy every non-allowed connection is sent to; ``.invalid`` never resolves (and no name does)."""
+
 LAUNCH_ARGS = (
     "--headless",
     "--no-sandbox",
@@ -38,20 +41,33 @@ LAUNCH_ARGS = (
     # with it WebTransport over HTTP/3) is off above. Measured by tests/scenes/test_web_escape.py.
     "--webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--dns-prefetch-disable",
+    # Everything that reaches the network stack without passing the route handler (a preconnect,
+    # WebTransport, TURN over TCP) is sent to a proxy whose name never resolves: no packet leaves. Loopback
+    # too (``<-loopback>``); the allowed dev servers are added to the bypass list by :func:`launch_args`.
+    f"--proxy-server=http://{NO_PROXY_HOST}:9",
+    "--proxy-bypass-list=<-loopback>",
 )
 """Switches for a quiet, offline, deterministic headless Chromium. Playwright adds its own defaults and a
 fresh, empty temporary profile directory per launch (removed when the browser closes)."""
 
 
-def launch_args(resolve_hosts: tuple[str, ...] = ()) -> list[str]:
-    """:data:`LAUNCH_ARGS`, with the hosts of ``web.allow_origins`` (loopback only) left resolvable."""
+def launch_args(origins: tuple[str, ...] = ()) -> list[str]:
+    """:data:`LAUNCH_ARGS` with the ``web.allow_origins`` (loopback ``scheme://host:port``) let through:
+    their hosts resolve and exactly their host:port pairs bypass the fence proxy."""
     args = list(LAUNCH_ARGS)
-    if resolve_hosts:
-        rule = "MAP * ~NOTFOUND" + "".join(f", EXCLUDE {h}" for h in sorted(set(resolve_hosts)))
-        args = [
-            f"--host-resolver-rules={rule}" if a.startswith("--host-resolver-rules=") else a for a in args
-        ]
-    return args
+    if not origins:
+        return args
+    hostports = sorted({o.split("://", 1)[1] for o in origins})
+    hosts = sorted({hp.rsplit(":", 1)[0] for hp in hostports})
+    swap = {
+        "--host-resolver-rules": "MAP * ~NOTFOUND" + "".join(f", EXCLUDE {h}" for h in hosts),
+        "--proxy-bypass-list": ";".join(["<-loopback>", *hostports]),
+    }
+    out = []
+    for a in args:
+        key = a.split("=", 1)[0]
+        out.append(f"{key}={swap[key]}" if key in swap else a)
+    return out
 
 
 HOW_TO_GET = (

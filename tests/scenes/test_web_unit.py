@@ -307,3 +307,38 @@ def test_dom_probe_decides_hit() -> None:
     assert f.hit_element == "button#edit-alice" and f.clicked_target is False and f.blocked_requests == 0
     none = _record(Point(500, 500), target, None)
     assert none.hit is False and none.hit_element is None and none.hit_rule == "box"
+
+
+def test_launch_args_fence_and_allowed_origins() -> None:
+    from dvoc_bench.web.chromium import NO_PROXY_HOST, launch_args
+
+    base = launch_args()
+    assert "--webrtc-ip-handling-policy=disable_non_proxied_udp" in base
+    assert f"--proxy-server=http://{NO_PROXY_HOST}:9" in base and "--proxy-bypass-list=<-loopback>" in base
+    assert "--host-resolver-rules=MAP * ~NOTFOUND" in base
+    wide = launch_args(("http://127.0.0.1:8000", "http://localhost:5173"))
+    assert "--proxy-bypass-list=<-loopback>;127.0.0.1:8000;localhost:5173" in wide
+    assert "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost" in wide
+    assert len(wide) == len(base)
+
+
+def test_viewport_forms_and_new_task_keys(tmp_path: Path) -> None:
+    t = task_from_mapping(
+        _task(tmp_path, viewport={"width": 640, "height": 360, "device_scale_factor": 2}, root=".",
+              wait_for="#go", scroll_to="#go"),
+        base=tmp_path, where="x", default_id="v",
+    )  # fmt: skip
+    assert t.viewport.as_list() == [640, 360] and t.scale == 2 and t.image_size.as_list() == [1280, 720]
+    assert t.root == tmp_path.resolve() and t.wait_for == "#go" and t.scroll_to == "#go"
+    for over, match in [
+        ({"viewport": {"width": 640}}, "viewport mapping"),
+        ({"viewport": {"width": 640, "height": 360, "device_scale_factor": 9}}, "device_scale_factor"),
+        ({"root": "missing"}, "root: folder not found"),
+        ({"wait_for": ""}, "wait_for"),
+    ]:
+        with pytest.raises(ConfigError, match=match):
+            task_from_mapping(_task(tmp_path, **over), base=tmp_path, where="t", default_id="t")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    with pytest.raises(ConfigError, match="does not contain the page"):
+        task_from_mapping(_task(tmp_path, root="sub"), base=tmp_path, where="t", default_id="t")
