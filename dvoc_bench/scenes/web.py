@@ -426,7 +426,11 @@ class WebScenes:
         try:
             result = self.browser.run(job)
         except (PageError, BrowserHung) as e:
-            err = SceneError(str(e) if isinstance(e, PageError) else f"{task.id}: {e} ({task.where})")
+            msg = str(e) if isinstance(e, PageError) else f"{task.id}: {e} ({task.where})"
+            blocked = getattr(e, "blocked", ())
+            if blocked:  # unstyled because its CSS was fenced off? say so, and how to allow it
+                msg += "; " + blocked_warning(task, blocked).split(": ", 1)[1]
+            err = SceneError(msg)
             err.size = task.image_size
             raise err from e
         if result.blocked:

@@ -641,6 +641,10 @@ def render(session: Session, task: WebTask, keep: bool = True) -> tuple[PageRend
                 .nth(index)
                 .element_handle(timeout=live.timeout_ms)
             )
+    except PageError as e:
+        e.blocked = tuple(live.guard.blocked)  # type: ignore[attr-defined]  # said with the failure
+        live.close()
+        raise
     except BaseException:
         live.close()
         raise
