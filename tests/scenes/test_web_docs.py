@@ -4,7 +4,8 @@ Python policy (Debian packages). Each page that is absent is skipped with the re
 
 One sweep runs DVOC and one-shot with the simulator on every page present: the trials are ``ok`` with hits
 from the DOM, no local file was blocked once the asset root is set, and every local stylesheet loaded (the
-frame is styled). Without the root, rustdoc's failure names the 7 blocked files and the setting."""
+frame is styled). Pages that are absent are left out (all absent: skipped with the reasons); this
+machine has all six. Without the root, rustdoc's failure names the 7 blocked files and the setting."""
 
 from __future__ import annotations
 
@@ -93,8 +94,8 @@ def _absent() -> list[str]:
 @pytest.fixture(scope="module")
 def task_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     present = _present()
-    if len(present) < 5:
-        pytest.skip(f"needs five real docs pages, {len(present)} present; absent: {'; '.join(_absent())}")
+    if not present:
+        pytest.skip(f"no real docs page installed: {'; '.join(_absent())}")
     folder = tmp_path_factory.mktemp("docs")
     files = {}
     for sid, (task, base) in present.items():
