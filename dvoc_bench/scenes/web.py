@@ -5,22 +5,32 @@ A web task is a YAML file (``scenes/web/W1.yaml``)::
     id: W1                      # scene id (equal to the file stem inside scenes/web/)
     name: login-form            # optional short name
     difficulty: easy            # optional: easy | medium | hard
-    page: W1.html               # the HTML file: relative to this YAML, absolute, or a file:// URL
+    page: W1.html               # relative to this YAML, absolute, a file:// URL, or http://127.0.0.1:PORT/...
     instruction: Click the Sign In button
-    selector: "#sign-in"        # CSS selector of the target: exactly one visible element, fully on screen
-    viewport: [1280, 720]       # optional, default 1280x720
+    selector: "#sign-in"        # Playwright selector (CSS, text=, role=, >> nth=N, chains)
+    viewport: [1280, 720]       # optional; or {width: 640, height: 360, device_scale_factor: 2}
+    root: ../..                 # optional asset root: local files resolving inside it load (default: the
+                                #   page's folder)
+    wait_for: "#copy-path"      # optional: a selector that must be visible before the snapshot
+    scroll_to: "a.next"         # optional: scrolled into view before the snapshot
     setup:                      # optional actions before the snapshot, in order
       - click: "#menu-toggle"   #   click | hover: <selector>;  fill: {selector: <css>, value: <text>}
 
 Bring your own page: the same file anywhere, listed in ``web.task_files``; or one inline task with id
-``custom`` from ``web.custom.{page, selector, instruction, setup, viewport}``. Only local pages: a page
-given as ``http(s)://`` is refused, and in the browser every request that is not a ``file:`` URL of the page
-or its directory (or the pinned fonts) is blocked and counted.
+``custom`` from ``web.custom.{page, selector, instruction, setup, viewport, root, wait_for, scroll_to}``.
+Local pages, and pages of the loopback dev servers named in ``web.allow_origins``; in the browser every
+other request is blocked and counted (:mod:`dvoc_bench.web.browser`).
 
-Each page is rendered once per registry (load, pin fonts, set up, measure, screenshot) and kept open on
-the shared browser for hit tests: :meth:`WebScenes.probe` reports the DOM element under a point
-(``document.elementFromPoint``) and whether it is the target or inside it; with ``verify_click`` it also
-clicks the point in a fresh copy of the page and reports whether the target's click listener fired.
+The target: the selector's one match; among several, the one visible with at least half of its box in the
+viewport if exactly one is; it is scored on its part inside the viewport. Anything else (no match, several
+candidates, hidden, outside the viewport, covered) is a one-line :class:`SceneError` with the reason.
+
+Each page is rendered once per registry (load, network idle, pin fonts, wait, set up, scroll, measure,
+screenshot) and kept open on the shared browser for hit tests: :meth:`WebScenes.probe` reports the DOM
+element under a point (``document.elementFromPoint``) and whether it is the target or inside it; with
+``verify_click`` it also clicks the point in a fresh copy of the page and reports whether the target's click
+listener fired. A page that fails (hangs, navigates away, crashes, no valid target) raises
+:class:`SceneError` (``error_class = "scene"``); the sweep records its trials as errors and goes on.
 """
 
 from __future__ import annotations

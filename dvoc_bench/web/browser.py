@@ -10,9 +10,15 @@ The browser starts on first use and stops with :meth:`WebBrowser.close` (also re
 exit). A call after ``close`` starts a new browser; :attr:`WebBrowser.launches` counts launches, so a sweep
 can show it launched exactly once.
 
-Every context gets a :class:`NetworkGuard`: a route handler that lets through only ``file:`` URLs of the page
-itself, of the files beside it (its own directory tree) and of the pinned fonts; every other request
-(``http``, ``https``, other local paths) is aborted and recorded, and WebSockets are refused.
+Every context gets a :class:`NetworkGuard`: a route handler that lets through only ``file:`` URLs whose
+resolved path (symlinks followed) is inside the task's asset root (default: the page's folder), the pinned
+fonts, and the loopback origins of ``web.allow_origins``; every other request (``http``, ``https``, other
+local paths, a symlink out of the root) is aborted and recorded, and other WebSockets are refused. Channels
+the route handler never sees are closed by the launch switches (:mod:`dvoc_bench.web.chromium`).
+
+Every Playwright call a page task makes is bounded; :meth:`WebBrowser.run` bounds the whole job too, and a
+job that overruns it (a page spinning in JavaScript inside an unbounded call) gets the browser killed, so
+one bad page never stalls the others.
 """
 
 from __future__ import annotations

@@ -238,3 +238,25 @@ def test_hanging_and_leaving_pages_fail_their_own_trials(tmp_path: Path) -> None
     assert lines[0].startswith("trials: 8 (2 ok,") and "6 error" in lines[0]
     assert any(line.startswith("error: scene x6: ") for line in lines), lines
     assert exit_code(res.trials) == 0  # model trials ran and some ended ok
+
+
+def test_cli_console_summary_and_exit_code_with_a_failing_page(cli, tmp_path: Path) -> None:
+    (tmp_path / "good.html").write_text('<!doctype html><body><button id="go">Go</button></body>')
+    (tmp_path / "leave.html").write_text(
+        "<!doctype html><body><button id=go>Go</button>"
+        "<script>addEventListener('load', () => setTimeout(() => location.href = 'good.html', 20));</script>"
+    )
+    for name in ("good", "leave"):
+        (tmp_path / f"{name}.yaml").write_text(f"page: {name}.html\nselector: '#go'\ninstruction: Click Go\n")
+    files = f"[{tmp_path / 'good.yaml'},{tmp_path / 'leave.yaml'}]"
+    run_dir = tmp_path / "run"
+    args = ("model=sim-ideal", "tasks=[good,leave]", "methods=[oneshot]", "starts=random:1", "run.quiet=true")
+    r = cli(*args, f"web.task_files={files}", f"hydra.run.dir={run_dir}")
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = r.stdout + r.stderr
+    assert "trials: 2 (1 ok," in out and "1 error" in out
+    assert "error: scene x1: leave: the page navigated away from" in out
+    # every trial of the failing page failed, none of the good one's: exit 3 only when nothing is ok
+    r = cli("model=sim-ideal", "tasks=[leave]", "methods=[oneshot]", "starts=random:1", "run.quiet=true",
+            f"web.task_files={files}", f"hydra.run.dir={tmp_path / 'run2'}")  # fmt: skip
+    assert r.returncode == 3 and "error: scene x1" in r.stdout + r.stderr
