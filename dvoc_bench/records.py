@@ -59,6 +59,7 @@ ErrorClass = Literal[
     "unknown",  # a provider failure the client could not classify
     "provider_dead",  # the provider was ended by another trial's auth / quota failure
     "detector",  # the Set-of-Mark detector failed
+    "scene",  # the scene could not be built (a web page hung, navigated away, crashed, had no valid target)
     "internal",  # a bug in the harness (logged with its traceback)
 ]
 """Class of a failed call or trial (``error_class`` of steps and trials)."""

@@ -116,15 +116,21 @@ class WebCustom(Declared):
     """One inline bring-your-own page (task id ``custom``)."""
 
     page: str | None = None
-    """A local HTML file or ``file://`` URL."""
+    """A local HTML file, ``file://`` URL, or ``http://127.0.0.1:PORT/path`` (``web.allow_origins``)."""
     selector: str | None = None
-    """CSS selector of the target element."""
+    """Playwright selector of the target (CSS, ``text=``, ``role=``, ``>> nth=N``...)."""
     instruction: str | None = None
     """The task text shown to the model."""
     setup: list[dict[str, Any]] = []
     """Actions before the snapshot, e.g. ``[{click: '#menu'}]``."""
-    viewport: list[int] = [1280, 720]
-    """``[width, height]`` of the page."""
+    viewport: list[int] | dict[str, float] = [1280, 720]
+    """``[width, height]``, or ``{width, height, device_scale_factor}`` (2: high-DPI frames)."""
+    root: str | None = None
+    """Asset root: local files resolving inside it load (default: the page's folder)."""
+    wait_for: str | None = None
+    """Selector that must be visible before the snapshot (a JavaScript-built control)."""
+    scroll_to: str | None = None
+    """Selector scrolled into view before the snapshot."""
 
 
 class Web(Declared):
@@ -140,6 +146,8 @@ class Web(Declared):
     """Your own task YAMLs (schema of ``scenes/web/W1.yaml``); use their ids in ``tasks=[...]``."""
     custom: WebCustom = WebCustom()
     """``task=custom web.custom.page=... web.custom.selector=... web.custom.instruction=...``."""
+    allow_origins: list[str] = []
+    """Loopback dev servers pages may load from, e.g. ``[http://127.0.0.1:8000]`` (anything else refused)."""
 
 
 class Settings(Declared):

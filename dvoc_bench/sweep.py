@@ -23,7 +23,7 @@ from dvoc_bench.config import (
 from dvoc_bench.control import AdaptiveConfig
 from dvoc_bench.detect.config import DetectorConfig, detector_config
 from dvoc_bench.detect.service import DetectorService
-from dvoc_bench.geometry import Point
+from dvoc_bench.geometry import Box, Point, Size
 from dvoc_bench.methods.common import TrialEnv, finish
 from dvoc_bench.models.base import Model
 from dvoc_bench.plan import Knobs, build_plan
@@ -165,12 +165,29 @@ def _warn_unused_knobs(s: Any, methods: Sequence[str]) -> None:
                     s.detector.get("backend"), ", ".join(methods))  # fmt: skip
 
 
+UNRENDERED = "unrendered"
+"""Scene hash of a scene that failed to build (its trials are ``error``/``scene``)."""
+
+
+def scene_failure(e: BaseException) -> str | None:
+    """The one-line reason when ``e`` is a per-scene failure (an exception with ``error_class == "scene"``,
+    e.g. a web page that hangs); ``None`` for anything else (a bad config stops the sweep as before)."""
+    return str(e).splitlines()[0][:600] if getattr(e, "error_class", None) == "scene" else None
+
+
 def plan(setup: SweepSetup) -> list[TrialSpec]:
-    """The sweep's trials."""
-    scenes = {
-        t: (setup.registry.snapshot(t).content_hash, setup.registry.snapshot(t).size)
-        for t in setup.knobs.tasks
-    }
+    """The sweep's trials. A scene that fails to build still gets its trials (they end ``error``/``scene``
+    when run); its size is the one it would have had."""
+    scenes = {}
+    for t in setup.knobs.tasks:
+        try:
+            snap = setup.registry.snapshot(t)
+            scenes[t] = (snap.content_hash, snap.size)
+        except Exception as e:
+            if scene_failure(e) is None:
+                raise
+            log.warning("scene %s failed: %s", t, scene_failure(e))
+            scenes[t] = (UNRENDERED, getattr(e, "size", None) or Size(800, 600))
     det = setup.detector
     detector = f"{det.backend}:{det.digest()}" if det is not None else "-"
     return build_plan(setup.experiment, setup.knobs, setup.models, scenes, detector)
@@ -396,9 +413,26 @@ async def _run_trials(
 
     sem = asyncio.Semaphore(setup.max_in_flight)
 
+    def scene_error(spec: TrialSpec, reason: str) -> None:
+        result = TrialResult(
+            status="error", stop_reason="error", final_point=None, error_class="scene", error=reason
+        )
+        kind = setup.registry.kind(spec.task)
+        line = to_jsonable(TrialRecord.build(spec, result, Box(0, 0, 0, 0), 0.0, scene_kind=kind))
+        store.append_trial(line, [])
+        if on_done is not None:
+            on_done(line)
+
     async def one(spec: TrialSpec) -> None:
         async with sem:
-            env = env_for(spec)
+            try:
+                env = env_for(spec)
+            except Exception as e:  # a page that hangs or has no target fails its own trials only
+                reason = scene_failure(e)
+                if reason is None:
+                    raise
+                scene_error(spec, reason)
+                return
             info = method_info(spec.method)
             gate = gates.get(gate_key(by_name[spec.model])) if info.calls_model else None
             t0 = time.perf_counter()

@@ -19,6 +19,9 @@ ENV_VAR = "DVOC_CHROMIUM"
 SYSTEM_CANDIDATES = ("/usr/bin/chromium", "chromium-browser", "google-chrome")
 """System browsers tried after Playwright's own and ``$DVOC_CHROMIUM`` (names are looked up on ``PATH``)."""
 
+NO_PROXY_HOST = "dvoc-fence.invalid"
+"""The proxy every non-allowed connection is sent to; ``.invalid`` never resolves (and no name does)."""
+
 LAUNCH_ARGS = (
     "--headless",
     "--no-sandbox",
@@ -33,9 +36,39 @@ LAUNCH_ARGS = (
     # Second fence behind the request filter: no host name resolves, so nothing that slips past the route
     # handler (a preconnect, a DNS prefetch) can reach a remote host.
     "--host-resolver-rules=MAP * ~NOTFOUND",
+    # Channels request interception never sees. WebRTC: no UDP at all (STUN, TURN over UDP, media), and TCP
+    # only through a proxy, of which there is none (so no TURN over TCP either). No DNS prefetch. QUIC (and
+    # with it WebTransport over HTTP/3) is off above. Measured by tests/scenes/test_web_escape.py.
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--dns-prefetch-disable",
+    # Everything that reaches the network stack without passing the route handler (a preconnect,
+    # WebTransport, TURN over TCP) is sent to a proxy whose name never resolves: no packet leaves. Loopback
+    # too (``<-loopback>``); the allowed dev servers are added to the bypass list by :func:`launch_args`.
+    f"--proxy-server=http://{NO_PROXY_HOST}:9",
+    "--proxy-bypass-list=<-loopback>",
 )
 """Switches for a quiet, offline, deterministic headless Chromium. Playwright adds its own defaults and a
 fresh, empty temporary profile directory per launch (removed when the browser closes)."""
+
+
+def launch_args(origins: tuple[str, ...] = ()) -> list[str]:
+    """:data:`LAUNCH_ARGS` with the ``web.allow_origins`` (loopback ``scheme://host:port``) let through:
+    their hosts resolve and exactly their host:port pairs bypass the fence proxy."""
+    args = list(LAUNCH_ARGS)
+    if not origins:
+        return args
+    hostports = sorted({o.split("://", 1)[1] for o in origins})
+    hosts = sorted({hp.rsplit(":", 1)[0] for hp in hostports})
+    swap = {
+        "--host-resolver-rules": "MAP * ~NOTFOUND" + "".join(f", EXCLUDE {h}" for h in hosts),
+        "--proxy-bypass-list": ";".join(["<-loopback>", *hostports]),
+    }
+    out = []
+    for a in args:
+        key = a.split("=", 1)[0]
+        out.append(f"{key}={swap[key]}" if key in swap else a)
+    return out
+
 
 HOW_TO_GET = (
     "no Chromium found: run `python -m playwright install chromium`, or install a system Chromium "

@@ -190,12 +190,18 @@ body { margin: 40px; font-family: "DVOC Sans"; } input, button { font: inherit; 
             r"setup\[0\] click '#missing': the selector matches 0",
         ),
         ({"selector": ".twin"}, "matches 2 elements"),
-        ({"selector": "#low"}, "not fully inside"),
+        ({"selector": "#gone"}, r"outside the viewport: box \[\d+(\.\d+)?, 900"),
         ({"selector": "#more"}, "not visible"),
     ]:
         task = task_from_mapping({**raw, **over}, base=tmp_path, where="t", default_id="bad")
         with pytest.raises(ConfigError, match=match):
             web.render(task)
+    # a target sticking out of the viewport by less than half is scored on its visible part
+    low = web.render(
+        task_from_mapping({**raw, "selector": "#low"}, base=tmp_path, where="t", default_id="lo")
+    )
+    t = low.render.target
+    assert t.box == boxes["low"] and t.dom_box is not None and t.dom_box.y1 > 719 and t.dom_box.y0 == 700
 
 
 # --------------------------------------------------------------------------------------- hit tests

@@ -86,10 +86,26 @@ def test_request_filter_allows_only_local_page_files(tmp_path: Path) -> None:
         "file://remote-host/share/page.html",
         "ftp://example.com/x",
     ]
+    root = page.parent.resolve()
     for url in ok:
-        assert request_allowed(url, page, [font]), url
+        assert request_allowed(url, root, [font]), url
     for url in blocked:
-        assert not request_allowed(url, page, [font]), url
+        assert not request_allowed(url, root, [font]), url
+    # a symlink beside the page that points out of the root is outside it; one pointing inside is fine
+    root.mkdir(parents=True)
+    (root / "leak.txt").symlink_to("/etc/passwd")
+    (root / "inner.txt").write_text("x")
+    (root / "alias.txt").symlink_to(root / "inner.txt")
+    assert not request_allowed((root / "leak.txt").as_uri(), root, [font])
+    assert request_allowed((root / "alias.txt").as_uri(), root, [font])
+    # a wider root allows the sibling folder; loopback origins only when listed, WebSockets by their origin
+    assert request_allowed((tmp_path / "other" / "secret.txt").as_uri(), tmp_path.resolve())
+    origins = ("http://127.0.0.1:8000",)
+    assert request_allowed("http://127.0.0.1:8000/a.png", root, (), origins)
+    assert request_allowed("ws://127.0.0.1:8000/hmr", root, (), origins)
+    assert not request_allowed("http://127.0.0.1:8001/a.png", root, (), origins)
+    assert not request_allowed("http://localhost:8000/a.png", root, (), origins)
+    assert not request_allowed(page.as_uri(), None)  # a served page gets no local files
 
 
 def test_url_to_path_decodes() -> None:
@@ -291,3 +307,38 @@ def test_dom_probe_decides_hit() -> None:
     assert f.hit_element == "button#edit-alice" and f.clicked_target is False and f.blocked_requests == 0
     none = _record(Point(500, 500), target, None)
     assert none.hit is False and none.hit_element is None and none.hit_rule == "box"
+
+
+def test_launch_args_fence_and_allowed_origins() -> None:
+    from dvoc_bench.web.chromium import NO_PROXY_HOST, launch_args
+
+    base = launch_args()
+    assert "--webrtc-ip-handling-policy=disable_non_proxied_udp" in base
+    assert f"--proxy-server=http://{NO_PROXY_HOST}:9" in base and "--proxy-bypass-list=<-loopback>" in base
+    assert "--host-resolver-rules=MAP * ~NOTFOUND" in base
+    wide = launch_args(("http://127.0.0.1:8000", "http://localhost:5173"))
+    assert "--proxy-bypass-list=<-loopback>;127.0.0.1:8000;localhost:5173" in wide
+    assert "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost" in wide
+    assert len(wide) == len(base)
+
+
+def test_viewport_forms_and_new_task_keys(tmp_path: Path) -> None:
+    t = task_from_mapping(
+        _task(tmp_path, viewport={"width": 640, "height": 360, "device_scale_factor": 2}, root=".",
+              wait_for="#go", scroll_to="#go"),
+        base=tmp_path, where="x", default_id="v",
+    )  # fmt: skip
+    assert t.viewport.as_list() == [640, 360] and t.scale == 2 and t.image_size.as_list() == [1280, 720]
+    assert t.root == tmp_path.resolve() and t.wait_for == "#go" and t.scroll_to == "#go"
+    for over, match in [
+        ({"viewport": {"width": 640}}, "viewport mapping"),
+        ({"viewport": {"width": 640, "height": 360, "device_scale_factor": 9}}, "device_scale_factor"),
+        ({"root": "missing"}, "root: folder not found"),
+        ({"wait_for": ""}, "wait_for"),
+    ]:
+        with pytest.raises(ConfigError, match=match):
+            task_from_mapping(_task(tmp_path, **over), base=tmp_path, where="t", default_id="t")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    with pytest.raises(ConfigError, match="does not contain the page"):
+        task_from_mapping(_task(tmp_path, root="sub"), base=tmp_path, where="t", default_id="t")

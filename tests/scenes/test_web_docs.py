@@ -1,0 +1,149 @@
+"""Real documentation pages installed on this machine, rendered as their users see them: rustdoc's std
+docs and the Rust book (rustup's toolchain), Node's API docs, the Valgrind and libffi manuals and Debian's
+Python policy (Debian packages). Each page that is absent is skipped with the reason.
+
+One sweep runs DVOC and one-shot with the simulator on every page present: the trials are ``ok`` with hits
+from the DOM, no local file was blocked once the asset root is set, and every local stylesheet loaded (the
+frame is styled). Pages that are absent are left out (all absent: skipped with the reasons); this
+machine has all six. Without the root, rustdoc's failure names the 7 blocked files and the setting."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dvoc_bench.cli_support import quick_setup
+from dvoc_bench.scenes.web import SceneError, WebOptions, WebScenes, load_task
+from dvoc_bench.sweep import run_sweep
+from dvoc_bench.web.browser import url_to_path
+from dvoc_bench.web.chromium import ChromiumNotFoundError, find_chromium
+
+try:
+    find_chromium()
+except ChromiumNotFoundError as e:  # pragma: no cover - CI always has one
+    pytest.skip(f"web tests need a Chromium: {e}", allow_module_level=True)
+
+
+def _rust_docs() -> Path | None:
+    rustc = shutil.which("rustc")
+    if rustc is None:
+        return None
+    out = subprocess.run([rustc, "--print", "sysroot"], capture_output=True, text=True, timeout=30)
+    docs = Path(out.stdout.strip()) / "share" / "doc" / "rust" / "html"
+    return docs if out.returncode == 0 and docs.is_dir() else None
+
+
+RUST = _rust_docs()
+
+PAGES = {
+    # id: (task, where it comes from)
+    "rustdoc": (
+        {"page": "std/vec/struct.Vec.html", "root": ".", "selector": "#copy-path", "wait_for": "#copy-path",
+         "instruction": "Click the button that copies the item path"},
+        RUST, "rustup's rust-docs component (`rustc --print sysroot`)",
+    ),
+    "rustbook": (
+        {"page": "book/ch01-01-installation.html", "root": "book", "selector": 'a[rel~="next"]',
+         "scroll_to": 'a[rel~="next"] >> nth=0', "instruction": "Go to the next chapter"},
+        RUST, "rustup's rust-docs component",
+    ),
+    "nodeapi": (
+        {"page": "fs.html", "selector": '#column2 >> role=link[name="Buffer"]',
+         "instruction": "Open the Buffer documentation"},
+        Path("/usr/share/doc/nodejs/api"), "Debian package nodejs-doc",
+    ),
+    "valgrind": (
+        {"page": "manual-core.html", "selector": 'a[accesskey="n"] >> nth=0',
+         "instruction": "Go to the next page of the manual"},
+        Path("/usr/share/doc/valgrind/html"), "Debian package valgrind",
+    ),
+    "libffi": (
+        {"page": "Introduction.html", "selector": 'a[accesskey="n"] >> nth=0',
+         "instruction": "Click the link to the next section"},
+        Path("/usr/share/doc/libffi8/html"), "Debian package libffi8",
+    ),
+    "pypolicy": (
+        {"page": "python-policy.html", "root": "/usr/share", "selector": "li.nav-item-this > a",
+         "instruction": "Click the documentation title link"},
+        Path("/usr/share/doc/python3"), "Debian package python3",
+    ),
+}  # fmt: skip
+
+_FAILED_SHEETS_JS = """
+() => Array.from(document.querySelectorAll('link[rel~="stylesheet"]'))
+  .filter(l => l.href.startsWith('file:') && !l.disabled && !l.sheet).map(l => l.href)
+"""
+
+
+def _present() -> dict[str, tuple[dict, Path]]:
+    out = {}
+    for sid, (task, base, _) in PAGES.items():
+        if base is not None and (base / task["page"]).is_file():
+            out[sid] = (task, base)
+    return out
+
+
+def _absent() -> list[str]:
+    return [f"{sid}: {why} not installed" for sid, (t, base, why) in PAGES.items() if sid not in _present()]
+
+
+@pytest.fixture(scope="module")
+def task_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    present = _present()
+    if not present:
+        pytest.skip(f"no real docs page installed: {'; '.join(_absent())}")
+    folder = tmp_path_factory.mktemp("docs")
+    files = {}
+    for sid, (task, base) in present.items():
+        raw = {**task, "id": sid, "page": str(base / task["page"])}
+        if "root" in raw:
+            raw["root"] = str((base / raw["root"]).resolve())
+        files[sid] = folder / f"{sid}.yaml"
+        files[sid].write_text(yaml.safe_dump(raw), encoding="utf-8")
+    return files
+
+
+def test_real_docs_pages_run_styled_with_dom_hits(task_files: dict[str, Path], tmp_path: Path) -> None:
+    ids = sorted(task_files)
+    setup = quick_setup(
+        ["model=sim-ideal", f"tasks=[{','.join(ids)}]", "methods=[dvoc,oneshot]", "starts=random:1",
+         f"web.task_files=[{','.join(str(task_files[i]) for i in ids)}]", "web.timeout_s=30"]
+    )  # fmt: skip
+    res = run_sweep(setup, tmp_path / "run")
+    web = setup.registry.source("web").backend
+    assert len(res.trials) == 2 * len(ids)
+    for t in res.trials:
+        assert t["status"] == "ok" and t["hit_rule"] == "dom" and t["hit"] is True, t
+    for sid in ids:
+        scene = web.scene(sid)
+        local = [u for u in scene.render.blocked if url_to_path(u) is not None]
+        assert local == [], (sid, local)  # the asset root lets every local file of the page through
+    # the frames are styled: no local stylesheet failed (checked in a fresh render of each page)
+    for sid in ids:
+        web.render(load_task(task_files[sid]))
+        failed = web.browser.run(lambda s, sid=sid: s.state[("live", sid)].page.evaluate(_FAILED_SHEETS_JS))
+        assert failed == [], (sid, failed)
+    web.close()
+
+
+def test_rustdoc_without_root_names_the_blocked_files(task_files: dict[str, Path]) -> None:
+    if "rustdoc" not in task_files:
+        pytest.skip("rustdoc: rustup's rust-docs component not installed")
+    raw = yaml.safe_load(task_files["rustdoc"].read_text())
+    raw.pop("root")
+    raw.pop("wait_for")
+    task_files["rustdoc"].with_name("bare.yaml").write_text(yaml.safe_dump({**raw, "id": "bare"}))
+    web = WebScenes(WebOptions(timeout_s=30))
+    try:
+        with pytest.raises(SceneError) as e:
+            web.render(load_task(task_files["rustdoc"].with_name("bare.yaml")))
+    finally:
+        web.close()
+    msg = str(e.value)
+    assert "target '#copy-path'" in msg and "\n" not in msg
+    assert "blocked 7 request(s)" in msg and "7 of them local files outside the asset root" in msg
+    assert f"root: {RUST} would allow them" in msg
