@@ -37,6 +37,7 @@ from dvoc_bench.registry import methods as registry_methods
 from dvoc_bench.render import OverlayStyle
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 from dvoc_bench.scheduler import GatedModel, ProviderLimits, RateGate, RetryPolicy
+from dvoc_bench.workers import FrameRenderer, parse_workers
 
 if TYPE_CHECKING:
     from dvoc_bench.store import RunStore
@@ -64,6 +65,8 @@ class SweepSetup:
     """Set-of-Mark detector (``detector=`` and ``detect:``); ``None`` when no SoM method is swept."""
     model_options: dict[str, Any] = field(default_factory=dict)
     """``build_model`` options of real models: the response cache and image resizing."""
+    render_workers: int | None = None
+    """``run.render_workers``: threads drawing and encoding frames (``None``: one per core; 0: inline)."""
 
 
 def _get(cfg: Mapping[str, Any], key: str, default: Any = None) -> Any:
@@ -137,7 +140,12 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
         detector = detector_config(cfg.get("detector", "oracle"), cfg.get("detect"))
     from dvoc_bench.models.factory import model_options
 
+    try:
+        render_workers = parse_workers(run.get("render_workers"))
+    except ValueError as e:
+        raise ConfigError(f"run.render_workers: {e}") from e
     return SweepSetup(
+        render_workers=render_workers,
         model_options=model_options(cfg),
         detector=detector,
         retry=retry,
@@ -345,6 +353,7 @@ async def _run_trials(
     envs: dict[tuple[str, str], TrialEnv] = {}
     by_name = {m.name: m for m in setup.models}
     detector = DetectorService(setup.detector) if setup.detector is not None else None
+    renderer = FrameRenderer(setup.render_workers)  # the sweep's render pool, closed below
 
     def gate_for(cfg: ModelConfig) -> Callable[[Model], Model]:
         gate = gates[gate_key(cfg)]
@@ -369,6 +378,7 @@ async def _run_trials(
                 params=setup.params,
                 oneshot_retry_rule=setup.retry_rule,
                 detector=detector,
+                renderer=renderer,
             )
         return envs[k]
 
@@ -421,7 +431,10 @@ async def _run_trials(
             if on_done is not None:
                 on_done(line)
 
-    await asyncio.gather(*(one(s) for s in pending))
+    try:
+        await asyncio.gather(*(one(s) for s in pending))
+    finally:
+        renderer.close()
     if detector is not None:
         await asyncio.to_thread(detector.close)  # stops a helper process, releases an onnx session
     await asyncio.to_thread(setup.registry.close)  # closes the browser of web scenes, if one started
