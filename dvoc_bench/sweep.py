@@ -353,7 +353,7 @@ async def _run_trials(
     envs: dict[tuple[str, str], TrialEnv] = {}
     by_name = {m.name: m for m in setup.models}
     detector = DetectorService(setup.detector) if setup.detector is not None else None
-    renderer = FrameRenderer(setup.render_workers)  # the sweep's render pool, closed below
+    renderer = FrameRenderer(setup.render_workers, in_flight=setup.max_in_flight)  # closed below
 
     def gate_for(cfg: ModelConfig) -> Callable[[Model], Model]:
         gate = gates[gate_key(cfg)]

@@ -66,12 +66,16 @@ def make_frame(
 class FrameRenderer:
     """Draws, encodes and stores frames for a sweep in ``workers`` threads, or inline when ``workers=0``.
 
-    Created once per sweep; the threads start with the first frames (a sweep of baselines starts none)
-    and end at :meth:`close`.
+    ``workers=None`` means one thread per core, or inline when the sweep runs one trial at a time
+    (``in_flight=1``): the loop has nothing else to do meanwhile, and the two thread hand-offs per frame
+    only add latency. Created once per sweep; the threads start with the first frames (a sweep of
+    baselines starts none) and end at :meth:`close`.
     """
 
-    def __init__(self, workers: int | None = None):
-        self.workers = default_workers() if workers is None else workers
+    def __init__(self, workers: int | None = None, *, in_flight: int | None = None):
+        if workers is None:  # one per core, but none for one trial at a time: nothing to overlap with
+            workers = 0 if in_flight == 1 else default_workers()
+        self.workers = workers
         """Pool size; 0 means inline on the caller's thread."""
         self._pool = (
             ThreadPoolExecutor(self.workers, thread_name_prefix=THREAD_PREFIX) if self.workers > 0 else None

@@ -40,6 +40,9 @@ def test_default_size_and_the_config_key():
     for bad in (-1, 1.5, "2", True):
         with pytest.raises(ValueError, match="whole number"):
             parse_workers(bad)
+    for workers, in_flight, size in ((None, 8, default_workers()), (None, 1, 0), (2, 1, 2), (0, 8, 0)):
+        with FrameRenderer(workers, in_flight=in_flight) as pool:
+            assert pool.workers == size  # one trial at a time: nothing to overlap, so inline by default
     assert quick_setup(["run.render_workers=0"]).render_workers == 0
     assert quick_setup().render_workers is None
     with pytest.raises(ConfigError, match="run.render_workers"):
