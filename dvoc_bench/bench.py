@@ -13,8 +13,13 @@
   calls wasted (failed attempts). Target: ratio <= 1.1 and zero 429s. Then a 1,000-trial simulated sweep
   with 50 ms per call, one trial at a time: harness overhead = (wall - time inside model calls) / wall
   (target < 10 %; the simulator's own compute counts as model time), and the same sweep at 8 in flight
-  against its ideal (calls x 50 ms / 8). Last line:
-  ``ratio=<wall/lower bound> n429=<count> wasted=<calls>``.
+  against its ideal (calls x 50 ms / 8; target <= 1.25 on an idle 2-core machine: frames are drawn and
+  encoded in the render pool, :mod:`dvoc_bench.workers`). Last line:
+  ``ratio=<wall/lower bound> n429=<count> wasted=<calls> inflight8_ratio=<wall/ideal> cores=<n>
+  load=<1-min load average before the 8-in-flight run>``.
+- ``inflight``: only that 8-in-flight sweep (a minute instead of three), e.g. to compare
+  ``--set run.render_workers=0`` (frames drawn on the event loop) with the default pool. Last line:
+  ``inflight8_ratio=<wall/ideal> cores=<n> load=<1-min load average>``.
 - ``loader``: the run loader (target: 100,000 steps load in < 5 s). A small simulated sweep, its records
   replicated (fresh trial keys) until the run holds ``--steps`` step lines, then ``load_runs`` timed: the
   first parse (which also writes the parquet cache), a parse without cache, and the cached load. Last
@@ -24,6 +29,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -129,7 +135,6 @@ def bench_scheduler() -> dict[str, float]:
     from dvoc_bench.cli_support import quick_setup
     from dvoc_bench.models.factory import build_model
     from dvoc_bench.models.faults import Faults, FaultyModel
-    from dvoc_bench.records import read_jsonl
     from dvoc_bench.sweep import run_sweep
 
     rates = {"bench-fast": 1200.0, "bench-slow": 600.0}
@@ -165,35 +170,17 @@ def bench_scheduler() -> dict[str, float]:
 
         # harness overhead: 1,000 trials, 50 ms per call, one trial at a time (the harness's own time is
         # then exactly wall - time inside model calls); and the same at 8 in flight for throughput
-        for n_flight in (1, 8):
-            setup2 = quick_setup(
-                [
-                    "models=[sim-ideal]",
-                    "methods=[dvoc,oneshot]",
-                    "starts=random:84",
-                    f"run.max_in_flight={n_flight}",
-                ]
-            )
-
-            def slow(m, gate, setup2=setup2):
-                return gate(FaultyModel(build_model(m, setup2.registry.truth), Faults(latency_s=0.05)))
-
-            run2 = Path(d) / f"run-{n_flight}"
-            t0 = time.perf_counter()
-            specs2 = run_sweep(setup2, run2, slow).specs
-            wall2 = time.perf_counter() - t0
-            steps2 = list(read_jsonl(run2 / "steps.jsonl"))
-            in_calls = sum(s["latency_s"] for s in steps2)
-            if n_flight == 1:
-                out.update(
-                    trials_1k=len(specs2),
-                    calls_1k=len(steps2),
-                    wall_1k_s=wall2,
-                    overhead_pct=100 * (wall2 - in_calls) / wall2,
-                )
-            else:
-                out.update(wall_1k_8flight_s=wall2, ideal_1k_8flight_s=len(steps2) * 0.05 / n_flight)
+        one = bench_inflight(1, Path(d))
+        out.update(
+            trials_1k=one["trials_1k"],
+            calls_1k=one["calls_1k"],
+            wall_1k_s=one["wall_s"],
+            overhead_pct=100 * (one["wall_s"] - one["in_calls_s"]) / one["wall_s"],
+        )
+        eight = bench_inflight(8, Path(d))
+        out.update(wall_1k_8flight_s=eight["wall_s"], ideal_1k_8flight_s=eight["ideal_s"])
     out.update(ratio=wall / lower, n429=n429, wasted=wasted)
+    out.update(inflight8_ratio=eight["inflight8_ratio"], cores=eight["cores"], load=eight["load"])
     return out
 
 
@@ -246,15 +233,61 @@ def bench_loader(n_steps: int = 100_000) -> dict[str, float]:
     }
 
 
+def bench_inflight(n_flight: int = 8, d: Path | None = None, overrides: list[str] | None = None) -> dict:
+    """The 1,000-trial simulated sweep (dvoc + oneshot, 50 ms per call) at ``n_flight`` trials in flight:
+    wall time, time inside model calls, the ideal ``calls x 50 ms / n_flight`` and their ratio."""
+    from dvoc_bench.cli_support import quick_setup
+    from dvoc_bench.models.factory import build_model
+    from dvoc_bench.models.faults import Faults, FaultyModel
+    from dvoc_bench.records import read_jsonl
+    from dvoc_bench.sweep import run_sweep
+    from dvoc_bench.workers import default_workers
+
+    setup = quick_setup(
+        [
+            "models=[sim-ideal]",
+            "methods=[dvoc,oneshot]",
+            "starts=random:84",
+            f"run.max_in_flight={n_flight}",
+            *(overrides or []),
+        ]
+    )
+
+    def slow(m, gate):
+        return gate(FaultyModel(build_model(m, setup.registry.truth), Faults(latency_s=0.05)))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = Path(d or tmp) / f"run-{n_flight}"
+        load = os.getloadavg()[0]
+        t0 = time.perf_counter()
+        specs = run_sweep(setup, run_dir, slow).specs
+        wall = time.perf_counter() - t0
+        steps = list(read_jsonl(run_dir / "steps.jsonl"))
+    ideal = len(steps) * 0.05 / n_flight
+    return {
+        "trials_1k": len(specs),
+        "calls_1k": len(steps),
+        "wall_s": wall,
+        "in_calls_s": sum(s["latency_s"] for s in steps),
+        "ideal_s": ideal,
+        f"inflight{n_flight}_ratio": wall / ideal,
+        "cores": default_workers(),
+        "load": load,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m dvoc_bench.bench",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("which", choices=["overhead", "sweep", "scheduler", "loader", "readme"])
+    ap.add_argument("which", choices=["overhead", "sweep", "scheduler", "inflight", "loader", "readme"])
     ap.add_argument("-n", type=int, default=300, help="steps to time (overhead)")
     ap.add_argument("--steps", type=int, default=100_000, help="step lines to load (loader)")
+    ap.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="config override (inflight)"
+    )
     args = ap.parse_args(argv)
     if args.which == "readme":  # not a timing: the README's numbers from simulated runs, regenerated
         from dvoc_bench.readme_numbers import blocks, render
@@ -266,15 +299,16 @@ def main(argv: list[str] | None = None) -> int:
         "sweep": bench_sweep,
         "scheduler": bench_scheduler,
         "loader": lambda: bench_loader(args.steps),
+        "inflight": lambda: bench_inflight(8, overrides=args.set),
     }
     r = fns[args.which]()
-    last = ("ratio", "n429", "wasted")
+    last = ("ratio", "n429", "wasted", "inflight8_ratio", "cores", "load")
     body = {k: v for k, v in r.items() if k not in last}
     fmt = lambda items: " ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in items)  # noqa: E731
     if body:
         print(fmt(body.items()))
     if any(k in r for k in last):
-        print(fmt((k, r[k]) for k in last))
+        print(fmt((k, r[k]) for k in last if k in r))
     return 0
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from dvoc_bench.control import AdaptiveConfig
 from dvoc_bench.control import AlphaSchedule as Alpha
-from dvoc_bench.declare import Declared, PosFloat, PosInt, Prob, validate
+from dvoc_bench.declare import Declared, NonNegInt, PosFloat, PosInt, Prob, validate
 from dvoc_bench.models.options import CacheOptions, ImageOptions
 from dvoc_bench.protocol.prompts import Overlay, Predict
 from dvoc_bench.render import OverlayStyle
@@ -59,6 +59,9 @@ class Run(Declared):
     """Trials in flight at once."""
     quiet: bool = False
     """No progress bar."""
+    render_workers: NonNegInt | None = None
+    """Threads drawing, encoding and storing frames off the event loop (``null``: one per core, none at
+    ``max_in_flight`` 1; ``0``: inline)."""
     max_reply_chars: int = Field(64000, ge=100)
     """Characters kept of a reply's text and of each tool call's arguments (the full length and sha256
     are recorded; the cache stores the same)."""

@@ -36,6 +36,7 @@ from dvoc_bench.runmeta import Fingerprint, ResumeCheck, check_resume, fingerpri
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 from dvoc_bench.scheduler import FATAL_FOR_PROVIDER, GatedModel, ProviderLimits, RateGate, RetryPolicy
 from dvoc_bench.settings import Alpha, Overlay, Predict, load_settings
+from dvoc_bench.workers import FrameRenderer
 
 if TYPE_CHECKING:
     from dvoc_bench.store import RunStore
@@ -67,6 +68,8 @@ class SweepSetup:
     """What the run is made with (:mod:`dvoc_bench.runmeta`); checked on resume. ``None``: no check."""
     allow_new_trials: bool = False
     """``resume.allow_new_trials``: a resume may add trials to the run."""
+    render_workers: int | None = None
+    """``run.render_workers``: threads drawing and encoding frames (``None``: one per core; 0: inline)."""
 
 
 def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str | None = None) -> SweepSetup:
@@ -123,6 +126,7 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
     settings = s.model_dump(mode="json", exclude={"smoke", "starts", "repeats"})
     settings["starts"] = list(starts)  # after smoke=true, which also shortens the start list
     return SweepSetup(
+        render_workers=s.run.render_workers,
         model_options={"cache": s.cache, "image": s.image, "max_reply_chars": s.run.max_reply_chars},
         detector=detector,
         retry=s.retry,
@@ -384,6 +388,7 @@ async def _run_trials(
     envs: dict[tuple[str, str], TrialEnv] = {}
     by_name = {m.name: m for m in setup.models}
     detector = DetectorService(setup.detector) if setup.detector is not None else None
+    renderer = FrameRenderer(setup.render_workers, in_flight=setup.max_in_flight)  # closed below
 
     def gate_for(cfg: ModelConfig) -> Callable[[Model], Model]:
         gate = gates[gate_key(cfg)]
@@ -408,6 +413,7 @@ async def _run_trials(
                 params=setup.params,
                 oneshot_retry_rule=setup.retry_rule,
                 detector=detector,
+                renderer=renderer,
             )
         return envs[k]
 
@@ -480,7 +486,10 @@ async def _run_trials(
             if on_done is not None:
                 on_done(line)
 
-    await asyncio.gather(*(one(s) for s in pending))
+    try:
+        await asyncio.gather(*(one(s) for s in pending))
+    finally:
+        renderer.close()
     if detector is not None:
         await asyncio.to_thread(detector.close)  # stops a helper process, releases an onnx session
     await asyncio.to_thread(setup.registry.close)  # closes the browser of web scenes, if one started

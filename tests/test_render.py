@@ -271,3 +271,40 @@ def test_banded_png_with_a_base_is_byte_identical_and_decodes_exactly() -> None:
     # the combined checksum equals zlib's over the concatenation
     d1, d2 = b"hello, ", b"banded world" * 100
     assert _adler32_combine(zlib.adler32(d1), zlib.adler32(d2), len(d2)) == zlib.adler32(d1 + d2)
+
+
+def _find_crosshair_reference(image: np.ndarray, color=(255, 0, 0), width=None):
+    """The straightforward full-image version find_crosshair must agree with."""
+    r, g, b = color
+    mask = (image[..., 0] == r) & (image[..., 1] == g) & (image[..., 2] == b)
+    if not mask.any():
+        return None
+    h, w = mask.shape
+    return Point(
+        render._band_centre(mask.sum(axis=0), w, width), render._band_centre(mask.sum(axis=1), h, width)
+    )
+
+
+def test_find_crosshair_agrees_with_the_full_image_comparison() -> None:
+    rng = np.random.default_rng(7)
+    style = OverlayStyle()
+    base = np.full((120, 160, 3), 255, np.uint8)  # white: every row has red-channel 255 (no shortcut)
+    noisy = rng.integers(0, 2, (120, 160, 3), dtype=np.uint8) * 255  # scattered pure red pixels
+    for image in (base, noisy, np.zeros((120, 160, 3), np.uint8)):
+        for _ in range(30):
+            p = Point(float(rng.uniform(-20, 180)), float(rng.uniform(-20, 140)))
+            frame = draw_overlay(image, p, mode="crosshair", iteration=0, position_label=None, style=style)
+            for width in (None, 3):
+                assert find_crosshair(frame, width=width) == _find_crosshair_reference(frame, width=width)
+        assert find_crosshair(image) == _find_crosshair_reference(image)
+
+
+def test_fonts_are_per_thread() -> None:
+    import threading
+
+    other: list[object] = []
+    t = threading.Thread(target=lambda: other.append(dejavu(14)))
+    t.start()
+    t.join()
+    assert other[0] is not dejavu(14) and dejavu(14) is dejavu(14)
+    assert other[0].getname() == dejavu(14).getname()

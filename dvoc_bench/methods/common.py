@@ -17,9 +17,22 @@ from dvoc_bench.protocol import Parsed, parse_reply
 from dvoc_bench.records import Step, TrialResult, TrialSpec
 from dvoc_bench.render import OverlayStyle, encode_png
 from dvoc_bench.scenes.types import Snapshot
+from dvoc_bench.workers import Draw, FrameRenderer, make_frame
 
 if TYPE_CHECKING:
     from dvoc_bench.detect.service import DetectorService
+
+
+@dataclass(frozen=True)
+class RenderedFrame:
+    """A frame as the model sees it: the pixels, the PNG and its content address."""
+
+    image: np.ndarray
+    """``HxWx3`` uint8 pixels."""
+    png: bytes
+    """The encoded PNG (:func:`dvoc_bench.render.encode_png`)."""
+    sha: str
+    """sha256 of ``png``: the stored frame's name."""
 
 
 @dataclass
@@ -44,13 +57,31 @@ class TrialEnv:
     """Which rule tells the one-shot model its answer missed: ``hit | hit_radius | within_eps``."""
     detector: DetectorService | None = None
     """The sweep's shared Set-of-Mark detector (built lazily on first use); ``None`` without SoM methods."""
+    renderer: FrameRenderer = field(default_factory=lambda: FrameRenderer(0))
+    """Where frames are drawn, encoded and stored: the sweep's render pool (default: inline)."""
     _clean_png: bytes | None = None
+    _clean: RenderedFrame | None = None
 
     def clean_png(self) -> bytes:
-        """The unannotated screenshot as PNG (encoded once)."""
+        """The unannotated screenshot as PNG (encoded once, on the calling thread)."""
         if self._clean_png is None:
             self._clean_png = encode_png(self.snapshot.image)
         return self._clean_png
+
+    async def render(self, draw: Draw, *args: Any, **kwargs: Any) -> RenderedFrame:
+        """The frame ``draw(screenshot, *args, **kwargs)``, encoded and stored in the sweep's render pool
+        (the event loop runs other trials meanwhile). ``draw`` is pure and returns a new array."""
+        return await self.renderer.run(self._make, draw, args, kwargs)
+
+    async def clean_frame(self) -> RenderedFrame:
+        """The unannotated screenshot, encoded and stored once per environment."""
+        if self._clean is None:
+            self._clean = await self.renderer.run(self._make, None, (), {})
+        return self._clean
+
+    def _make(self, draw: Draw | None, args: tuple, kwargs: dict[str, Any]) -> RenderedFrame:
+        image, png = make_frame(self.snapshot.image, draw, args, kwargs)
+        return RenderedFrame(image, png, self.renderer.store(self.save_frame, png))
 
 
 def call_seed(trial_seed: int, index: int) -> int:

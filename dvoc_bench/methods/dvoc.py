@@ -18,7 +18,7 @@ from dvoc_bench.models.base import ModelRequest
 from dvoc_bench.protocol import HistoryEntry, get_protocol, tools_for
 from dvoc_bench.records import TrialResult, TrialSpec
 from dvoc_bench.registry import method
-from dvoc_bench.render import draw_overlay, encode_png
+from dvoc_bench.render import draw_overlay
 
 
 @method(
@@ -44,16 +44,14 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
         label = None
         if spec.overlay != "none":
             label = protocol.overlay_label(draft, frame, size, env.style.circle_radius)
-        img = draw_overlay(
-            snap.image,
+        shown = await env.render(  # in the render pool: the other trials keep running
+            draw_overlay,
             protocol.drawn_point(draft),
             mode=spec.overlay,
             iteration=i,
             position_label=label,
             style=env.style,
         )
-        png = encode_png(img, base=snap.image)  # only the bands the overlay touched are recompressed
-        sha = env.save_frame(png)
         text = protocol.dvoc_prompt(
             instruction=snap.instruction,
             size=size,
@@ -67,16 +65,16 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
         )
         req = ModelRequest(
             text=text,
-            image_png=png,
+            image_png=shown.png,
             image_size=size,
             tools=tools_for(kind),
             scene_id=snap.scene_id,
             seed=call_seed(spec.seed, i),
             params=env.params,
-            image_rgb=img,
+            image_rgb=shown.image,
         )
         out = await call_model(env, req, kind)
-        step = base_step(spec, i, "verify", req, out, sha, env.model_identity)
+        step = base_step(spec, i, "verify", req, out, shown.sha, env.model_identity)
         step.draft, step.true_dist_px = draft.as_list(), round(draft.dist(target), 3)
         steps.append(step)
         if out.error is not None:

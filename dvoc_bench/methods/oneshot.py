@@ -30,8 +30,7 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     """Run one one-shot trial; never raises for a model-side failure."""
     snap = env.snapshot
     size, box = snap.size, snap.target_box
-    png = env.clean_png()
-    sha = env.save_frame(png)
+    shown = await env.clean_frame()
     previous: Point | None = None
     protocol = get_protocol(spec.protocol)
     rule = protocol.oneshot_retry_rule(env.oneshot_retry_rule)
@@ -46,16 +45,16 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
         )
         req = ModelRequest(
             text=text,
-            image_png=png,
+            image_png=shown.png,
             image_size=size,
             tools=tools_for("point"),
             scene_id=snap.scene_id,
             seed=call_seed(spec.seed, i),
             params=env.params,
-            image_rgb=snap.image,
+            image_rgb=shown.image,
         )
         out = await call_model(env, req, "point")
-        step = base_step(spec, i, "click", req, out, sha, env.model_identity)
+        step = base_step(spec, i, "click", req, out, shown.sha, env.model_identity)
         steps.append(step)
         if out.error is not None:
             return error_result(steps, out.error, previous, i + 1)

@@ -32,7 +32,6 @@ from dvoc_bench.protocol import get_protocol
 from dvoc_bench.protocol.som import parse_select, som_tools
 from dvoc_bench.records import ErrorClass, SomRecord, Step, TrialResult, TrialSpec
 from dvoc_bench.registry import method
-from dvoc_bench.render import encode_png
 from dvoc_bench.som_render import Mark, draw_marks, marks_from_detections
 
 _UNKNOWN_ID_RE = re.compile(r"unknown_id:(\d+)")
@@ -86,25 +85,23 @@ async def select(spec: TrialSpec, env: TrialEnv) -> Selection:
     som.inference_ms = None if run.inference_ms is None else round(run.inference_ms, 3)
     if not marks:
         return Selection(res, None, "no_marks")
-    img = draw_marks(snap.image, marks)
-    png = encode_png(img, base=snap.image)
-    sha = env.save_frame(png)
+    shown = await env.render(draw_marks, marks)
     frame = Frame(spec.coord_frame)
     req = ModelRequest(
         text=get_protocol(spec.protocol).som_prompt(
             instruction=snap.instruction, size=size, frame=frame, marks=marks
         ),
-        image_png=png,
+        image_png=shown.png,
         image_size=size,
         tools=som_tools(),
         scene_id=snap.scene_id,
         seed=call_seed(spec.seed, 0),
         params=env.params,
-        image_rgb=img,
+        image_rgb=shown.image,
     )
     by_id = {m.id: m for m in marks}
     out = await _call(env, req, set(by_id))
-    step: Step = base_step(spec, 0, "select", req, out, sha, env.model_identity)
+    step: Step = base_step(spec, 0, "select", req, out, shown.sha, env.model_identity)
     res.steps = [step]
     if out.error is not None:
         return Selection(res, None, "error", out.error)
