@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 Status = Literal["ok", "error", "skipped"]
 """``ok``: the method ran to a stop reason. ``error``: a model call (or the scene, the detector, the
-harness) failed for good. ``skipped``: never run (dead provider)."""
+harness) failed for good. ``skipped``: never run (dead provider, or the cost budget ``run.max_cost_usd``)."""
 
 StopReason = Literal[
     "act",  # the policy accepted the draft (two small confident reports)
@@ -60,6 +60,7 @@ ErrorClass = Literal[
     "provider_dead",  # the provider was ended by another trial's auth / quota failure
     "detector",  # the Set-of-Mark detector failed
     "internal",  # a bug in the harness (logged with its traceback)
+    "budget",  # skipped: starting it could have passed run.max_cost_usd (a resume with more budget runs it)
 ]
 """Class of a failed call or trial (``error_class`` of steps and trials)."""
 
@@ -200,7 +201,8 @@ class Step:
     cost_usd: float | None = None
     """Cost of the call, ``None`` when unknown."""
     cost_source: str | None = None
-    """Where ``cost_usd`` came from: ``litellm``, ``cache``, ``simulated``; ``None`` when unknown."""
+    """Where ``cost_usd`` came from: ``pricing`` (the model config's block), ``litellm``, ``cache``,
+    ``simulated``; ``None`` when unknown."""
     image_scale: float | None = None
     """Scale of the image actually sent (``image.max_side``); ``None`` or 1.0 when sent as is."""
     sent_size: list[int] | None = None
