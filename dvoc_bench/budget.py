@@ -64,6 +64,8 @@ class Budget:
         """USD spent by the run directory so far (earlier invocations included)."""
         self.reserved = 0.0
         """Upper bounds of the trials in flight."""
+        self.in_flight = 0
+        """Admitted trials not finished yet (a count: float sums of bounds never quite return to 0)."""
         self.stopped: str | None = None
         """Why no trial that costs anything starts any more (``None`` while the budget lasts)."""
         self.skipped = 0
@@ -84,9 +86,7 @@ class Budget:
         if bound <= 0.0:
             return None
         async with self._cond:
-            while (
-                self.stopped is None and self.reserved > 0 and self.spent + self.reserved + bound > self.limit
-            ):
+            while self.stopped is None and self.in_flight and self.spent + self.reserved + bound > self.limit:
                 await self._cond.wait()
             if self.stopped is None and self.spent + bound > self.limit:
                 self.stopped = (
@@ -97,6 +97,7 @@ class Budget:
                 self.skipped += 1
                 return self.stopped
             self.reserved += bound
+            self.in_flight += 1
             return None
 
     async def release(self, bound: float, model: str, result: TrialResult, per_call_bound: float) -> None:
@@ -105,7 +106,8 @@ class Budget:
             return
         cost, dearest = step_costs(result.steps, per_call_bound)
         async with self._cond:
-            self.reserved = max(0.0, self.reserved - bound)
+            self.in_flight -= 1
+            self.reserved = max(0.0, self.reserved - bound) if self.in_flight else 0.0
             self.spent += cost
             self.dearest[model] = max(self.dearest.get(model, 0.0), dearest)
             self._cond.notify_all()
