@@ -177,3 +177,12 @@ def test_budget_stops_the_sweep_and_a_resume_with_more_completes_it(cli, sim_url
     assert spent < _spent(run_dir) <= 5
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["finished"] == 8
+
+
+def test_the_shipped_call_table_is_the_authors_records():
+    upstream = Path(__file__).resolve().parents[2] / "shared" / "upstream"
+    if not (upstream / "responses").is_dir():
+        pytest.skip(f"the authors' records are not at {upstream}")
+    from dvoc_bench.calibration.calls import TABLE, recorded_calls
+
+    assert recorded_calls(upstream) == json.loads(TABLE.read_text(encoding="utf-8"))
