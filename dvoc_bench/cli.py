@@ -8,6 +8,7 @@ them ran (``dvoc_bench.__main__.entry`` collects them through the file named by 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -27,7 +28,7 @@ from dvoc_bench.jobstate import EXIT_CODES_ENV, mark_started
 from dvoc_bench.progress import Progress
 from dvoc_bench.redaction import install_log_redaction, redact
 from dvoc_bench.store import RunDirBusy, discard_output_subdir
-from dvoc_bench.summary import EXIT_CONFIG, EXIT_INTERRUPTED, exit_code, run_report
+from dvoc_bench.summary import EXIT_CONFIG, EXIT_INTERRUPTED, EXIT_OK, exit_code, run_report
 from dvoc_bench.sweep import plan, run_sweep
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,22 @@ def _check_writable(run_dir: Path) -> None:
         raise ConfigError(f"hydra.run.dir: cannot write to {run_dir}: {e.strerror or e}") from None
 
 
+def _discard_plan_only_dir(run_dir: Path, subdir: str | None) -> None:
+    """A plan-only invocation leaves no run behind: its Hydra output folder goes, and a run directory that
+    holds nothing else (a fresh one: only Hydra's job log) goes with it. An existing run is left as it was."""
+    discard_output_subdir(run_dir, subdir)
+    try:
+        left = list(run_dir.iterdir())
+    except OSError:
+        return
+    if all(p.is_file() and p.suffix == ".log" for p in left):
+        for p in left:
+            p.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            run_dir.rmdir()
+            run_dir.parent.rmdir()  # runs/<experiment>/ when this made it and nothing else is there
+
+
 def _run(cfg: DictConfig, hc: Any) -> int:
     install_log_redaction()  # every log line of the job (console and run-dir log) passes the redactor
     choices = dict(hc.runtime.choices)
@@ -78,12 +95,22 @@ def _run(cfg: DictConfig, hc: Any) -> int:
     try:
         plain = OmegaConf.to_container(cfg, resolve=True)
         assert isinstance(plain, dict)
-        _check_writable(run_dir)
+        plan_only = bool((plain.get("run") or {}).get("plan_only", False))
+        if not plan_only:
+            _check_writable(run_dir)
         setup = setup_with_choices(plain, choices)
         specs = plan(setup)
+        if plan_only:  # sizes the sweep: no model called, no key needed, nothing written
+            from dvoc_bench.sizing import plan_lines
+
+            lines = plan_lines(setup, specs)
     except ConfigError as e:
         print(f"config error: {redact(str(e))}", file=sys.stderr)
         return EXIT_CONFIG
+    if plan_only:
+        print("\n".join(lines))
+        _discard_plan_only_dir(run_dir, hc.output_subdir)
+        return EXIT_OK
     quiet = bool(cfg.get("run", {}).get("quiet", False))
     retry_errors = bool(cfg.get("resume", {}).get("retry_errors", False))
     progress: list[Progress] = []
@@ -116,6 +143,9 @@ def _run(cfg: DictConfig, hc: Any) -> int:
         ran=summary.ran,
         skipped_items=resume.skipped if resume else None,
         added_items=resume.added if resume else None,
+        spent_usd=summary.spent_usd,
+        budget_usd=summary.budget_usd,
+        unknown_cost_calls=summary.unknown_cost_calls,
     )
     print("\n" + "\n".join(redact(line) for line in lines))
     print(f"run dir: {run_dir}")

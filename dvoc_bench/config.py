@@ -41,6 +41,8 @@ class ProviderConfig:
     """Default timeout of one call, seconds."""
     description: str = ""
     """One line for humans."""
+    image_tokens: str = "patch28"
+    """How the plan estimates an image's prompt tokens (a rule of :data:`dvoc_bench.pricing.IMAGE_RULES`)."""
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,10 @@ def providers_dir(models_dir: Path) -> Path:
 
 _PROVIDER_KEYS = (
     "name", "key_env", "key_required", "rpm", "rpd", "max_concurrent", "timeout_s", "description",
+    "image_tokens",
 )  # fmt: skip
+IMAGE_TOKEN_RULES = ("gemini", "openai", "anthropic", "patch28", "none")
+"""Names of the image-token rules (described in :mod:`dvoc_bench.pricing`)."""
 
 
 def load_provider_config(name: str, directory: Path) -> ProviderConfig | None:
@@ -197,6 +202,11 @@ def load_provider_config(name: str, directory: Path) -> ProviderConfig | None:
             raise ConfigError(f"provider {name}: {key} must be a positive number or null, got {v!r}")
         return x
 
+    rule = str(d.get("image_tokens") or "patch28")
+    if rule not in IMAGE_TOKEN_RULES:
+        raise ConfigError(
+            f"provider {name}: image_tokens: unknown value {rule!r}; allowed: {', '.join(IMAGE_TOKEN_RULES)}"
+        )
     return ProviderConfig(
         name=name,
         key_env=d.get("key_env") or None,
@@ -206,6 +216,7 @@ def load_provider_config(name: str, directory: Path) -> ProviderConfig | None:
         max_concurrent=num("max_concurrent", int),
         timeout_s=num("timeout_s") or 120.0,
         description=str(d.get("description", "")),
+        image_tokens=rule,
     )
 
 

@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 Status = Literal["ok", "error", "skipped"]
 """``ok``: the method ran to a stop reason. ``error``: a model call (or the scene, the detector, the
-harness) failed for good. ``skipped``: never run (dead provider)."""
+harness) failed for good. ``skipped``: never run (dead provider, or the cost budget ``run.max_cost_usd``)."""
 
 StopReason = Literal[
     "act",  # the policy accepted the draft (two small confident reports)
@@ -61,6 +61,7 @@ ErrorClass = Literal[
     "detector",  # the Set-of-Mark detector failed
     "scene",  # the scene could not be built (a web page hung, navigated away, crashed, had no valid target)
     "internal",  # a bug in the harness (logged with its traceback)
+    "budget",  # skipped: starting it could have passed run.max_cost_usd (a resume with more budget runs it)
 ]
 """Class of a failed call or trial (``error_class`` of steps and trials)."""
 
@@ -201,7 +202,8 @@ class Step:
     cost_usd: float | None = None
     """Cost of the call, ``None`` when unknown."""
     cost_source: str | None = None
-    """Where ``cost_usd`` came from: ``litellm``, ``cache``, ``simulated``; ``None`` when unknown."""
+    """Where ``cost_usd`` came from: ``pricing`` (the model config's block), ``litellm``, ``cache``,
+    ``simulated``; ``None`` when unknown."""
     image_scale: float | None = None
     """Scale of the image actually sent (``image.max_side``); ``None`` or 1.0 when sent as is."""
     sent_size: list[int] | None = None
@@ -361,6 +363,9 @@ class TrialRecord(TrialOutcome, TrialSpec):
     """The target element's box ``[x0, y0, x1, y1]``, pixels."""
     target_centre: list[float]
     """Centre of ``target_box``."""
+    target_full_box: list[float] | None
+    """The target's whole box when ``target_box`` is only its visible part (a web target sticking out of
+    the viewport); ``None`` when they are the same."""
     final_dist_px: float | None
     """Distance from the final point to the target centre (3 decimals); ``None`` without a final point."""
     hit: bool
@@ -397,6 +402,7 @@ class TrialRecord(TrialOutcome, TrialSpec):
         *,
         scene_kind: SceneKind,
         probe: Probe | None = None,
+        target_full: Box | None = None,
     ) -> TrialRecord:
         """Score ``result`` against ``target`` under every rule. ``probe`` (what the scene says lies under
         the final point) decides ``hit`` when it carries a DOM verdict; ``hit_box`` keeps the box rule."""
@@ -409,6 +415,7 @@ class TrialRecord(TrialOutcome, TrialSpec):
             scene_kind=scene_kind,
             target_box=target.as_list(),
             target_centre=target.centre.as_list(),
+            target_full_box=target_full.as_list() if target_full is not None else None,
             final_dist_px=None if s.final_dist_px is None else round(s.final_dist_px, 3),
             hit=bool(probe.hit) if dom and probe is not None else s.hit,
             within_eps=s.within_eps,

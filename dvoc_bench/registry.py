@@ -32,6 +32,8 @@ Knob = Literal["protocol", "alpha", "overlay", "predict", "detector"]
 KNOBS: tuple[str, ...] = get_args(Knob)
 
 MethodFn = Callable[["TrialSpec", "TrialEnv"], Awaitable["TrialResult"]]
+MaxCalls = Callable[["TrialSpec"], int]
+"""The most model calls one trial of a method can make, from its spec (``max_iterations``, ...)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,15 @@ class MethodInfo:
     counter for the others."""
     description: str
     """One line for ``--help`` and the README."""
+    max_calls: MaxCalls | None = None
+    """Upper bound of a trial's model calls (retries of one call not counted); ``None``: not declared (the
+    plan shows it as unknown and ``run.max_cost_usd`` refuses the method). Model-free methods: 0."""
+
+    def call_bound(self, spec: TrialSpec) -> int | None:
+        """The most model calls a trial of ``spec`` can make; ``None`` when the method does not say."""
+        if not self.calls_model:
+            return 0
+        return None if self.max_calls is None else int(self.max_calls(spec))
 
     @property
     def needs_detector(self) -> bool:
@@ -86,8 +97,10 @@ def method(
     knobs: Iterable[str] = (),
     uses_start: bool = False,
     description: str = "",
+    max_calls: MaxCalls | None = None,
 ) -> Callable[[MethodFn], MethodFn]:
-    """Register the decorated ``async run(spec, env)`` as method ``name``."""
+    """Register the decorated ``async run(spec, env)`` as method ``name``; ``max_calls(spec)`` bounds the
+    model calls of one trial (the plan and the cost budget use it)."""
     bad = set(knobs) - set(KNOBS)
     if bad:
         raise ValueError(f"method {name}: unknown knob(s) {sorted(bad)}; allowed: {', '.join(KNOBS)}")
@@ -97,7 +110,9 @@ def method(
     def register(fn: MethodFn) -> MethodFn:
         if name in _METHODS and _METHODS[name].run is not fn:
             raise ValueError(f"method {name!r} is registered twice")
-        _METHODS[name] = MethodInfo(name, fn, calls_model, frozenset(knobs), uses_start, description)
+        _METHODS[name] = MethodInfo(
+            name, fn, calls_model, frozenset(knobs), uses_start, description, max_calls
+        )
         return fn
 
     return register

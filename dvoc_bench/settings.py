@@ -65,6 +65,16 @@ class Run(Declared):
     max_reply_chars: int = Field(64000, ge=100)
     """Characters kept of a reply's text and of each tool call's arguments (the full length and sha256
     are recorded; the cache stores the same)."""
+    plan_only: bool = False
+    """Print the plan per model (trials; upper-bound and expected calls; estimated cost; the wall time the
+    provider quotas imply) and exit 0: no model is called, no key is needed, no trial is written."""
+    plan_from: str | None = None
+    """A previous run (or multirun) directory whose recorded calls per trial, tokens and cost per call the
+    plan uses as its expectation (else the authors' records, else the upper bound; the plan says which)."""
+    max_cost_usd: float | None = Field(None, ge=0.0)
+    """Budget of the run directory, USD (every call it recorded counts). No trial starts when the cost
+    spent plus the upper bounds of the trials in flight and its own would pass it; those are written
+    ``skipped`` with reason ``budget`` and a resume with a higher budget runs them. ``None``: no budget."""
 
 
 class ProviderOverride(Declared):

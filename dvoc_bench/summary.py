@@ -100,10 +100,12 @@ def format_table(rows: list[dict[str, Any]], epsilon: float = 30.0) -> str:
 
 
 def run_report(trials: list[dict[str, Any]], *, ran: int, skipped_items: dict[str, list[Any]] | None = None,
-               added_items: dict[str, list[Any]] | None = None) -> list[str]:  # fmt: skip
+               added_items: dict[str, list[Any]] | None = None, spent_usd: float = 0.0,
+               budget_usd: float | None = None, unknown_cost_calls: int = 0) -> list[str]:  # fmt: skip
     """The end-of-run lines printed under the table: trials by status; for each error class (and skip
-    reason) its count and most common message; how many model calls the response cache answered; what a
-    resume left out or added.
+    reason) its count and most common message; how many model calls the response cache answered; the cost
+    the run directory recorded against its budget (``run.max_cost_usd``; shown with a budget or a cost);
+    what a resume left out or added.
     """
     counts = Counter(t["status"] for t in trials)
     lines = [
@@ -121,6 +123,21 @@ def run_report(trials: list[dict[str, Any]], *, ran: int, skipped_items: dict[st
     calls = sum(int(t.get("model_calls") or 0) for t in trials)
     cached = sum(int(t.get("cached_calls") or 0) for t in trials)
     lines.append(f"model calls: {calls} ({cached} answered by the response cache, no provider asked)")
+    if budget_usd is not None or spent_usd > 0:
+        unknown = f"; {unknown_cost_calls} calls of unknown cost not counted" if unknown_cost_calls else ""
+        if budget_usd is None:
+            lines.append(f"cost: ${spent_usd:.4f} recorded by the run directory's calls{unknown}")
+        else:
+            held = sum(t["status"] == "skipped" and t.get("error_class") == "budget" for t in trials)
+            more = (
+                f"; {held} trials skipped for the budget (a resume with a higher one runs them)"
+                if held
+                else ""
+            )
+            lines.append(
+                f"cost: ${spent_usd:.4f} spent of the ${budget_usd:.4f} budget (run.max_cost_usd; every "
+                f"call of the run directory){unknown}{more}"
+            )
     if skipped_items:
         shown = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in skipped_items.items())
         lines.append(f"resumed a subset of the run; not run now: {shown}")

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
+from dvoc_bench.budget import Budget, spent_in
 from dvoc_bench.config import (
+    ConfigError,
     ModelConfig,
     check_list,
     default_conf_dir,
@@ -70,6 +72,12 @@ class SweepSetup:
     """``resume.allow_new_trials``: a resume may add trials to the run."""
     render_workers: int | None = None
     """``run.render_workers``: threads drawing and encoding frames (``None``: one per core; 0: inline)."""
+    max_cost_usd: float | None = None
+    """``run.max_cost_usd``: the run directory's budget (:mod:`dvoc_bench.budget`); ``None``: none."""
+    plan_only: bool = False
+    """``run.plan_only``: print the plan's estimates and run nothing (:mod:`dvoc_bench.sizing`)."""
+    plan_from: str | None = None
+    """``run.plan_from``: an earlier run whose recorded calls and tokens the plan expects."""
 
 
 def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str | None = None) -> SweepSetup:
@@ -82,9 +90,14 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
     tasks = check_list("task" if s.task else "tasks", [s.task] if s.task else s.tasks, registry.ids())
     names = check_list("models", [model_choice] if model_choice else s.models, model_names(models_dir))
     models = [
-        # model=<name>: Hydra already read conf/model/<name>.yaml into the config; read nothing twice
+        # model=<name>: Hydra already read conf/model/<name>.yaml into the config; read nothing twice.
+        # A plan calls no model: it needs no key.
         load_model_config(
-            n, models_dir, s.declare_frame, data=s.model if n == model_choice and not s.paths.models else None
+            n,
+            models_dir,
+            s.declare_frame,
+            check_key=not s.run.plan_only,
+            data=s.model if n == model_choice and not s.paths.models else None,
         )
         for n in names
     ]
@@ -113,6 +126,8 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
     if any(method_info(m).needs_detector for m in knobs.methods):
         detector = detector_config(s.detector)
     _warn_unused_knobs(s, knobs.methods)
+    if s.run.max_cost_usd is not None and not s.run.plan_only:
+        _check_budget(models, knobs.methods)
     lists = {
         "models": [f"{m.name}@{model_digest(m)}" for m in models],
         "tasks": list(tasks),
@@ -143,12 +158,36 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
         params=dict(s.sampling),
         fingerprint=fingerprint(settings, lists),
         allow_new_trials=s.resume.allow_new_trials,
+        max_cost_usd=s.run.max_cost_usd,
+        plan_only=s.run.plan_only,
+        plan_from=s.run.plan_from,
     )
 
 
+def _check_budget(models: Sequence[ModelConfig], methods: Sequence[str]) -> None:
+    """``run.max_cost_usd`` needs an upper bound for every trial: a price for every model that is called
+    and a declared ``max_calls`` for every method that calls one."""
+    from dvoc_bench.pricing import price_of
+
+    calling = [m for m in methods if method_info(m).calls_model]
+    for m in calling:
+        if method_info(m).max_calls is None:
+            raise ConfigError(
+                f"run.max_cost_usd: method {m} declares no max_calls, so no trial of it can be bounded"
+            )
+    for cfg in models if calling else []:
+        price = price_of(cfg)
+        if price.pricing is None:
+            raise ConfigError(
+                f"run.max_cost_usd: the cost of model {cfg.name} is unknown ({price.source}); give its "
+                "config a pricing: {input_per_mtok, output_per_mtok, per_image} block"
+            )
+
+
 def model_digest(m: ModelConfig) -> str:
-    """Hash of a model config as far as it can change answers (not its quota, timeout or description)."""
-    raw = {k: v for k, v in m.raw.items() if k not in ("limits", "timeout_s", "description")}
+    """Hash of a model config as far as it can change answers (not its quota, timeout, description or
+    price)."""
+    raw = {k: v for k, v in m.raw.items() if k not in ("limits", "timeout_s", "description", "pricing")}
     blob = json.dumps({"raw": raw, "frame": m.coord_frame}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:8]
 
@@ -228,7 +267,8 @@ PROVIDER_FATAL = FATAL_FOR_PROVIDER | {"provider_dead"}
 
 
 def skipped_result(reason_class: str, reason: str) -> TrialResult:
-    """A trial that was never run (or cut short) because its provider became unusable."""
+    """A trial that was never run (or cut short) because its provider became unusable, or never started
+    because it could have passed the cost budget (``reason_class="budget"``)."""
     return TrialResult(
         status="skipped", stop_reason="skipped", final_point=None, error_class=reason_class, error=reason
     )
@@ -272,6 +312,12 @@ class RunSummary:
     """The providers' gates, with their call counters."""
     resume: ResumeCheck | None = None
     """What the resume check found (items of the run this call skipped, items it added)."""
+    spent_usd: float = 0.0
+    """USD recorded by every call of the run directory (earlier invocations included)."""
+    unknown_cost_calls: int = 0
+    """Calls of the run directory whose cost is unknown (not in ``spent_usd``)."""
+    budget_usd: float | None = None
+    """``run.max_cost_usd`` of this call; ``None`` without a budget."""
 
     @property
     def counts(self) -> dict[str, int]:
@@ -337,6 +383,7 @@ def run_sweep(
         gates = _run_coroutine(lambda: _run_trials(specs, setup, store, factory, on_done, gates))
         keys = {s.trial_key for s in specs}
         trials = [t for t in store.trials() if t["trial_key"] in keys]
+        spent, unknown = spent_in(run_dir)
         table = format_table(summarise(trials), setup.knobs.epsilon)
         (run_dir / "summary.md").write_text(table + "\n", "utf-8")  # still under the run dir's lock
         (run_dir / "run.json").write_text(
@@ -352,7 +399,17 @@ def run_sweep(
             ),
             encoding="utf-8",
         )
-    return RunSummary(run_dir, specs, trials, todo, gates, checked[0] if checked else None)
+    return RunSummary(
+        run_dir,
+        specs,
+        trials,
+        todo,
+        gates,
+        checked[0] if checked else None,
+        spent,
+        unknown,
+        setup.max_cost_usd,
+    )
 
 
 def _run_coroutine(make: Callable[[], Any]) -> Any:
@@ -418,6 +475,19 @@ async def _run_trials(
         return envs[k]
 
     sem = asyncio.Semaphore(setup.max_in_flight)
+    budget = Budget(setup.max_cost_usd, spent_in(store.dir)[0]) if setup.max_cost_usd is not None else None
+    estimates: dict[tuple[str, str], float] = {}
+
+    def call_cost(spec: TrialSpec, env: TrialEnv) -> float:
+        """Estimated cost of one call of the spec's model on its scene (the budget's per-call basis)."""
+        k = (spec.model, spec.task)
+        if k not in estimates:
+            from dvoc_bench.pricing import call_estimate
+
+            est = call_estimate(by_name[spec.model], env.snapshot.size, setup.model_options.get("image"),
+                                setup.params)  # fmt: skip
+            estimates[k] = est.cost_usd or 0.0  # unknown prices are refused when the budget is set up
+        return estimates[k]
 
     def scene_error(spec: TrialSpec, reason: str) -> None:
         result = TrialResult(
@@ -442,8 +512,16 @@ async def _run_trials(
             info = method_info(spec.method)
             gate = gates.get(gate_key(by_name[spec.model])) if info.calls_model else None
             t0 = time.perf_counter()
+            bound, per_call, refused = 0.0, 0.0, None
+            if budget is not None and info.calls_model and (gate is None or gate.dead is None):
+                per_call = budget.per_call(spec.model, call_cost(spec, env))
+                bound = (info.call_bound(spec) or 0) * per_call
+                refused = await budget.admit(bound)
+                t0 = time.perf_counter()  # the wait for the budget is not the trial's time
             if gate is not None and gate.dead is not None:
                 result = skipped_result(gate.dead_class or "provider_dead", gate.dead)
+            elif refused is not None:
+                result = skipped_result("budget", refused)
             else:
                 try:
                     result = await info.run(spec, env)
@@ -466,6 +544,8 @@ async def _run_trials(
                     )
                     result.steps = steps
                     finish(result)
+            if budget is not None and refused is None:  # charge the calls, free the reservation
+                await budget.release(bound, spec.model, result, per_call)
             wall_s = time.perf_counter() - t0
             probe = None
             if result.final_point is not None:  # web: the DOM element under the point (and a real click)
@@ -480,6 +560,7 @@ async def _run_trials(
                 wall_s,
                 scene_kind=setup.registry.kind(spec.task),
                 probe=probe,
+                target_full=env.snapshot.truth.target_full_box,
             )
             line = to_jsonable(record)
             store.append_trial(line, result.steps)

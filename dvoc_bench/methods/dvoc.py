@@ -26,6 +26,7 @@ from dvoc_bench.render import draw_overlay
     knobs=("protocol", "alpha", "overlay", "predict"),
     uses_start=True,
     description="draw the guess, ask for the offset to the target, apply a damped correction, repeat",
+    max_calls=lambda spec: spec.max_iterations,
 )
 async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     """Run one DVOC trial from ``spec.start``; never raises for a model-side failure."""

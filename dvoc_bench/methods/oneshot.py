@@ -25,7 +25,12 @@ from dvoc_bench.registry import method
 from dvoc_bench.scoring import score
 
 
-@method("oneshot", knobs=("protocol",), description="ask for the target's (x, y), retry on a miss")
+@method(
+    "oneshot",
+    knobs=("protocol",),
+    description="ask for the target's (x, y), retry on a miss",
+    max_calls=lambda spec: spec.max_attempts,
+)
 async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     """Run one one-shot trial; never raises for a model-side failure."""
     snap = env.snapshot

@@ -130,6 +130,7 @@ async def select(spec: TrialSpec, env: TrialEnv) -> Selection:
     "som",
     knobs=("protocol", "detector"),
     description="Set-of-Mark: a detector boxes the elements, the model picks a numbered mark",
+    max_calls=lambda spec: 1,
 )
 async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     """Run one Set-of-Mark trial; never raises for a model- or detector-side failure."""

@@ -38,6 +38,7 @@ def dvoc_spec(spec: TrialSpec, start: list[float]) -> TrialSpec:
     "som_dvoc",
     knobs=("protocol", "alpha", "overlay", "predict", "detector"),
     description="Set-of-Mark pick, then DVOC refines it",
+    max_calls=lambda spec: 1 + spec.max_iterations,
 )
 async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     """Run one SoM -> DVOC trial; never raises for a model- or detector-side failure."""

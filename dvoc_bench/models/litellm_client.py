@@ -17,7 +17,9 @@ every error string this module produces goes through :func:`redact`, and a loggi
 of LiteLLM, OpenAI, httpx and the root handlers. A provider without a key gets the placeholder
 ``no-key``, so an ``OPENAI_API_KEY`` of the user's environment is never sent to a local server.
 
-**Cost.** ``Reply.cost_usd`` is LiteLLM's ``response_cost`` (``cost_source="litellm"``); failing that
+**Cost.** A model config's ``pricing:`` block (:mod:`dvoc_bench.pricing`) prices every call from the reply's
+token counts (``cost_source="pricing"``); else ``Reply.cost_usd`` is LiteLLM's ``response_cost``
+(``cost_source="litellm"``); failing that
 ``litellm.completion_cost`` on the response, priced as the config's ``cost_model`` when set
 (``"litellm_price_map"`` / ``"litellm_price_map:<cost_model>"``); ``None`` with ``cost_source=None``
 when LiteLLM does not know the model (no guess).
@@ -62,6 +64,7 @@ from dvoc_bench.declare import validate
 from dvoc_bench.geometry import Size
 from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelCallError, ModelRequest, Reply, ToolCall, bound_reply
 from dvoc_bench.models.options import ImageOptions
+from dvoc_bench.pricing import Pricing, config_pricing
 from dvoc_bench.redaction import (  # re-exported: the client registers keys and redacts what it returns
     NO_KEY,
     REDACTED,
@@ -321,6 +324,8 @@ class ClientSettings:
     """LiteLLM price-map entry to price the calls with when LiteLLM does not know ``model_id``."""
     key_env: str | None = None
     """Environment variable holding the key (the name only)."""
+    pricing: Pricing | None = None
+    """The config's ``pricing:`` block: prices every call from its token counts (before LiteLLM's map)."""
 
     @classmethod
     def from_config(cls, cfg: ModelConfig, image: ImageOptions | None = None) -> ClientSettings:
@@ -350,6 +355,7 @@ class ClientSettings:
             image=image or ImageOptions(),
             cost_model=raw.get("cost_model"),
             key_env=prov.key_env if prov else None,
+            pricing=config_pricing(cfg),
         )
 
 
@@ -463,7 +469,11 @@ class LiteLLMModel:
         bounded = bound_reply(Reply(text=text or None, tool_calls=calls), self.max_reply_chars, redact_value)
         text, calls = bounded.text, bounded.tool_calls
         usage = getattr(resp, "usage", None)
-        cost, source = self._cost(litellm, resp)
+        tokens_in, tokens_out = (
+            getattr(usage, "prompt_tokens", None),
+            getattr(usage, "completion_tokens", None),
+        )
+        cost, source = self._cost(litellm, resp, tokens_in, tokens_out, int(req.image_png is not None))
         scale = 1.0 if sent_size is None else sent_size.width / req.image_size.width
         raw_calls = None
         s = self.settings
@@ -477,8 +487,8 @@ class LiteLLMModel:
         return Reply(
             text=text if text else None,
             tool_calls=calls,
-            tokens_in=getattr(usage, "prompt_tokens", None),
-            tokens_out=getattr(usage, "completion_tokens", None),
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
             cost_usd=cost,
             cost_source=source,
             latency_s=latency,
@@ -491,7 +501,15 @@ class LiteLLMModel:
             truncated=bounded.truncated,
         )
 
-    def _cost(self, litellm: Any, resp: Any) -> tuple[float | None, str | None]:
+    def _cost(
+        self, litellm: Any, resp: Any, tokens_in: Any = None, tokens_out: Any = None, images: int = 1
+    ) -> tuple[float | None, str | None]:
+        p = self.settings.pricing
+        if p is not None:
+            tin = tokens_in if isinstance(tokens_in, int) else None
+            tout = tokens_out if isinstance(tokens_out, int) else None
+            c = p.cost(tin, tout, images)
+            return (c, "pricing") if c is not None else (None, None)
         hidden = getattr(resp, "_hidden_params", None) or {}
         c = hidden.get("response_cost") if isinstance(hidden, dict) else None
         if isinstance(c, (int, float)) and math.isfinite(c):

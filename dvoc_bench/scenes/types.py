@@ -41,6 +41,9 @@ class SceneTruth:
     """Target element's box."""
     elements: tuple[Element, ...]
     """All elements in drawing order (the target included)."""
+    target_full_box: Box | None = None
+    """The target element's whole box when ``target_box`` is only its visible part (a web target sticking
+    out of the viewport is scored on the part inside it); ``None`` when the two are the same."""
 
 
 @dataclass(frozen=True)

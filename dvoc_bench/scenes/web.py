@@ -520,6 +520,7 @@ def _snapshot(task: WebTask, r: PageRender) -> Snapshot:
         target_id=r.target.id,
         target_box=r.target.box,
         elements=elements,
+        target_full_box=r.target.dom_box if r.target.dom_box not in (None, r.target.box) else None,
     )
     return Snapshot(truth=truth, image=r.image, content_hash=content_hash(r.image, truth))
 
