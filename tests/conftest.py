@@ -61,3 +61,11 @@ def slow_sim():
     backend.warm()
     with serve_in_thread(FaultOptions(delay_s=0.1), backend) as (url, server):
         yield url
+
+
+@pytest.fixture
+def upstream() -> Path:
+    """The authors' records folder; skips without it (fails under ``DVOC_REQUIRE_UPSTREAM=1``)."""
+    from tests.upstream import need_upstream
+
+    return need_upstream()

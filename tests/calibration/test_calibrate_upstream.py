@@ -9,7 +9,6 @@ against the authors' outcomes on the same tasks and start points (the full sweep
 from __future__ import annotations
 
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,21 +17,17 @@ import pytest
 import yaml
 
 from dvoc_bench import calibration as cal
+from tests.upstream import UPSTREAM, need_upstream, needs_upstream
 
 ROOT = Path(__file__).resolve().parents[2]
-UPSTREAM = Path(
-    os.environ.get("DVOC_UPSTREAM") or Path(__file__).resolve().parents[3] / "shared" / "upstream"
-)
 CONF = ROOT / "conf" / "model"
 
-pytestmark = pytest.mark.skipif(
-    not (UPSTREAM / "responses").is_dir(),
-    reason=f"the authors' records are not at {UPSTREAM} (set DVOC_UPSTREAM): calibration data absent",
-)
+pytestmark = needs_upstream
 
 
 @pytest.fixture(scope="module")
 def data() -> cal.CalibrationData:
+    need_upstream()
     return cal.load_calibration_data(UPSTREAM)
 
 
