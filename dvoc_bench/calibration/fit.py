@@ -446,9 +446,9 @@ def single_element_misses(ct: pd.DataFrame, px: float = FRAME_VOTE_PX) -> int:
 
 
 def fit_consistency(pairs: Mapping[str, tuple[int, int]]) -> dict[str, float]:
-    """``consistency`` per mode from :func:`repeat_pairs`: two calls in one situation agree exactly when
-    both drew from the situation's generator, so ``c = sqrt(share identical)`` (share with a half
-    pseudo-count: a handful of pairs does not give 0 or 1)."""
+    """``consistency`` (the per-call repeat rate) per mode from :func:`repeat_pairs`: two calls on identical
+    input agree exactly when both gave the modal answer, so ``c = sqrt(share identical)`` (share with a
+    half pseudo-count: a handful of pairs does not give 0 or 1)."""
     return {m: math.sqrt((k + 0.5) / (n + 1.0)) for m, (k, n) in pairs.items()}
 
 
@@ -500,13 +500,19 @@ class ModelFit:
     latency: dict[str, Any]
     """Seconds per call by method (:func:`fit_latency`)."""
     pairs: dict[str, tuple[int, int]]
-    """Identical answers in repeated situations (:func:`repeat_pairs`)."""
+    """Identical answers on identical inputs (:func:`repeat_pairs`)."""
     counts: dict[str, int]
     """Records used: trials, steps by kind."""
     sources: dict[str, str]
     """Where the records came from."""
     loaded_at: str
     """When they were read."""
+    overlays: tuple[str, ...] = ("full",)
+    """Overlay modes of the DVOC steps fitted."""
+    records_digest: str = ""
+    """Content hash of the records fitted (:func:`~dvoc_bench.calibration.extract.records_digest`)."""
+    pairs_borrowed: tuple[str, ...] = ()
+    """Modes whose pairs come from every model's records (this model's inputs never recurred)."""
     refinement: list[dict[str, Any]] = field(default_factory=list)
     """Rounds of :func:`refine_discrete` (simulated vs recorded shares)."""
 
@@ -547,6 +553,10 @@ def fit_model(data: CalibrationData, model: str, *, family: str = "auto", iters:
         c: fit_oneshot(g, firsts) for c, g in ct.groupby("canvas") if g["has_task"].sum() >= 20
     }
     pairs = repeat_pairs(vt, ct)
+    borrowed = tuple(m for m, (_, n) in pairs.items() if n == 0)
+    if borrowed:  # no identical inputs recur for this model: the pairs of every model's records instead
+        every = repeat_pairs(verify_table(steps), click_table(steps))
+        pairs = {m: every[m] if m in borrowed else v for m, v in pairs.items()}
     trials = data.runs.trials
     tr = trials[trials["model"] == model]
     return ModelFit(
@@ -561,6 +571,8 @@ def fit_model(data: CalibrationData, model: str, *, family: str = "auto", iters:
         no_tool=no_tool_share(steps, model),
         latency=fit_latency(trials, model),
         pairs=pairs,
+        pairs_borrowed=borrowed,
+        overlays=_overlays(steps, model),
         counts={
             "trials": len(tr),
             "valid_trials": int(tr["valid"].sum()),
@@ -569,7 +581,14 @@ def fit_model(data: CalibrationData, model: str, *, family: str = "auto", iters:
         },
         sources=dict(data.sources),
         loaded_at=data.loaded_at,
+        records_digest=data.digest,
     )
+
+
+def _overlays(steps: pd.DataFrame, model: str) -> tuple[str, ...]:
+    """Overlay modes of the model's recorded DVOC steps (the authors' main records: ``full`` only)."""
+    s = steps[(steps["model"] == model) & (steps["kind"] == "verify")]
+    return tuple(sorted({str(v) for v in s["overlay"].fillna("full")})) or ("full",)
 
 
 def fittable_models(data: CalibrationData) -> list[str]:

@@ -140,3 +140,29 @@ def test_cli_fits_one_model_and_writes_its_profile(tmp_path: Path) -> None:
         timeout=60,
     )
     assert bad.returncode == 2 and "does not exist" in bad.stderr
+
+
+def test_committed_profiles_are_what_the_calibration_writes() -> None:
+    """Reproducible profiles (issue 16 item 6): the fit is deterministic, so re-running it on the same records
+    must give the committed file line for line (``--check`` writes nothing; one model keeps this short,
+    ``python -m dvoc_bench.calibrate --upstream ../shared/upstream --check`` checks all three)."""
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dvoc_bench.calibrate",
+            "--upstream",
+            str(UPSTREAM),
+            "--out",
+            str(CONF),
+            "--models",
+            "gemma-4-31b",
+            "--check",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert p.returncode == 0, p.stdout[-1000:] + p.stderr[-2000:]
+    assert "(check: identical)" in p.stdout

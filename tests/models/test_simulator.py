@@ -135,6 +135,35 @@ def test_different_seed_different_noise() -> None:
     assert len(answers) >= 4
 
 
+@pytest.mark.parametrize("rate", [0.0, 0.5, 0.8])
+def test_repeats_on_identical_input_are_samples_at_the_repeat_rate(rate: float) -> None:
+    """The trial seed enters every draw: two calls on the identical input (different seeds) repeat each other
+    only when both give the modal answer (``rate**2``), otherwise they are independent draws."""
+    model = _model({"frames": {"pixel": 1}, "noise": {"scale_px": 8.0}, "consistency": {"offset": rate}})
+    image = _with_crosshair((120, 90))
+    n = 400
+    same = sum(
+        model.respond(_req(image, _text(), seed=2 * i)) == model.respond(_req(image, _text(), seed=2 * i + 1))
+        for i in range(n)
+    )
+    assert _binom_ok(same, n, rate**2 + 0.01)
+
+
+def test_the_modal_answer_belongs_to_the_whole_input() -> None:
+    """A different image (even one pixel of an overlay) or a different prompt is a different input: with a
+    repeat rate of 1 identical inputs always agree and different ones do not share their answer."""
+    model = _model({"frames": {"pixel": 1}, "noise": {"scale_px": 8.0}, "consistency": {"offset": 1.0}})
+    image = _with_crosshair((120, 90))
+    other = image.copy()
+    other[5, 5] = (255, 255, 255)
+    a = [_args(model, _req(image, _text(), seed=s)) for s in range(3)]
+    assert a[0] == a[1] == a[2]
+    b = [_args(model, _req(other, _text(), seed=s)) for s in range(20)]
+    c = [_args(model, _req(image, _text() + " ", seed=s)) for s in range(20)]
+    assert b[0] != a[0] or c[0] != a[0]
+    assert sum(x == a[0] for x in b + c) <= 2
+
+
 def test_png_only_request_is_decoded_and_deterministic() -> None:
     buf = io.BytesIO()
     Image.fromarray(_with_crosshair((100, 80))).save(buf, format="PNG")
@@ -337,12 +366,13 @@ def test_all_four_profiles_exist() -> None:
     assert {"sim-ideal", "sim-gemma-4-26b", "sim-gemma-4-31b", "sim-gemini-3.1-flash-lite"} <= names
 
 
-# The digests of the committed profiles, computed before the profile schema moved to pydantic: the digest
-# seeds every call, so a change here changes every simulated reply of that model.
+# The digests of the committed profiles: the digest seeds every call, so a change here changes every
+# simulated reply of that model. Simulator v2 (issue 16): profiles re-fitted (repeat rate from identical-input
+# pairs) and written exactly as `python -m dvoc_bench.calibrate` writes them.
 COMMITTED_DIGESTS = {
-    "sim-gemini-3.1-flash-lite": "a8d7c97ab5dc46ff",
-    "sim-gemma-4-26b": "968ab36725fc0f1d",
-    "sim-gemma-4-31b": "074fd86e2be3e7f8",
+    "sim-gemini-3.1-flash-lite": "995902395784eb73",
+    "sim-gemma-4-26b": "4db4009621696e13",
+    "sim-gemma-4-31b": "a87ab95923db7e79",
     "sim-ideal": "aa45aac9192bd0a9",
 }
 

@@ -27,6 +27,7 @@ __all__ = [
     "parse_crosshair_line",
     "parse_marks",
     "position_stated",
+    "requested_frame",
     "tool_names",
     "truth_in_image",
 ]
@@ -57,6 +58,23 @@ def parse_crosshair_line(text: str, size: Size) -> Point | None:
         return None
     p = Point(float(m.group(1)), float(m.group(2)))
     return point_to_pixels(p, _unit_frame(m.group(3)), size)
+
+
+_REQUEST_RES = (
+    ("pixel", re.compile(r"\buse pixel coordinates\b", re.IGNORECASE)),
+    ("norm1000", re.compile(r"\bnormali[sz]ed to 0\s*-\s*1000\b", re.IGNORECASE)),
+    ("norm1", re.compile(r"\bnormali[sz]ed to 0\s*-\s*1\b(?!\d)", re.IGNORECASE)),
+)
+"""An explicit frame request, as the corrected protocol words it (``prompts.frame_statement``)."""
+
+
+def requested_frame(text: str) -> str | None:
+    """The frame the prompt explicitly asks answers in (``pixel``, ``norm1000``, ``norm1``), ``None`` when
+    it states none (the paper's prompt says "pixel offset" without a frame statement or the image size)."""
+    for name, rx in _REQUEST_RES:
+        if rx.search(text):
+            return name
+    return None
 
 
 def position_stated(text: str) -> bool:
