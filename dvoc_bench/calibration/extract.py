@@ -356,6 +356,19 @@ def axis_drop_reach(vt: pd.DataFrame, min_beyond: int = 10) -> float | None:
     return None
 
 
+def axis_drop_axis_reach(vt: pd.DataFrame, min_beyond: int = 10) -> float | None:
+    """The per-axis reach of axis drops: the smallest edge (60, 100 or 300 px) that no dropped axis was
+    further off than (its own component), while at least ``min_beyond`` axes further off were reported;
+    ``None`` (no bound) otherwise."""
+    ok = vt[~vt["no_tool"] & ~vt["zero"]]
+    dropped = pd.concat([ok.loc[ok["drop_x"], "tx"], ok.loc[ok["drop_y"], "ty"]]).abs()
+    axes = pd.concat([ok["tx"], ok["ty"]]).abs()
+    for edge in (60.0, 100.0, 300.0):
+        if len(dropped) and dropped.max() <= edge and int((axes > edge).sum()) >= min_beyond:
+            return edge
+    return None
+
+
 def no_tool_share(steps: pd.DataFrame, model: str) -> tuple[int, int]:
     """``(replies without a tool call, replies)`` over every answered call of ``model`` (errors excluded)."""
     s = steps[(steps["model"] == model) & steps["kind"].isin(["verify", "click"])]

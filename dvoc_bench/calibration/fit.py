@@ -30,6 +30,7 @@ import pandas as pd
 from dvoc_bench.calibration.extract import (
     CALIBRATED_MODELS,
     CalibrationData,
+    axis_drop_axis_reach,
     axis_drop_reach,
     click_table,
     discrete_shares,
@@ -445,11 +446,20 @@ def single_element_misses(ct: pd.DataFrame, px: float = FRAME_VOTE_PX) -> int:
     return int((np.minimum(sel["err_norm"], sel["err_px"]) > px).sum())
 
 
-def fit_consistency(pairs: Mapping[str, tuple[int, int]]) -> dict[str, float]:
+def fit_consistency(
+    pairs: Mapping[str, tuple[int, int]], chance: Mapping[str, float] | None = None
+) -> dict[str, float]:
     """``consistency`` (the per-call repeat rate) per mode from :func:`repeat_pairs`: two calls on identical
-    input agree exactly when both gave the modal answer, so ``c = sqrt(share identical)`` (share with a
-    half pseudo-count: a handful of pairs does not give 0 or 1)."""
-    return {m: math.sqrt((k + 0.5) / (n + 1.0)) for m, (k, n) in pairs.items()}
+    input agree when both gave the modal answer (``c**2``) or, otherwise, by chance (``q``: the share of
+    identical answers among fresh draws, from a replay without repeats), so ``share = c**2 + (1 - c**2) q``
+    and ``c = sqrt((share - q) / (1 - q))`` (share with a half pseudo-count: a handful of pairs does not
+    give 0 or 1)."""
+    out = {}
+    for m, (k, n) in pairs.items():
+        s = (k + 0.5) / (n + 1.0)
+        q = min((chance or {}).get(m, 0.0), 0.99)
+        out[m] = math.sqrt(max(0.0, (s - q) / (1.0 - q)))
+    return out
 
 
 def fit_latency(trials: pd.DataFrame, model: str) -> dict[str, Any]:
@@ -507,6 +517,8 @@ class ModelFit:
     """Where the records came from."""
     loaded_at: str
     """When they were read."""
+    chance: dict[str, float] = field(default_factory=dict)
+    """Share of identical answers among fresh draws on identical input, per mode (set by the replay)."""
     overlays: tuple[str, ...] = ("full",)
     """Overlay modes of the DVOC steps fitted."""
     records_digest: str = ""
@@ -541,6 +553,7 @@ def fit_model(data: CalibrationData, model: str, *, family: str = "auto", iters:
             "axis_drop_x": finite_or_zero(v["axis_drop_x"]),
             "axis_drop_y": finite_or_zero(v["axis_drop_y"]),
             "axis_drop_max_px": axis_drop_reach(vt),
+            "axis_drop_max_axis_px": axis_drop_axis_reach(vt if k == "all" else vt[vt["canvas"] == k]),
         }
         for k, v in shares.items()
     }

@@ -66,6 +66,7 @@ def _offset_sections(o: OffsetFit, near: Mapping[str, float]) -> dict[str, Any]:
             "p_x": round_to(near["axis_drop_x"]),
             "p_y": round_to(near["axis_drop_y"]),
             "max_px": near.get("axis_drop_max_px"),
+            "max_axis_px": near.get("axis_drop_max_axis_px"),
         },
     }
 
@@ -181,6 +182,7 @@ def fit_block(
             + (" (all models: none of its own)" if m in fit.pairs_borrowed else "")
             for m, (a, b) in fit.pairs.items()
         },
+        "repeat_chance": {m: round_to(v) for m, v in fit.chance.items()},
         "oneshot": {
             kk: (round_to(vv) if isinstance(vv, float) else vv)
             for kk, vv in fit.oneshot.items()
@@ -325,6 +327,14 @@ def calibrate_model(
         block, fit.refinement = refine_discrete(
             block, vt, truths, rounds=refine_rounds, reps=replay_reps, seed=seed
         )
+    # repeats: the identical answers that fresh draws give by chance are not repeats (replay without any)
+    fresh = {**block, "consistency": {"offset": 0.0, "point": 0.0}}
+    chance_pairs = repeat_pairs(
+        replay_offsets(fresh, vt, truths, seed=seed + 3000, reps=replay_reps),
+        replay_clicks(fresh, ct, truths, seed=seed + 4000, reps=replay_reps),
+    )
+    fit.chance = {m: k / n if n else 0.0 for m, (k, n) in chance_pairs.items()}
+    block["consistency"] = {k: round_to(v) for k, v in fit_consistency(fit.pairs, fit.chance).items()}
     sim_steps = replay_offsets(block, vt, truths, seed=seed + 1000, reps=replay_reps)
     cmp = compare_steps(vt, sim_steps, n_boot=n_boot, seed=seed)
     sim_clicks = replay_clicks(block, ct, truths, seed=seed + 2000, reps=replay_reps)

@@ -370,9 +370,9 @@ def test_all_four_profiles_exist() -> None:
 # simulated reply of that model. Simulator v2 (issue 16): profiles re-fitted (repeat rate from identical-input
 # pairs) and written exactly as `python -m dvoc_bench.calibrate` writes them.
 COMMITTED_DIGESTS = {
-    "sim-gemini-3.1-flash-lite": "995902395784eb73",
-    "sim-gemma-4-26b": "4db4009621696e13",
-    "sim-gemma-4-31b": "a87ab95923db7e79",
+    "sim-gemini-3.1-flash-lite": "9a724ccf6077b3c3",
+    "sim-gemma-4-26b": "abf52e3bc17e433e",
+    "sim-gemma-4-31b": "69d4799ebcbb8cd9",
     "sim-ideal": "aa45aac9192bd0a9",
 }
 

@@ -172,6 +172,9 @@ class AxisDropSpec(Declared):
     max_px: Bound = math.inf
     """Axes are dropped only while the perceived offset is shorter than this (calibration: none of the
     authors' models dropped an axis beyond 300 px); ``null`` / ``.inf`` = no bound."""
+    max_axis_px: Bound = math.inf
+    """An axis further off than this (its own component, px) is never dropped (calibration: Gemini dropped
+    x only while x was at most 100 px off); ``null`` / ``.inf`` = no bound."""
 
     def per_axis(self) -> tuple[float, float]:
         """``(p for x, p for y)``."""
@@ -455,6 +458,9 @@ class SimProfile(Declared):
         d.pop("fitted_for")  # a label, not behaviour
         if self.obeys_requested_frame == 0:
             d.pop("obeys_requested_frame")
+        for drop in [d["axis_drop"], *(c["axis_drop"] for c in d["canvas"] if c.get("axis_drop"))]:
+            if drop.get("max_axis_px") == math.inf:
+                drop.pop("max_axis_px")  # the default: older profiles keep their digest
         blob = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
