@@ -534,3 +534,25 @@ def test_probabilities_are_renormalised_and_validated() -> None:
         SimProfile.from_mapping({"near": {"p_zero_below_30": 1.5}})
     with pytest.raises(ValueError, match="sim.no_task"):
         SimProfile.from_mapping({"no_task": "salient"})
+
+
+def test_text_only_reads_the_estimate_from_the_papers_history() -> None:
+    """No overlay, no position line: the model takes the last history line's arrow as where it is (the
+    paper's undamped point), and without a history it does not know (issue 16 item 1, text part)."""
+    from dvoc_bench.geometry import Offset, Point
+    from dvoc_bench.models.simulator.reading import history_position
+    from dvoc_bench.protocol.paper import dvoc_prompt
+    from dvoc_bench.protocol.prompts import HistoryEntry
+
+    h = [
+        HistoryEntry(Point(100, 50), Offset(40, 20), 0.9, Point(140, 70)),
+        HistoryEntry(Point(140, 70), Offset(100, 90), 0.9, Point(190, 115)),
+    ]
+    text = dvoc_prompt(instruction=INSTRUCTION, overlay="none", predict="relative", history=h)
+    assert history_position(text) == Point(240, 160)  # 140 + 100, 70 + 90: what the text says, not 190, 115
+    model = _model(EXACT_PIXEL)
+    a = _args(model, _req(BASE, text))
+    assert (a["dx"], a["dy"]) == (TARGET.x - 240, TARGET.y - 160)
+    first = dvoc_prompt(instruction=INSTRUCTION, overlay="none", predict="relative", history=[])
+    assert history_position(first) is None
+    assert (_args(model, _req(BASE, first))["dx"], _args(model, _req(BASE, first))["dy"]) == (0, 0)
