@@ -40,6 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", default="runs/calibration", help="validation run directories (resumable)")
     p.add_argument("--dry-run", action="store_true", help="fit and print, write no profile")
     p.add_argument(
+        "--check",
+        action="store_true",
+        help="fit, write nothing, and exit 1 when a profile in --out differs from what the fit writes",
+    )
+    p.add_argument(
         "--validate-only", action="store_true", help="no fit: validate the profiles already in --out"
     )
     return p
@@ -71,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    stale: list[str] = []
     for model in [] if args.validate_only else models:
         t0 = time.perf_counter()
         c = cal.calibrate_model(
@@ -85,11 +91,19 @@ def main(argv: list[str] | None = None) -> int:
         inside = int(g["within"].sum())
         scored = int(g["rec_lo"].notna().sum())
         path = out / f"{cal.sim_name(model)}.yaml"
-        if not args.dry_run:
+        if args.check:
+            old = path.read_text(encoding="utf-8") if path.is_file() else ""
+            diff = _diff_lines(old, c.text)
+            stale += [f"{path}: {diff} lines differ from the fit"] if diff else []
+            where = "(check: " + (f"{diff} lines differ)" if diff else "identical)")
+        elif not args.dry_run:
             path.write_text(c.text, encoding="utf-8")
+            where = str(path)
+        else:
+            where = "(dry run)"
         print(
             f"{model}: {inside} of {scored} step statistics inside the records' 95 % interval "
-            f"({time.perf_counter() - t0:.0f} s) -> {'(dry run)' if args.dry_run else path}"
+            f"({time.perf_counter() - t0:.0f} s) -> {where}"
         )
     if args.validate or args.validate_only:
         v = cal.validate(
@@ -117,7 +131,21 @@ def main(argv: list[str] | None = None) -> int:
         report.write_text("\n".join(text) + "\n", encoding="utf-8")
         print("\n".join(text))
         print(f"\nreport: {report}")
+    if stale:
+        print("\n".join(["stale profiles (re-run python -m dvoc_bench.calibrate):", *stale]), file=sys.stderr)
+        return 1
     return 0
+
+
+def _diff_lines(a: str, b: str) -> int:
+    """Lines added or removed between two texts."""
+    import difflib
+
+    return sum(
+        1
+        for line in difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    )
 
 
 if __name__ == "__main__":

@@ -49,6 +49,8 @@ class Knobs:
     max_attempts: int
     alpha_constant: float
     hit_radius_min: float
+    overlay_style_default: bool = True
+    """Whether ``overlay_style`` is the authors' (simulated profiles mark other styles as assumed)."""
 
 
 def trial_key(fields: dict) -> str:
@@ -75,6 +77,16 @@ def start_points(kind: str, n: int, size: Size, task: str, seed: int) -> list[Po
         )
         for _ in range(n)
     ]
+
+
+def _assumptions(model: ModelConfig, protocol: str, overlay: str, default_style: bool) -> list[str]:
+    """The assumption markers of a simulated profile's trial (none for real models)."""
+    if model.kind != "simulator":
+        return []
+    from dvoc_bench.models.simulator.profile import assumed_knobs
+
+    sim = model.raw.get("sim")
+    return assumed_knobs(sim, protocol=protocol, overlay=overlay, default_style=default_style)
 
 
 NONE_MODEL = ModelConfig(name="none", kind="none", model_id="none", provider="none", coord_frame="pixel")
@@ -128,7 +140,15 @@ def build_plan(
                     hit_radius_min=knobs.hit_radius_min, detector=detector if "detector" in uses else NA,
                 )  # fmt: skip
                 key = trial_key({**fields, "sweep_seed": knobs.seed})
+                assumed = _assumptions(model, protocol, overlay, knobs.overlay_style_default)
                 specs.setdefault(
-                    key, TrialSpec(trial_key=key, experiment=experiment, seed=_seed_for(key), **fields)
+                    key,
+                    TrialSpec(
+                        trial_key=key,
+                        experiment=experiment,
+                        seed=_seed_for(key),
+                        simulated_assumptions=assumed,
+                        **fields,
+                    ),
                 )
     return list(specs.values())

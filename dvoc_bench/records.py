@@ -143,6 +143,11 @@ class TrialSpec:
     """Minimum of the paper's hit radius ``max(w/2, h/2, min)``."""
     detector: str = "-"
     """SoM methods: the detector backend and a digest of its settings (``cv:1a2b...``); ``-`` otherwise."""
+    simulated_assumptions: list[str] = dataclasses.field(default_factory=list)
+    """Simulated models only: what this trial's result rests on beyond the profile's fit, one marker per
+    knob the profile was not fitted for (``frame request assumed``, ``overlay effect assumed``, ``overlay
+    style assumed``; :func:`dvoc_bench.models.simulator.assumed_knobs`). Empty for real models. Not part of
+    the trial key (it describes the model, not the trial)."""
 
 
 @dataclass

@@ -31,7 +31,7 @@ def summarise(trials: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         dists = [t["final_dist_px"] for t in ok if t.get("final_dist_px") is not None]
         n_ok = len(ok)
         row = {
-            "model": model + (" [SIMULATED]" if any(t.get("simulated") for t in ts) else ""),
+            "model": model + simulated_label(ts),
             "method": method,
             **dict(zip(knobs, key[2:], strict=True)),
             "n": len(ts),
@@ -45,6 +45,16 @@ def summarise(trials: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         }
         rows.append(row)
     return rows
+
+
+def simulated_label(trials: Iterable[dict[str, Any]]) -> str:
+    """`` [SIMULATED]`` for simulated trials, with every assumption a row rests on (the records'
+    ``simulated_assumptions``), e.g. `` [SIMULATED; overlay effect assumed]``; empty for real models."""
+    trials = list(trials)
+    if not any(t.get("simulated") for t in trials):
+        return ""
+    assumed = sorted({a for t in trials for a in (t.get("simulated_assumptions") or [])})
+    return " [SIMULATED" + "".join(f"; {a}" for a in assumed) + "]"
 
 
 def _rate(k: int, n: int) -> float | None:
@@ -94,7 +104,9 @@ def format_table(rows: list[dict[str, Any]], epsilon: float = 30.0) -> str:
         f"Rates over trials with status ok. hit = the final point is on the target (inside its box on "
         f"synthetic scenes; on the target's DOM element on web scenes); within-eps = "
         f"distance to the target centre < {epsilon:g} px; paper-radius = distance < max(w/2, h/2, 30) "
-        f"(the authors' rule). Rows marked [SIMULATED] come from the simulated VLM, not a real model."
+        f"(the authors' rule). Rows marked [SIMULATED] come from the simulated VLM, not a real model; "
+        f"'... assumed' in the marker names a knob the simulated profile was not fitted for (its effect is "
+        f"the simulator's assumption, not a measurement)."
     )
     return "\n".join(out) + "\n\n" + legend
 

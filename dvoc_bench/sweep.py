@@ -121,6 +121,7 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
         max_attempts=s.oneshot.max_attempts,
         alpha_constant=s.loop.alpha_constant,
         hit_radius_min=s.loop.hit_radius_min,
+        overlay_style_default=s.overlay_style == type(s.overlay_style)(),
     )
     detector = None
     if any(method_info(m).needs_detector for m in knobs.methods):

@@ -85,3 +85,11 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(
         f"README commands: {len(ran)} ran, {len(skipped)} skipped ({why or 'none'}), {len(failed)} failed"
     )
+
+
+@pytest.fixture
+def upstream() -> Path:
+    """The authors' records folder; skips without it (fails under ``DVOC_REQUIRE_UPSTREAM=1``)."""
+    from tests.upstream import need_upstream
+
+    return need_upstream()

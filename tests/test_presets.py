@@ -62,10 +62,12 @@ def test_paper_presets_use_the_paper_protocol_and_its_sweep():
 def test_frames_preset_shows_oneshot_going_from_near_zero_to_high(tmp_path):
     _, _, trials = run(tmp_path, "experiment=frames", "models=[sim-gemma-4-26b,sim-gemma-4-31b]")
     rows = {(r["model"], r["method"], r["protocol"]): r for r in summarise(trials)}
-    for model in ("sim-gemma-4-26b [SIMULATED]", "sim-gemma-4-31b [SIMULATED]"):
-        assert rows[(model, "oneshot", "paper")]["hit_radius"] <= 0.3
-        assert rows[(model, "oneshot", "v1")]["hit_radius"] >= 0.85
-        assert rows[(model, "oneshot", "v1")]["hit"] >= 0.8
+    for name in ("sim-gemma-4-26b", "sim-gemma-4-31b"):
+        # the profiles were fitted under the paper's prompt: v1's frame request is their assumption (issue 16)
+        paper, v1 = f"{name} [SIMULATED]", f"{name} [SIMULATED; frame request assumed]"
+        assert rows[(paper, "oneshot", "paper")]["hit_radius"] <= 0.3
+        assert rows[(v1, "oneshot", "v1")]["hit_radius"] >= 0.85
+        assert rows[(v1, "oneshot", "v1")]["hit"] >= 0.8
     table = format_table(summarise(trials))
     assert "protocol" in table and "paper" in table and "v1" in table
     from dvoc_bench.report import main as report

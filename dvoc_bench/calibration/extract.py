@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,6 +87,9 @@ class CalibrationData:
     """Role -> path of every file or folder read."""
     loaded_at: str
     """UTC time of loading (ISO 8601)."""
+    digest: str = ""
+    """Content hash of the step-level records the fit reads (:func:`records_digest`): the profile names it
+    instead of a date, so the same records give the same file."""
 
 
 def load_calibration_data(upstream: Path | str) -> CalibrationData:
@@ -96,11 +100,54 @@ def load_calibration_data(upstream: Path | str) -> CalibrationData:
             f"{upstream}: no responses/<model>/<task>/<method>/pos<N>_rep<M>/trial.json tree; the fit needs "
             "the per-call records"
         )
-    runs = load_upstream(found["tree"])
+    runs = load_upstream(found["tree"], text=True)
+    runs.steps["input_sha"] = input_digests(runs.steps)
+    runs.steps = runs.steps.drop(
+        columns=[c for c in ("prompt", "reply_text", "reply_tool_calls") if c in runs.steps]
+    )
     predict = load_upstream(found["predict"]) if "predict" in found else None
     sources = {k: str(v) for k, v in found.items() if k in ("tree", "predict")}
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return CalibrationData(runs=runs, predict=predict, sources=sources, loaded_at=now)
+    return CalibrationData(
+        runs=runs, predict=predict, sources=sources, loaded_at=now, digest=records_digest(runs.steps)
+    )
+
+
+def records_digest(steps: pd.DataFrame) -> str:
+    """sha256 (16 hex digits) of the step rows, independent of file paths and of the time of reading."""
+    cols = sorted(c for c in steps.columns if c not in ("run_dir", "source"))
+    rows = steps[cols].astype(str).sort_values(["trial_key", "index"], kind="stable")
+    h = hashlib.sha256("|".join(cols).encode())
+    for row in rows.itertuples(index=False):
+        h.update("\x1f".join(row).encode())
+    return h.hexdigest()[:16]
+
+
+def input_digests(steps: pd.DataFrame) -> pd.Series:
+    """A digest of each call's whole input as the model saw it: the prompt text, and the image it was
+    sent (for a DVOC call the scene, the drawn crosshair and the iteration label; for a one-shot call the
+    raw screenshot of the task). Two calls with the same digest had identical inputs; ``None`` when the
+    prompt was not recorded."""
+    out = []
+    for r in steps[["model", "task", "kind", "index", "draft_x", "draft_y", "prompt"]].itertuples(
+        index=False
+    ):
+        if not isinstance(r.prompt, str):
+            out.append(None)
+            continue
+        if r.kind == "verify":
+            image = f"{r.task}|{r.index}|{_trunc(r.draft_x)},{_trunc(r.draft_y)}"
+        else:
+            image = f"{r.task}|raw"
+        out.append(hashlib.sha256(f"{r.model}|{r.kind}|{image}|{r.prompt}".encode()).hexdigest()[:16])
+    return pd.Series(out, index=steps.index, dtype=object)
+
+
+def _trunc(v: Any) -> str:
+    try:
+        return str(math.floor(float(v)))
+    except (TypeError, ValueError):
+        return "-"
 
 
 def _crosshair(draft: np.ndarray, protocol: pd.Series) -> np.ndarray:
@@ -155,6 +202,7 @@ def verify_table(steps: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
             "ry": np.nan_to_num(ry),
             "conf": s["confidence"].astype(float).to_numpy(),
             "no_tool": no_tool,
+            "input_sha": _inputs(s),
         }
     )
     out["bin"] = distance_bin(out["d"])
@@ -163,6 +211,13 @@ def verify_table(steps: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
     out["drop_x"] = ok & ~out["zero"] & (out["rx"] == 0) & (out["tx"].abs() > 30)
     out["drop_y"] = ok & ~out["zero"] & (out["ry"] == 0) & (out["ty"].abs() > 30)
     return out.reset_index(drop=True)
+
+
+def _inputs(s: pd.DataFrame) -> np.ndarray:
+    """The ``input_sha`` column (:func:`input_digests`), ``None`` where it was not computed."""
+    if "input_sha" not in s.columns:
+        return np.full(len(s), None, dtype=object)
+    return s["input_sha"].to_numpy(dtype=object)
 
 
 def _has_task(s: pd.DataFrame) -> np.ndarray:
@@ -208,6 +263,7 @@ def click_table(steps: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
             "y0": s["target_y0"].astype(float).to_numpy(),
             "x1": s["target_x1"].astype(float).to_numpy(),
             "y1": s["target_y1"].astype(float).to_numpy(),
+            "input_sha": _inputs(s),
         }
     )
     out["err_px"] = np.hypot(out["x"] - tx, out["y"] - ty)
@@ -252,22 +308,14 @@ def discrete_shares(vt: pd.DataFrame) -> dict[str, float]:
 # ------------------------------------------------------------------------------------------ repeats
 
 
-def offset_repeats(vt: pd.DataFrame) -> tuple[int, int]:
-    """``(identical, pairs)`` over DVOC calls in a repeated situation: consecutive steps of one trial whose
-    crosshair did not move, and first steps of different trials with the same task and start point
-    (identical requests; the authors ran three repeats)."""
+def identical_input_pairs(df: pd.DataFrame, answer: Sequence[str]) -> tuple[int, int]:
+    """``(identical answers, pairs)`` over every pair of answered calls with the same input
+    (``input_sha``: the same prompt text and the same image, :func:`input_digests`). Rows without a
+    digest (our runs, replays) are left out."""
+    ok = df[df["input_sha"].notna() & ~df["no_tool"].astype(bool)] if "input_sha" in df.columns else df[:0]
     k = n = 0
-    keys = ["rep", "trial_key"] if "rep" in vt.columns else ["trial_key"]
-    for _, g in vt.sort_values([*keys, "index"]).groupby(keys, sort=False):
-        a = g[["px", "py", "rx", "ry", "no_tool"]].to_numpy()
-        for u, w in zip(a, a[1:], strict=False):
-            if u[0] == w[0] and u[1] == w[1] and not (u[4] or w[4]):
-                n += 1
-                k += int(u[2] == w[2] and u[3] == w[3])
-    first = vt[(vt["index"] == 0) & ~vt["no_tool"]]
-    cell = ["rep", "task", "px", "py"] if "rep" in vt.columns else ["task", "px", "py"]
-    for _, g in first.groupby(cell, sort=False):
-        answers = list(zip(g["rx"], g["ry"], strict=True))
+    for _, g in ok.groupby("input_sha", sort=True):
+        answers = [tuple(a) for a in g[list(answer)].to_numpy(float)]
         for i, u in enumerate(answers):
             for w in answers[i + 1 :]:
                 n += 1
@@ -275,21 +323,21 @@ def offset_repeats(vt: pd.DataFrame) -> tuple[int, int]:
     return k, n
 
 
+def offset_repeats(vt: pd.DataFrame) -> tuple[int, int]:
+    """``(identical, pairs)`` over DVOC calls with identical inputs: the same prompt and the same frame
+    (scene, crosshair, iteration label). In the authors' records these are mostly first steps of the
+    repeats of one task and start point, and later steps of trials that had answered identically."""
+    return identical_input_pairs(vt, ("rx", "ry"))
+
+
 def point_repeats(ct: pd.DataFrame) -> tuple[int, int]:
-    """``(identical, pairs)`` over consecutive one-shot retries of one trial (same image, task in both)."""
-    k = n = 0
-    keys = ["rep", "trial_key"] if "rep" in ct.columns else ["trial_key"]
-    for _, g in ct.sort_values([*keys, "index"]).groupby(keys, sort=False):
-        a = g[["has_task", "x", "y", "no_tool"]].to_numpy()
-        for u, w in zip(a, a[1:], strict=False):
-            if u[0] and w[0] and not (u[3] or w[3]):
-                n += 1
-                k += int(u[1] == w[1] and u[2] == w[2])
-    return k, n
+    """``(identical, pairs)`` over one-shot calls with identical inputs (the same screenshot and the same
+    prompt: first calls of one task, and retries after the same previous click)."""
+    return identical_input_pairs(ct, ("x", "y"))
 
 
 def repeat_pairs(vt: pd.DataFrame, ct: pd.DataFrame) -> dict[str, tuple[int, int]]:
-    """Repeated situations and identical answers, ``{"offset": ..., "point": ...}`` (see
+    """Identical inputs and identical answers, ``{"offset": ..., "point": ...}`` (see
     :func:`offset_repeats`, :func:`point_repeats`)."""
     return {"offset": offset_repeats(vt), "point": point_repeats(ct)}
 
@@ -304,6 +352,19 @@ def axis_drop_reach(vt: pd.DataFrame, min_beyond: int = 10) -> float | None:
         beyond = ok[ok["d"] >= edge]
         axes = int((beyond["tx"].abs() > 30).sum() + (beyond["ty"].abs() > 30).sum())
         if len(drops) and drops["d"].max() < edge and axes >= min_beyond:
+            return edge
+    return None
+
+
+def axis_drop_axis_reach(vt: pd.DataFrame, min_beyond: int = 10) -> float | None:
+    """The per-axis reach of axis drops: the smallest edge (60, 100 or 300 px) that no dropped axis was
+    further off than (its own component), while at least ``min_beyond`` axes further off were reported;
+    ``None`` (no bound) otherwise."""
+    ok = vt[~vt["no_tool"] & ~vt["zero"]]
+    dropped = pd.concat([ok.loc[ok["drop_x"], "tx"], ok.loc[ok["drop_y"], "ty"]]).abs()
+    axes = pd.concat([ok["tx"], ok["ty"]]).abs()
+    for edge in (60.0, 100.0, 300.0):
+        if len(dropped) and dropped.max() <= edge and int((axes > edge).sum()) >= min_beyond:
             return edge
     return None
 

@@ -30,6 +30,7 @@ import pandas as pd
 from dvoc_bench.calibration.extract import (
     CALIBRATED_MODELS,
     CalibrationData,
+    axis_drop_axis_reach,
     axis_drop_reach,
     click_table,
     discrete_shares,
@@ -445,11 +446,20 @@ def single_element_misses(ct: pd.DataFrame, px: float = FRAME_VOTE_PX) -> int:
     return int((np.minimum(sel["err_norm"], sel["err_px"]) > px).sum())
 
 
-def fit_consistency(pairs: Mapping[str, tuple[int, int]]) -> dict[str, float]:
-    """``consistency`` per mode from :func:`repeat_pairs`: two calls in one situation agree exactly when
-    both drew from the situation's generator, so ``c = sqrt(share identical)`` (share with a half
-    pseudo-count: a handful of pairs does not give 0 or 1)."""
-    return {m: math.sqrt((k + 0.5) / (n + 1.0)) for m, (k, n) in pairs.items()}
+def fit_consistency(
+    pairs: Mapping[str, tuple[int, int]], chance: Mapping[str, float] | None = None
+) -> dict[str, float]:
+    """``consistency`` (the per-call repeat rate) per mode from :func:`repeat_pairs`: two calls on identical
+    input agree when both gave the modal answer (``c**2``) or, otherwise, by chance (``q``: the share of
+    identical answers among fresh draws, from a replay without repeats), so ``share = c**2 + (1 - c**2) q``
+    and ``c = sqrt((share - q) / (1 - q))`` (share with a half pseudo-count: a handful of pairs does not
+    give 0 or 1)."""
+    out = {}
+    for m, (k, n) in pairs.items():
+        s = (k + 0.5) / (n + 1.0)
+        q = min((chance or {}).get(m, 0.0), 0.99)
+        out[m] = math.sqrt(max(0.0, (s - q) / (1.0 - q)))
+    return out
 
 
 def fit_latency(trials: pd.DataFrame, model: str) -> dict[str, Any]:
@@ -500,13 +510,21 @@ class ModelFit:
     latency: dict[str, Any]
     """Seconds per call by method (:func:`fit_latency`)."""
     pairs: dict[str, tuple[int, int]]
-    """Identical answers in repeated situations (:func:`repeat_pairs`)."""
+    """Identical answers on identical inputs (:func:`repeat_pairs`)."""
     counts: dict[str, int]
     """Records used: trials, steps by kind."""
     sources: dict[str, str]
     """Where the records came from."""
     loaded_at: str
     """When they were read."""
+    chance: dict[str, float] = field(default_factory=dict)
+    """Share of identical answers among fresh draws on identical input, per mode (set by the replay)."""
+    overlays: tuple[str, ...] = ("full",)
+    """Overlay modes of the DVOC steps fitted."""
+    records_digest: str = ""
+    """Content hash of the records fitted (:func:`~dvoc_bench.calibration.extract.records_digest`)."""
+    pairs_borrowed: tuple[str, ...] = ()
+    """Modes whose pairs come from every model's records (this model's inputs never recurred)."""
     refinement: list[dict[str, Any]] = field(default_factory=list)
     """Rounds of :func:`refine_discrete` (simulated vs recorded shares)."""
 
@@ -535,6 +553,7 @@ def fit_model(data: CalibrationData, model: str, *, family: str = "auto", iters:
             "axis_drop_x": finite_or_zero(v["axis_drop_x"]),
             "axis_drop_y": finite_or_zero(v["axis_drop_y"]),
             "axis_drop_max_px": axis_drop_reach(vt),
+            "axis_drop_max_axis_px": axis_drop_axis_reach(vt if k == "all" else vt[vt["canvas"] == k]),
         }
         for k, v in shares.items()
     }
@@ -547,6 +566,10 @@ def fit_model(data: CalibrationData, model: str, *, family: str = "auto", iters:
         c: fit_oneshot(g, firsts) for c, g in ct.groupby("canvas") if g["has_task"].sum() >= 20
     }
     pairs = repeat_pairs(vt, ct)
+    borrowed = tuple(m for m, (_, n) in pairs.items() if n == 0)
+    if borrowed:  # no identical inputs recur for this model: the pairs of every model's records instead
+        every = repeat_pairs(verify_table(steps), click_table(steps))
+        pairs = {m: every[m] if m in borrowed else v for m, v in pairs.items()}
     trials = data.runs.trials
     tr = trials[trials["model"] == model]
     return ModelFit(
@@ -561,6 +584,8 @@ def fit_model(data: CalibrationData, model: str, *, family: str = "auto", iters:
         no_tool=no_tool_share(steps, model),
         latency=fit_latency(trials, model),
         pairs=pairs,
+        pairs_borrowed=borrowed,
+        overlays=_overlays(steps, model),
         counts={
             "trials": len(tr),
             "valid_trials": int(tr["valid"].sum()),
@@ -569,7 +594,14 @@ def fit_model(data: CalibrationData, model: str, *, family: str = "auto", iters:
         },
         sources=dict(data.sources),
         loaded_at=data.loaded_at,
+        records_digest=data.digest,
     )
+
+
+def _overlays(steps: pd.DataFrame, model: str) -> tuple[str, ...]:
+    """Overlay modes of the model's recorded DVOC steps (the authors' main records: ``full`` only)."""
+    s = steps[(steps["model"] == model) & (steps["kind"] == "verify")]
+    return tuple(sorted({str(v) for v in s["overlay"].fillna("full")})) or ("full",)
 
 
 def fittable_models(data: CalibrationData) -> list[str]:

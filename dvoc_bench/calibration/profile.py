@@ -66,6 +66,7 @@ def _offset_sections(o: OffsetFit, near: Mapping[str, float]) -> dict[str, Any]:
             "p_x": round_to(near["axis_drop_x"]),
             "p_y": round_to(near["axis_drop_y"]),
             "max_px": near.get("axis_drop_max_px"),
+            "max_axis_px": near.get("axis_drop_max_axis_px"),
         },
     }
 
@@ -111,6 +112,12 @@ def sim_block(fit: ModelFit, *, tokens: Mapping[str, int] | None = None) -> dict
     block["unknown_position"] = "zero"
     block["tokens"] = dict(tokens or {"in_per_call": 1100, "out_per_call": 40})
     block["consistency"] = {k: round_to(v) for k, v in fit_consistency(fit.pairs).items()}
+    block["obeys_requested_frame"] = 0.0  # an assumption: no record carries an explicit frame request
+    block["fitted_for"] = {
+        "protocols": ["paper"],
+        "overlays": sorted(fit.overlays),
+        "overlay_style": "default",
+    }
     block["latency_s"] = 0.0
     lat = fit.latency.get("dvoc") or next(iter(fit.latency.values()), None)
     block["latency"] = {
@@ -163,14 +170,19 @@ def fit_block(
             "source": "DVOC authors' records (github.com/Pomilon-Intelligence-Lab/DVOC b115557), May 2026",
             "files": [Path(fit.sources["tree"]).name + "/"],
             "validation_only": [Path(v).name for k, v in fit.sources.items() if k != "tree"],
-            "read": fit.loaded_at,
+            "records_digest": fit.records_digest,
             "model": fit.model,
             **fit.counts,
         },
         "offsets": {"all": off(fit.pooled), **{c: off(o) for c, o in fit.canvases.items()}},
         "shares_recorded": {c: {kk: round_to(vv) for kk, vv in s.items()} for c, s in fit.shares.items()},
         "no_tool_call": f"{k} of {n}",
-        "repeat_identical": {m: f"{a} of {b}" for m, (a, b) in fit.pairs.items()},
+        "repeat_identical": {
+            m: f"{a} of {b} identical-input pairs"
+            + (" (all models: none of its own)" if m in fit.pairs_borrowed else "")
+            for m, (a, b) in fit.pairs.items()
+        },
+        "repeat_chance": {m: round_to(v) for m, v in fit.chance.items()},
         "oneshot": {
             kk: (round_to(vv) if isinstance(vv, float) else vv)
             for kk, vv in fit.oneshot.items()
@@ -218,7 +230,8 @@ def _clean(o: Any) -> Any:
 
 HEADER = """\
 # Simulator profile: {label}-like, CALIBRATED on the authors' recorded replies (issue 8).
-# Written by `python -m dvoc_bench.calibrate --upstream ../shared/upstream --out conf/model/` on {date};
+# Written by `python -m dvoc_bench.calibrate --upstream ../shared/upstream --out conf/model/` from the records
+# with digest {digest} (fit.data.records_digest); the file is a pure function of the records and the code:
 # do not edit by hand: re-run the calibration. Supersedes the hand-set v0 profile (see git history).
 # Every number under `sim:` was fitted from STEP-LEVEL records only (one row per model call of the
 # authors' responses/ tree: {steps} DVOC steps, {clicks} one-shot answers of {trials} trials); no
@@ -228,8 +241,9 @@ HEADER = """\
 #   frames / gain / noise / outlier / near.shrink / near.p_reverse: EM over the simulator's own paths
 #     (upstream-facts §9.1 model-frame test H0/H1/H2, §9.2 residuals), per canvas (`canvas:`) and pooled.
 #   near.p_zero_* / axis_drop: recorded shares (§9.2, §9.3) corrected by replay until matched.
-#   confidence: categorical per bucket of the reported magnitude (§9.5). consistency: share of identical
-#     answers when a situation repeats (same crosshair, same one-shot screenshot; §9.6 "fixation").
+#   confidence: categorical per bucket of the reported magnitude (§9.5). consistency: per-call repeat
+#     rate, sqrt of the share of identical answers over pairs of calls with identical input (same prompt,
+#     same image; §9.6 "fixation"); the trial seed enters every other draw.
 #   oneshot / no_task_target: the one-shot answers (§9.6); tokens: placeholder (no token data upstream).
 #   latency: fitted per-call seconds (median, log-sd); scale 0 keeps offline sweeps fast. For realistic
 #     waits copy this file under a new name and set `latency.scale: 1` (0.1 = ten times faster).
@@ -242,7 +256,7 @@ def render_profile(fit: ModelFit, block: Mapping[str, Any], fitb: Mapping[str, A
 
     head = HEADER.format(
         label=label,
-        date=fit.loaded_at[:10],
+        digest=fit.records_digest,
         steps=fit.counts["verify_steps"],
         clicks=fit.counts["click_steps"],
         trials=fit.counts["trials"],
@@ -313,6 +327,14 @@ def calibrate_model(
         block, fit.refinement = refine_discrete(
             block, vt, truths, rounds=refine_rounds, reps=replay_reps, seed=seed
         )
+    # repeats: the identical answers that fresh draws give by chance are not repeats (replay without any)
+    fresh = {**block, "consistency": {"offset": 0.0, "point": 0.0}}
+    chance_pairs = repeat_pairs(
+        replay_offsets(fresh, vt, truths, seed=seed + 3000, reps=replay_reps),
+        replay_clicks(fresh, ct, truths, seed=seed + 4000, reps=replay_reps),
+    )
+    fit.chance = {m: k / n if n else 0.0 for m, (k, n) in chance_pairs.items()}
+    block["consistency"] = {k: round_to(v) for k, v in fit_consistency(fit.pairs, fit.chance).items()}
     sim_steps = replay_offsets(block, vt, truths, seed=seed + 1000, reps=replay_reps)
     cmp = compare_steps(vt, sim_steps, n_boot=n_boot, seed=seed)
     sim_clicks = replay_clicks(block, ct, truths, seed=seed + 2000, reps=replay_reps)

@@ -8,32 +8,26 @@ the frame audit reproduce upstream-facts §8.8, §9.1 and §9.6. Without the dat
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from dvoc_bench.analysis import discover_upstream, honest, load_upstream, paper
 from dvoc_bench.analysis.upstream import MAIN_MODELS, SYNTHETIC_BOXES, replay_dvoc
 from dvoc_bench.geometry import Size
+from tests.upstream import UPSTREAM, need_upstream, needs_upstream
 
-UPSTREAM = Path(
-    os.environ.get("DVOC_UPSTREAM") or Path(__file__).resolve().parents[3] / "shared" / "upstream"
-)
-needs_data = pytest.mark.skipif(
-    not (UPSTREAM / "responses").is_dir(),
-    reason=f"the authors' records are not at {UPSTREAM} (set DVOC_UPSTREAM to their folder)",
-)
+needs_data = needs_upstream
 
 
 @pytest.fixture(scope="module")
 def tree():
+    need_upstream()
     return load_upstream(UPSTREAM)
 
 
 @pytest.fixture(scope="module")
 def predict():
+    need_upstream("predict_ablation.json")
     return load_upstream(UPSTREAM / "predict_ablation.json")
 
 

@@ -412,3 +412,25 @@ def test_instance_relabels_the_random_streams_only() -> None:
         ]
         == 206
     )
+
+
+def test_axis_drops_stop_beyond_their_axis_reach() -> None:
+    """``axis_drop.max_axis_px``: an axis further off than the reach is never dropped (Gemini dropped x only
+    while x was at most 100 px off on 800x600)."""
+    size = Size(800, 600)
+    truth = cal.replay_truths(["S1"])["S1"]
+    tools = [{"type": "function", "function": {"name": "report_offset", "parameters": {}}}]
+    img = np.zeros((600, 800, 3), dtype=np.uint8)
+    img[299:302, 200:231] = (255, 0, 0)  # crosshair at (215, 300): x is 185 px off, y 0
+    img[285:316, 214:217] = (255, 0, 0)
+
+    def dropped(reach: float | None) -> int:
+        sim = {"frames": {"pixel": 1}, "axis_drop": {"p": 1.0, "max_axis_px": reach}}
+        model = SimulatedModel("m", SimProfile.from_mapping(sim), lambda _: truth)
+        req = [
+            ModelRequest("Click the CLICK ME button", None, size, tools, "S1", s, image_rgb=img)
+            for s in range(20)
+        ]
+        return sum(json.loads(model.respond(r).tool_calls[0].arguments)["dx"] == 0 for r in req)
+
+    assert dropped(None) == 20 and dropped(100.0) == 0

@@ -9,7 +9,6 @@ against the authors' outcomes on the same tasks and start points (the full sweep
 from __future__ import annotations
 
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,21 +17,17 @@ import pytest
 import yaml
 
 from dvoc_bench import calibration as cal
+from tests.upstream import UPSTREAM, need_upstream, needs_upstream
 
 ROOT = Path(__file__).resolve().parents[2]
-UPSTREAM = Path(
-    os.environ.get("DVOC_UPSTREAM") or Path(__file__).resolve().parents[3] / "shared" / "upstream"
-)
 CONF = ROOT / "conf" / "model"
 
-pytestmark = pytest.mark.skipif(
-    not (UPSTREAM / "responses").is_dir(),
-    reason=f"the authors' records are not at {UPSTREAM} (set DVOC_UPSTREAM): calibration data absent",
-)
+pytestmark = needs_upstream
 
 
 @pytest.fixture(scope="module")
 def data() -> cal.CalibrationData:
+    need_upstream()
     return cal.load_calibration_data(UPSTREAM)
 
 
@@ -145,3 +140,29 @@ def test_cli_fits_one_model_and_writes_its_profile(tmp_path: Path) -> None:
         timeout=60,
     )
     assert bad.returncode == 2 and "does not exist" in bad.stderr
+
+
+def test_committed_profiles_are_what_the_calibration_writes() -> None:
+    """Reproducible profiles (issue 16 item 6): the fit is deterministic, so re-running it on the same records
+    must give the committed file line for line (``--check`` writes nothing; one model keeps this short,
+    ``python -m dvoc_bench.calibrate --upstream ../shared/upstream --check`` checks all three)."""
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dvoc_bench.calibrate",
+            "--upstream",
+            str(UPSTREAM),
+            "--out",
+            str(CONF),
+            "--models",
+            "gemma-4-31b",
+            "--check",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert p.returncode == 0, p.stdout[-1000:] + p.stderr[-2000:]
+    assert "(check: identical)" in p.stdout

@@ -135,6 +135,35 @@ def test_different_seed_different_noise() -> None:
     assert len(answers) >= 4
 
 
+@pytest.mark.parametrize("rate", [0.0, 0.5, 0.8])
+def test_repeats_on_identical_input_are_samples_at_the_repeat_rate(rate: float) -> None:
+    """The trial seed enters every draw: two calls on the identical input (different seeds) repeat each other
+    only when both give the modal answer (``rate**2``), otherwise they are independent draws."""
+    model = _model({"frames": {"pixel": 1}, "noise": {"scale_px": 8.0}, "consistency": {"offset": rate}})
+    image = _with_crosshair((120, 90))
+    n = 400
+    same = sum(
+        model.respond(_req(image, _text(), seed=2 * i)) == model.respond(_req(image, _text(), seed=2 * i + 1))
+        for i in range(n)
+    )
+    assert _binom_ok(same, n, rate**2 + 0.01)
+
+
+def test_the_modal_answer_belongs_to_the_whole_input() -> None:
+    """A different image (even one pixel of an overlay) or a different prompt is a different input: with a
+    repeat rate of 1 identical inputs always agree and different ones do not share their answer."""
+    model = _model({"frames": {"pixel": 1}, "noise": {"scale_px": 8.0}, "consistency": {"offset": 1.0}})
+    image = _with_crosshair((120, 90))
+    other = image.copy()
+    other[5, 5] = (255, 255, 255)
+    a = [_args(model, _req(image, _text(), seed=s)) for s in range(3)]
+    assert a[0] == a[1] == a[2]
+    b = [_args(model, _req(other, _text(), seed=s)) for s in range(20)]
+    c = [_args(model, _req(image, _text() + " ", seed=s)) for s in range(20)]
+    assert b[0] != a[0] or c[0] != a[0]
+    assert sum(x == a[0] for x in b + c) <= 2
+
+
 def test_png_only_request_is_decoded_and_deterministic() -> None:
     buf = io.BytesIO()
     Image.fromarray(_with_crosshair((100, 80))).save(buf, format="PNG")
@@ -337,12 +366,13 @@ def test_all_four_profiles_exist() -> None:
     assert {"sim-ideal", "sim-gemma-4-26b", "sim-gemma-4-31b", "sim-gemini-3.1-flash-lite"} <= names
 
 
-# The digests of the committed profiles, computed before the profile schema moved to pydantic: the digest
-# seeds every call, so a change here changes every simulated reply of that model.
+# The digests of the committed profiles: the digest seeds every call, so a change here changes every
+# simulated reply of that model. Simulator v2 (issue 16): profiles re-fitted (repeat rate from identical-input
+# pairs) and written exactly as `python -m dvoc_bench.calibrate` writes them.
 COMMITTED_DIGESTS = {
-    "sim-gemini-3.1-flash-lite": "a8d7c97ab5dc46ff",
-    "sim-gemma-4-26b": "968ab36725fc0f1d",
-    "sim-gemma-4-31b": "074fd86e2be3e7f8",
+    "sim-gemini-3.1-flash-lite": "9a724ccf6077b3c3",
+    "sim-gemma-4-26b": "abf52e3bc17e433e",
+    "sim-gemma-4-31b": "69d4799ebcbb8cd9",
     "sim-ideal": "aa45aac9192bd0a9",
 }
 
@@ -504,3 +534,25 @@ def test_probabilities_are_renormalised_and_validated() -> None:
         SimProfile.from_mapping({"near": {"p_zero_below_30": 1.5}})
     with pytest.raises(ValueError, match="sim.no_task"):
         SimProfile.from_mapping({"no_task": "salient"})
+
+
+def test_text_only_reads_the_estimate_from_the_papers_history() -> None:
+    """No overlay, no position line: the model takes the last history line's arrow as where it is (the
+    paper's undamped point), and without a history it does not know (issue 16 item 1, text part)."""
+    from dvoc_bench.geometry import Offset, Point
+    from dvoc_bench.models.simulator.reading import history_position
+    from dvoc_bench.protocol.paper import dvoc_prompt
+    from dvoc_bench.protocol.prompts import HistoryEntry
+
+    h = [
+        HistoryEntry(Point(100, 50), Offset(40, 20), 0.9, Point(140, 70)),
+        HistoryEntry(Point(140, 70), Offset(100, 90), 0.9, Point(190, 115)),
+    ]
+    text = dvoc_prompt(instruction=INSTRUCTION, overlay="none", predict="relative", history=h)
+    assert history_position(text) == Point(240, 160)  # 140 + 100, 70 + 90: what the text says, not 190, 115
+    model = _model(EXACT_PIXEL)
+    a = _args(model, _req(BASE, text))
+    assert (a["dx"], a["dy"]) == (TARGET.x - 240, TARGET.y - 160)
+    first = dvoc_prompt(instruction=INSTRUCTION, overlay="none", predict="relative", history=[])
+    assert history_position(first) is None
+    assert (_args(model, _req(BASE, first))["dx"], _args(model, _req(BASE, first))["dy"]) == (0, 0)

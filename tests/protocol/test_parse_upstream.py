@@ -42,6 +42,7 @@ import pytest
 
 from dvoc_bench.models.base import Reply, ToolCall
 from dvoc_bench.protocol import Parsed, parse_reply
+from tests.upstream import need_upstream
 
 UPSTREAM = Path(
     os.environ.get("DVOC_UPSTREAM") or Path(__file__).resolve().parents[2].parent / "shared" / "upstream"
@@ -104,10 +105,7 @@ class Corpus:
 
 @pytest.fixture(scope="module")
 def corpus() -> Corpus:
-    if not RESPONSES.is_dir():
-        pytest.skip(
-            f"the authors' recorded replies are not at {RESPONSES} (set DVOC_UPSTREAM to their folder)"
-        )
+    need_upstream()
     paths = sorted(RESPONSES.rglob("iter_*.json"))
     records: list[Record] = []
     errors = 0

@@ -19,9 +19,10 @@ Mechanism of one call (every random draw comes from a per-call generator, see *D
    displacement of uniform magnitude in ``[min_px, max_px]`` in a uniformly random direction.
 4. **Crosshair** ``P^`` (offset mode): the red crosshair found in the pixels (``render.find_crosshair``);
    if none is drawn, the ``Crosshair position: (X, Y) UNIT`` line of the text, converted to pixels per its
-   unit (``px``, ``in 0-1000 units``, ``in 0-1 units``; the rule of ``geometry.point_to_pixels``). With
-   neither, the model does not know where the crosshair is and answers ``(0, 0)``
-   (``unknown_position: zero``) or assumes the image centre (``guess_centre``).
+   unit (``px``, ``in 0-1000 units``, ``in 0-1 units``; the rule of ``geometry.point_to_pixels``), else the
+   point after the arrow of the prompt's last history line (the paper's text-only mode: the undamped point
+   its history prints). With none of these, the model does not know where the crosshair is and answers
+   ``(0, 0)`` (``unknown_position: zero``) or assumes the image centre (``guess_centre``).
 5. **Native frame** per call from the mixture ``frames`` over ``pixel``, ``norm1000``, ``norm1`` and
    ``mixed``. ``mixed`` is upstream-facts §9.1 H2: the target read in 0-1000 units, the crosshair read in
    pixels from the drawn label, ``r = g*T^ - P^`` with ``g = 1000/(W-1), 1000/(H-1)``. It needs a prompt that
@@ -73,21 +74,28 @@ Knobs added by the calibration (issue 8; each default keeps the behaviour above)
     log-sd (fitted on the authors' records) times ``scale``, added to ``latency_s``. ``scale`` is 0 in
     the committed profiles, so offline sweeps stay fast; ``scale: 1`` gives realistic waits. The draw
     comes from a child of the call's generator, so the reply itself does not depend on it.
-17. ``consistency: {offset, point}``: probability that a call draws from a generator seeded by its
-    *situation* (profile, scene, image size, whether the task is in the text, and in offset mode the
-    crosshair position) instead of the per-call one, so the same situation gets the same answer, as a
-    real model gives at low temperature (§9.6 "fixation": Gemini repeated the identical one-shot answer in
-    79 % of its retries and the identical offset in 90 % of the calls that saw the crosshair where it
-    was before). The choice itself uses the per-call generator. ``instance`` (an integer, 0 by default)
-    only relabels the random streams: another simulated instance of the same model.
+17. ``consistency: {offset, point}``: the per-call *repeat rate*. With this probability a call gives the
+    model's *modal answer* to its input: drawn from a generator seeded by the profile identity, the whole
+    prompt text and the image (every pixel: another overlay, colour or label is another input), never by
+    the trial seed. Otherwise it draws afresh with the per-call generator, which takes the trial seed. Two
+    calls on identical input therefore repeat each other with probability ``c**2`` (the fit's
+    ``c = sqrt(share of identical answers over identical-input pairs of the records)``), and repeats of a
+    trial are samples. ``instance`` (an integer, 0 by default) relabels every stream, modal answers
+    included: another simulated instance of the same model.
+18. ``obeys_requested_frame`` (an ASSUMPTION, 0 by default): probability that a call answers in the frame
+    the prompt requests explicitly (the corrected protocol's frame statement) instead of the native mixture.
+    ``fitted_for: {protocols, overlays, overlay_style}`` lists the knobs the parameters were fitted for; a
+    trial under any other value records its assumptions (``TrialRecord.simulated_assumptions``) and the
+    summary marks its row, e.g. ``[SIMULATED; frame request assumed]``.
 
 Ground truth is scaled to the size of the image sent when the harness resized the screenshot
 (``request.image_size`` differs from the scene's size).
 
-Determinism: there is no global RNG. Each call seeds ``numpy.random.default_rng`` with an integer taken from
-sha256 over the profile identity (model name + a digest of the profile), ``request.seed``, ``request.text``
-and sha256 of the PNG bytes (or of the raw array when only ``image_rgb`` is given). The same request gives
-the same reply whatever the call order or transport, as long as the PNG bytes are part of the request.
+Determinism: there is no global RNG. Each call (apart from its modal answer, item 17) seeds
+``numpy.random.default_rng`` with an integer taken from sha256 over the profile identity (model name + a
+digest of the profile), ``request.seed``, ``request.text`` and sha256 of the PNG bytes (or of the raw array
+when only ``image_rgb`` is given). The same request gives the same reply whatever the call order or
+transport, as long as the PNG bytes are part of the request.
 
 Layout: :mod:`~dvoc_bench.models.simulator.profile` declares the profile (the ``sim:`` block: every knob
 above with its type, default, range and docstring; a bad value is one line naming the dotted key),
@@ -99,12 +107,14 @@ above with its type, default, range and docstring; a bad value is one line namin
 from dvoc_bench.models.simulator.behaviour import AXIS_DROP_MIN_PX, MID_PX, NEAR_PX
 from dvoc_bench.models.simulator.model import NO_TOOL_TEXT, NOT_SUPPORTED, SimulatedModel
 from dvoc_bench.models.simulator.profile import (
+    ASSUMPTION_LABELS,
     NATIVE_FRAMES,
     AxisDropSpec,
     CanvasSpec,
     ConfidenceBucket,
     ConfidenceSpec,
     ConsistencySpec,
+    FittedFor,
     FrameMix,
     LatencySpec,
     NearSpec,
@@ -114,12 +124,14 @@ from dvoc_bench.models.simulator.profile import (
     SimProfile,
     SomSpec,
     TokensSpec,
+    assumed_knobs,
     for_canvas,
     load_profile,
 )
 from dvoc_bench.models.simulator.reading import parse_crosshair_line, parse_marks
 
 __all__ = [
+    "ASSUMPTION_LABELS",
     "AXIS_DROP_MIN_PX",
     "MID_PX",
     "NATIVE_FRAMES",
@@ -131,6 +143,7 @@ __all__ = [
     "ConfidenceBucket",
     "ConfidenceSpec",
     "ConsistencySpec",
+    "FittedFor",
     "FrameMix",
     "LatencySpec",
     "NearSpec",
@@ -141,6 +154,7 @@ __all__ = [
     "SimulatedModel",
     "SomSpec",
     "TokensSpec",
+    "assumed_knobs",
     "for_canvas",
     "load_profile",
     "parse_crosshair_line",

@@ -126,8 +126,9 @@ def near_target(o: Offset, near: NearSpec, axis_drop: AxisDropSpec, rng: np.rand
         o = o.scaled(near.shrink_below_100)
     p_x, p_y = axis_drop.per_axis()
     if (p_x > 0 or p_y > 0) and d < axis_drop.max_px:
-        drop_x = abs(o.dx) > AXIS_DROP_MIN_PX and rng.random() < p_x
-        drop_y = abs(o.dy) > AXIS_DROP_MIN_PX and rng.random() < p_y
+        reach = axis_drop.max_axis_px
+        drop_x = abs(o.dx) > AXIS_DROP_MIN_PX and rng.random() < p_x and abs(o.dx) <= reach
+        drop_y = abs(o.dy) > AXIS_DROP_MIN_PX and rng.random() < p_y and abs(o.dy) <= reach
         if drop_x and drop_y:  # never both: keep the larger component
             drop_x, drop_y = abs(o.dx) < abs(o.dy), abs(o.dx) >= abs(o.dy)
         o = Offset(0.0 if drop_x else o.dx, 0.0 if drop_y else o.dy)

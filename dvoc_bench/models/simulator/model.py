@@ -31,6 +31,7 @@ from dvoc_bench.models.simulator.reading import (
     image_digest,
     parse_marks,
     position_stated,
+    requested_frame,
     tool_names,
     truth_in_image,
 )
@@ -117,7 +118,7 @@ class SimulatedModel:
         rng = self.situation_rng(req, prof, mode, truth, rng)
         centre, aimed = aim(truth, req.text, prof, rng)
         if mode == "point":
-            return self._point(truth, size, centre, aimed, rng, prof)
+            return self._point(truth, size, centre, aimed, rng, prof, req.text)
         if mode == "select":
             return self._select(truth, marks, centre, aimed, rng)
         return self._offset(req, truth, size, centre, aimed, rng, prof)
@@ -125,18 +126,17 @@ class SimulatedModel:
     def situation_rng(
         self, req: ModelRequest, prof: SimProfile, mode: str, truth: SceneTruth, rng: np.random.Generator
     ) -> np.random.Generator:
-        """``rng``, or with probability ``consistency.<mode>`` a generator seeded by the call's situation
-        (no draw at all when that probability is 0, so older profiles keep their random stream)."""
+        """``rng``, or with probability ``consistency.<mode>`` (the per-call repeat rate) the generator of the
+        model's *modal answer* to this exact input: seeded by the profile identity, the prompt text and the
+        image, never by the trial seed, so two calls on identical input repeat each other with probability
+        ``c**2`` and otherwise differ. Whether a call repeats is drawn from ``rng`` (the trial seed); no draw
+        at all when the rate is 0."""
         c = {"offset": prof.consistency.offset, "point": prof.consistency.point}.get(mode, 0.0)
         if c <= 0 or rng.random() >= c:
             return rng
-        task = bool(truth.instruction) and truth.instruction in req.text
-        where = ""
-        if mode == "offset":
-            p = crosshair_position(req)
-            where = "none" if p is None else f"{round(p.x)},{round(p.y)}"
-        key = f"{mode}|{req.scene_id}|{req.image_size.width}x{req.image_size.height}|{task}|{where}"
-        h = hashlib.sha256(self._identity + b"|situation|" + key.encode())
+        h = hashlib.sha256(self._identity + b"|modal|" + mode.encode() + b"|")
+        h.update(req.text.encode())
+        h.update(image_digest(req))
         return np.random.default_rng(int.from_bytes(h.digest()[:16], "big"))
 
     def _select(
@@ -176,12 +176,13 @@ class SimulatedModel:
         aimed: str | None,
         rng: np.random.Generator,
         prof: SimProfile | None = None,
+        text: str = "",
     ) -> Reply:
         prof = self.profile if prof is None else prof
         outlier, outlier_p = point_outliers(prof, truth, aimed)
         t_hat = perceive(truth, centre, aimed, prof.noise, prof.oneshot.noise_px, outlier, outlier_p, rng)
         mix = prof.oneshot.frames or prof.frames
-        frame = sample_frame(mix.weights(position_stated=True), rng)
+        frame = self._frame(text, prof, mix.weights(position_stated=True), rng)
         p = point_from_pixels(t_hat, Frame(frame), size)
         conf = prof.oneshot.confidence.sample(rng, 0.0)
         args = {"x": round_in_frame(p.x, frame), "y": round_in_frame(p.y, frame), "confidence": conf}
@@ -200,7 +201,8 @@ class SimulatedModel:
         prof = self.profile if prof is None else prof
         t_hat = perceive(truth, centre, aimed, prof.noise, None, prof.outlier, prof.outlier.p, rng)
         p_hat = crosshair_position(req)
-        frame = sample_frame(prof.frames.weights(position_stated=position_stated(req.text)), rng)
+        weights = prof.frames.weights(position_stated=position_stated(req.text))
+        frame = self._frame(req.text, prof, weights, rng)
         if p_hat is None:
             if prof.unknown_position == "zero":
                 args = {"dx": 0, "dy": 0, "confidence": prof.confidence.sample(rng, 0.0)}
@@ -221,6 +223,16 @@ class SimulatedModel:
             "confidence": conf,
         }
         return self._reply(None, ToolCall("report_offset", json.dumps(args)))
+
+    @staticmethod
+    def _frame(text: str, prof: SimProfile, weights: Mapping[str, float], rng: np.random.Generator) -> str:
+        """The native frame of one answer: the explicitly requested one with ``obeys_requested_frame`` (an
+        assumption; no draw while it is 0), else a draw from the mixture."""
+        if prof.obeys_requested_frame > 0:
+            want = requested_frame(text)
+            if want is not None and rng.random() < prof.obeys_requested_frame:
+                return want
+        return sample_frame(weights, rng)
 
     def _reply(self, text: str | None, call: ToolCall | None) -> Reply:
         tok = self.profile.tokens

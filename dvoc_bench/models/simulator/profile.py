@@ -28,7 +28,9 @@ __all__ = [
     "CanvasSpec",
     "ConfidenceBucket",
     "ConfidenceSpec",
+    "ASSUMPTION_LABELS",
     "ConsistencySpec",
+    "FittedFor",
     "FrameMix",
     "LatencySpec",
     "NearSpec",
@@ -38,6 +40,7 @@ __all__ = [
     "SimProfile",
     "SomSpec",
     "TokensSpec",
+    "assumed_knobs",
     "for_canvas",
     "load_profile",
 ]
@@ -169,6 +172,9 @@ class AxisDropSpec(Declared):
     max_px: Bound = math.inf
     """Axes are dropped only while the perceived offset is shorter than this (calibration: none of the
     authors' models dropped an axis beyond 300 px); ``null`` / ``.inf`` = no bound."""
+    max_axis_px: Bound = math.inf
+    """An axis further off than this (its own component, px) is never dropped (calibration: Gemini dropped
+    x only while x was at most 100 px off); ``null`` / ``.inf`` = no bound."""
 
     def per_axis(self) -> tuple[float, float]:
         """``(p for x, p for y)``."""
@@ -350,6 +356,28 @@ class ConsistencySpec(Declared):
     """``click_at`` calls (one-shot, absolute mode)."""
 
 
+class FittedFor(Declared):
+    """The knobs a profile's parameters were fitted for. A trial under any other value rests on an assumption
+    of the profile, and its records and table rows say so (:func:`assumed_knobs`)."""
+
+    protocols: tuple[str, ...] = ("paper",)
+    """Prompt protocols of the records the fit read (the authors' records: ``paper``, whose prompt asks for
+    pixels without the image size). Under another protocol the answer to its frame request is assumed
+    (``obeys_requested_frame``)."""
+    overlays: tuple[str, ...] = ("full",)
+    """Overlay modes seen in the fitted records. Others rest on the perception model's assumptions."""
+    overlay_style: Literal["default", "any"] = "default"
+    """``default``: fitted for the authors' colours and sizes only; another ``overlay_style`` is assumed."""
+
+
+ASSUMPTION_LABELS = {
+    "frame": "frame request assumed",
+    "overlay": "overlay effect assumed",
+    "overlay_style": "overlay style assumed",
+}
+"""The marker text of each assumed knob (``[SIMULATED; overlay effect assumed]``)."""
+
+
 class SimProfile(Declared):
     """Everything that makes one simulated model: the ``sim:`` block of a ``conf/model/sim-*.yaml``."""
 
@@ -390,6 +418,15 @@ class SimProfile(Declared):
     """Sampled per-call latency (calibration; off while ``latency.scale`` is 0)."""
     consistency: ConsistencySpec = Field(default_factory=ConsistencySpec)
     """Same situation, same answer (calibration; 0 = every call draws afresh)."""
+    obeys_requested_frame: Prob = 0.0
+    """ASSUMPTION (no record tests it): probability that a call answers in the frame the prompt requests
+    explicitly (the v1 frame statement: pixels of a stated image size, 0-1000, or 0-1) instead of the native
+    frame mixture. The authors' prompts asked for pixels and got mostly 0-1000 answers (that behaviour is
+    the fitted ``frames``); an explicit request was never tried, so the default 0 assumes it changes
+    nothing, and every result under ``protocols=[v1]`` is marked ``frame request assumed``."""
+    fitted_for: FittedFor | None = None
+    """The knobs the parameters were fitted for (written by the calibration); ``None`` for a hand-set
+    profile, whose results carry no assumption marker beyond ``[SIMULATED]``."""
     instance: NonNegInt = 0
     """A label that changes every random stream but no distribution: another simulated instance of the same
     model (validation averages over a few, since a consistent model's situation draws are shared by all
@@ -418,8 +455,34 @@ class SimProfile(Declared):
         d = self.model_dump()
         if self.som == SomSpec():
             d.pop("som")
+        d.pop("fitted_for")  # a label, not behaviour
+        if self.obeys_requested_frame == 0:
+            d.pop("obeys_requested_frame")
+        for drop in [d["axis_drop"], *(c["axis_drop"] for c in d["canvas"] if c.get("axis_drop"))]:
+            if drop.get("max_axis_px") == math.inf:
+                drop.pop("max_axis_px")  # the default: older profiles keep their digest
         blob = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def assumed_knobs(
+    sim: Mapping[str, Any] | None, *, protocol: str, overlay: str, default_style: bool = True
+) -> list[str]:
+    """The assumption markers of one trial of a profile (a raw ``sim:`` mapping): the knobs among the
+    trial's that the profile's ``fitted_for`` does not list (``-`` = the knob does not apply). Empty for a
+    profile without ``fitted_for``."""
+    ff = (sim or {}).get("fitted_for") if isinstance(sim, Mapping) else None
+    if not ff:
+        return []
+    f = FittedFor.model_validate(ff)
+    out = []
+    if protocol not in ("-", *f.protocols):
+        out.append(ASSUMPTION_LABELS["frame"])
+    if overlay not in ("-", *f.overlays):
+        out.append(ASSUMPTION_LABELS["overlay"])
+    if overlay != "-" and not default_style and f.overlay_style == "default":
+        out.append(ASSUMPTION_LABELS["overlay_style"])
+    return out
 
 
 def for_canvas(prof: SimProfile, size: Size) -> SimProfile:

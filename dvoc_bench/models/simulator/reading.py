@@ -23,10 +23,12 @@ from dvoc_bench.scenes.types import SceneTruth
 __all__ = [
     "crosshair_position",
     "decode_image",
+    "history_position",
     "image_digest",
     "parse_crosshair_line",
     "parse_marks",
     "position_stated",
+    "requested_frame",
     "tool_names",
     "truth_in_image",
 ]
@@ -59,17 +61,53 @@ def parse_crosshair_line(text: str, size: Size) -> Point | None:
     return point_to_pixels(p, _unit_frame(m.group(3)), size)
 
 
+_REQUEST_RES = (
+    ("pixel", re.compile(r"\buse pixel coordinates\b", re.IGNORECASE)),
+    ("norm1000", re.compile(r"\bnormali[sz]ed to 0\s*-\s*1000\b", re.IGNORECASE)),
+    ("norm1", re.compile(r"\bnormali[sz]ed to 0\s*-\s*1\b(?!\d)", re.IGNORECASE)),
+)
+"""An explicit frame request, as the corrected protocol words it (``prompts.frame_statement``)."""
+
+
+def requested_frame(text: str) -> str | None:
+    """The frame the prompt explicitly asks answers in (``pixel``, ``norm1000``, ``norm1``), ``None`` when
+    it states none (the paper's prompt says "pixel offset" without a frame statement or the image size)."""
+    for name, rx in _REQUEST_RES:
+        if rx.search(text):
+            return name
+    return None
+
+
 def position_stated(text: str) -> bool:
     """Whether the text has a ``Crosshair position:`` line (even one whose numbers cannot be read)."""
     return _POS_LINE_RE.search(text) is not None
 
 
+_HISTORY_RE = re.compile(
+    r"position \(\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*\)[^\n]*?(?:=>|->|\u2192)\s*"
+    r"\(\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*\)",
+    re.IGNORECASE,
+)
+"""A history line of the paper's prompt: ``position (x,y), reported ... => (x', y')`` (pixels)."""
+
+
+def history_position(text: str) -> Point | None:
+    """Where the prompt's history says the estimate went last (the point after the arrow of its last line,
+    in pixels), as a model reading the history would take it; ``None`` without a history line."""
+    last = None
+    for m in _HISTORY_RE.finditer(text):
+        last = m
+    return None if last is None else Point(float(last.group(3)), float(last.group(4)))
+
+
 def crosshair_position(req: ModelRequest) -> Point | None:
-    """The crosshair in pixels: found in the image (``render.find_crosshair``), else read from the text;
-    ``None`` when neither shows it."""
+    """The crosshair in pixels: found in the image (``render.find_crosshair``), else read from the text (a
+    ``Crosshair position:`` line, else the last history line's arrow); ``None`` when nothing shows it."""
     image = decode_image(req)
     p = find_crosshair(image, width=3) if image is not None else None
-    return p if p is not None else parse_crosshair_line(req.text, req.image_size)
+    if p is None:
+        p = parse_crosshair_line(req.text, req.image_size)
+    return p if p is not None else history_position(req.text)
 
 
 _MARKS_RE = re.compile(r"^[ \t]*marked elements:[ \t]*(\{.*)$", re.IGNORECASE | re.MULTILINE)
