@@ -222,6 +222,8 @@ def test_readme_command_runs(i, results, readme_output):
     args = c.argv[3:]
     if c.module == "dvoc_bench" and "--help" in args:
         assert r.stdout.startswith("dvoc-bench:")
+    elif c.module == "dvoc_bench" and "run.plan_only=true" in args:  # sizes the sweep, writes nothing
+        assert r.stdout.startswith("plan only:") and not (r.out_dir / "trials.jsonl").exists()
     elif c.module == "dvoc_bench":
         assert "run dir:" in r.stdout
         jobs = sorted(d for d in r.out_dir.iterdir() if d.is_dir()) if "-m" in args else [r.out_dir]
