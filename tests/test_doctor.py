@@ -80,14 +80,15 @@ def break_it(run_dir: Path) -> dict:
     with trials.open("ab") as f:
         f.write(b'{"trial_key": "dead')
     # 4. a corrupt frame and a missing one (both referenced)
-    shas = sorted({json.loads(x)["frame_sha"] for x in s_lines if json.loads(x).get("frame_sha")})
+    gone = parsed[model_trials[-1]]["trial_key"]  # removed in 6.: its frames must not be the ones broken here
+    others = {json.loads(x)["frame_sha"] for x in s_lines if json.loads(x)["trial_key"] != gone}
+    shas = sorted(sha for sha in others if sha)  # frames still referenced once the trial is gone
     (run_dir / "frames" / f"{shas[0]}.png").write_bytes(b"not the frame")
     (run_dir / "frames" / f"{shas[1]}.png").unlink()
     # 5. stray temporary files
     (run_dir / "plan.jsonl.tmp").write_text("half a plan")
     (run_dir / "frames" / f".{shas[2]}.tmp").write_bytes(b"half a frame")
     # 6. a planned trial that never finished (its line and steps removed), and a line of another plan
-    gone = parsed[model_trials[-1]]["trial_key"]
     keep_t = [x for x in lines(trials) if gone not in x.decode("utf-8", "replace")]
     trials.write_bytes(b"".join(keep_t))
     steps.write_bytes(b"".join(x for x in lines(steps) if gone.encode() not in x))
