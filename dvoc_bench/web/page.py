@@ -32,6 +32,14 @@ import numpy as np
 
 from dvoc_bench.geometry import Box, Point, Size
 from dvoc_bench.web.browser import NetworkGuard, Session, origin_of
+from dvoc_bench.web.page_js import (
+    ARM_CLICK_JS,
+    CLICKED_JS,
+    HIT_JS,
+    MEASURE_JS,
+    SETTLE_JS,
+    STYLE_JS,
+)
 
 log = logging.getLogger(__name__)
 
@@ -207,162 +215,6 @@ def font_css(origin: str | None = None) -> str:
 
 # --------------------------------------------------------------------------------------- scripts
 
-_DESCRIBE_JS = """
-function dvocDescribe(el) {
-  const parts = [];
-  let e = el;
-  for (let depth = 0; e && e.nodeType === 1 && depth < 4; depth++) {
-    let s = e.tagName.toLowerCase();
-    if (e.id) { parts.unshift(s + '#' + e.id); break; }
-    const cls = Array.from(e.classList).slice(0, 2);
-    if (cls.length) s += '.' + cls.join('.');
-    parts.unshift(s);
-    if (s === 'body' || s === 'html') break;
-    e = e.parentElement;
-  }
-  return parts.join(' > ');
-}
-"""
-
-_SETTLE_JS = """
-async () => {
-  // Force a layout so the faces the page uses start loading, wait for them, then two frames.
-  void document.body.offsetHeight;
-  await document.fonts.ready;
-  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
-  await document.fonts.ready;
-  const ours = Array.from(document.fonts).filter(f => f.family.replace(/["']/g, '').startsWith('DVOC '));
-  return ours.map(f => [f.family.replace(/["']/g, ''), String(f.weight), f.style, f.status]);
-}
-"""
-
-_MEASURE_JS = (
-    """
-({matches}) => {
-"""
-    + _DESCRIBE_JS
-    + """
-  const INTERACTIVE = 'a[href], button, input:not([type=hidden]), select, textarea, summary, ' +
-    '[role=button], [role=link], [role=menuitem], [role=menuitemcheckbox], [role=menuitemradio], ' +
-    '[role=tab], [role=checkbox], [role=radio], [role=option], [role=switch], [role=textbox], ' +
-    '[role=combobox], [onclick], [tabindex]:not([tabindex="-1"])';
-  const W = window.innerWidth, H = window.innerHeight;
-  function clipOf(r) {
-    return [Math.max(r.left, 0), Math.max(r.top, 0), Math.min(r.right, W), Math.min(r.bottom, H)];
-  }
-  function why(el) {
-    // Why a match is not a visible target (null: it is one), its visible fraction and what covers it.
-    const r = el.getBoundingClientRect();
-    const rect = [r.left, r.top, r.right, r.bottom];
-    const [x0, y0, x1, y1] = clipOf(r);
-    const area = r.width * r.height;
-    const frac = area > 0 && x1 > x0 && y1 > y0 ? (x1 - x0) * (y1 - y0) / area : 0;
-    const out = {description: dvocDescribe(el), rect: rect, fraction: frac, reason: null, kind: null};
-    if (!el.checkVisibility()) { out.kind = 'hidden'; out.reason = 'display:none (itself or an ancestor)'; }
-    else if (r.width <= 0 || r.height <= 0) {
-      out.kind = 'hidden'; out.reason = 'zero size (' + r.width + 'x' + r.height + ')';
-    }
-    else if (!el.checkVisibility({visibilityProperty: true})) {
-      out.kind = 'hidden'; out.reason = 'visibility:hidden';
-    }
-    else if (!el.checkVisibility({opacityProperty: true})) { out.kind = 'hidden'; out.reason = 'opacity:0'; }
-    else if (frac < 0.5) { out.kind = 'outside'; out.reason = 'outside the viewport'; }
-    else {
-      const top = document.elementFromPoint((x0 + x1) / 2, (y0 + y1) / 2);
-      if (top && top !== el && !el.contains(top)) {
-        out.kind = 'covered'; out.reason = 'covered by ' + dvocDescribe(top);
-      }
-    }
-    return out;
-  }
-  const infos = matches.map(why);
-  const ok = infos.map((m, i) => m.kind === null ? i : -1).filter(i => i >= 0);
-  const chosen = matches.length === 1 ? (ok.length ? 0 : null) : (ok.length === 1 ? ok[0] : null);
-  const res = {matches: infos, chosen: chosen, viewport: [W, H], elements: []};
-  if (chosen === null) return res;
-  const target = matches[chosen];
-  window.__dvocTarget = target;
-  function roleOf(el) {
-    const tag = el.tagName.toLowerCase(), r = (el.getAttribute('role') || '').toLowerCase();
-    const type = (el.getAttribute('type') || '').toLowerCase();
-    if (r === 'link' || r === 'menuitem' || (tag === 'a' && !r)) return 'link';
-    if (['textbox', 'combobox', 'checkbox', 'radio', 'switch'].includes(r)) return 'input';
-    if (tag === 'input' && ['button', 'submit', 'reset', 'image'].includes(type)) return 'button';
-    if (['input', 'select', 'textarea'].includes(tag)) return 'input';
-    return 'button';
-  }
-  function labelOf(el) {
-    const squash = s => (s || '').replace(/\\s+/g, ' ').trim();
-    let t = squash(el.getAttribute('aria-label'));
-    if (!t) t = squash(el.innerText);
-    if (!t && el.labels && el.labels.length) t = squash(el.labels[0].innerText);
-    if (!t) t = squash(el.value) || squash(el.getAttribute('placeholder')) ||
-                squash(el.getAttribute('title')) || squash(el.getAttribute('alt'));
-    return t.slice(0, 80);
-  }
-  function shown(el) {
-    const st = getComputedStyle(el);
-    return st.visibility !== 'hidden' && st.visibility !== 'collapse' && Number(st.opacity) > 0;
-  }
-  const list = Array.from(document.querySelectorAll(INTERACTIVE));
-  if (!list.includes(target)) list.push(target);
-  const wanted = new Set(list);
-  const ordered = Array.from(document.querySelectorAll('*')).filter(el => wanted.has(el));
-  ordered.forEach((el, i) => {
-    const r = el.getBoundingClientRect();
-    const [x0, y0, x1, y1] = clipOf(r);
-    const isTarget = el === target;
-    const visible = r.width > 0 && r.height > 0 && x1 > x0 && y1 > y0 && shown(el);
-    if (!visible && !isTarget) return;
-    res.elements.push({
-      dom_id: el.id || '', tag: el.tagName.toLowerCase(), index: i,
-      label: labelOf(el), role: isTarget && !el.matches(INTERACTIVE) ? 'panel' : roleOf(el),
-      description: dvocDescribe(el), is_target: isTarget,
-      rect: [r.left, r.top, r.right, r.bottom], clip: [x0, y0, x1, y1],
-    });
-  });
-  return res;
-}
-"""
-)
-
-_HIT_JS = (
-    """
-([x, y, target]) => {
-"""
-    + _DESCRIBE_JS
-    + """
-  const el = document.elementFromPoint(x, y);
-  return {element: el ? dvocDescribe(el) : null,
-          hit: Boolean(el && target && (el === target || target.contains(el)))};
-}
-"""
-)
-
-_ARM_CLICK_JS = """
-(target) => {
-  window.__dvocTargetClicked = false;
-  // Capture phase on the target: runs for a click on the target or anything inside it, before any
-  // handler of the page can stop the event.
-  target.addEventListener('click', () => { window.__dvocTargetClicked = true; }, {capture: true});
-  // Bubble phase on the window, after the page's own handlers: keep the default action (following a
-  // link, submitting a form) from navigating the page away before the flag is read.
-  window.addEventListener('click', e => e.preventDefault());
-  return {armed: true};
-}
-"""
-
-_STYLE_JS = """
-(css) => {
-  const s = document.createElement('style');
-  s.textContent = css;
-  (document.head || document.documentElement).appendChild(s);
-  return true;
-}
-"""
-
-_CLICKED_JS = "() => ({clicked: window.__dvocTargetClicked === true})"
-
 _PING_MS = 5000
 """Bound of the liveness check before a Playwright call that has no timeout of its own."""
 
@@ -460,8 +312,8 @@ def prepare(live: LivePage, task: WebTask) -> tuple[dict[str, float], tuple[tupl
     t = time.perf_counter()
     origin = None if task.remote is None else origin_of(task.remote)
     with _step(task, "pinning the fonts", s):
-        evaluate(page, _STYLE_JS, font_css(origin), ms)
-        faces = tuple(tuple(f) for f in evaluate(page, _SETTLE_JS, None, ms))
+        evaluate(page, STYLE_JS, font_css(origin), ms)
+        faces = tuple(tuple(f) for f in evaluate(page, SETTLE_JS, None, ms))
     timings["fonts"] = time.perf_counter() - t
     failed = [f for f in faces if f[3] not in ("loaded", "unloaded")]
     if failed or len(faces) != len(_FACES):
@@ -477,7 +329,7 @@ def prepare(live: LivePage, task: WebTask) -> tuple[dict[str, float], tuple[tupl
             _locate(page, task.scroll_to, task, "scroll_to").first.scroll_into_view_if_needed(timeout=ms)
     if task.setup or task.wait_for or task.scroll_to:
         with _step(task, "settling after set-up", s):
-            faces = tuple(tuple(f) for f in evaluate(page, _SETTLE_JS, None, ms))
+            faces = tuple(tuple(f) for f in evaluate(page, SETTLE_JS, None, ms))
     timings["setup"] = time.perf_counter() - t
     if not _same_document(page.url, task.url):
         raise PageError(f"{task.id}: the page navigated away from {task.url} to {page.url}")
@@ -538,7 +390,7 @@ def measure(live: LivePage, task: WebTask) -> tuple[tuple[MeasuredElement, ...],
     with _step(task, f"selector {task.selector!r}", ms / 1000):
         handles = _locate(page, task.selector, task, "selector").element_handles()
         try:
-            raw = evaluate(page, _MEASURE_JS, {"matches": handles}, ms)
+            raw = evaluate(page, MEASURE_JS, {"matches": handles}, ms)
         finally:
             for h in handles:
                 h.dispose()
@@ -689,7 +541,7 @@ def hit_test(live: LivePage, task: WebTask, p: Point) -> tuple[str | None, bool]
     """``(description of the element under p, whether it is the target or inside it)``."""
     x, y = css_point(p, task.scale)
     with _step(task, "hit test", live.timeout_ms / 1000):
-        out = evaluate(live.page, _HIT_JS, [x, y, live.target], live.timeout_ms)
+        out = evaluate(live.page, HIT_JS, [x, y, live.target], live.timeout_ms)
     return out["element"], bool(out["hit"])
 
 
@@ -707,10 +559,10 @@ def verify_click(live: LivePage, task: WebTask, p: Point, index: int = 0) -> tup
         if loc.count() <= index:
             raise PageError(f"{task.id}: selector {task.selector!r} matches nothing after set-up")
         handle = loc.nth(index).element_handle(timeout=ms)
-        evaluate(live.page, _ARM_CLICK_JS, handle, ms)
+        evaluate(live.page, ARM_CLICK_JS, handle, ms)
         x, y = css_point(p, task.scale)
         live.page.mouse.click(x, y)
-        fired = bool(evaluate(live.page, _CLICKED_JS, None, ms)["clicked"])
+        fired = bool(evaluate(live.page, CLICKED_JS, None, ms)["clicked"])
     return fired, tuple(live.guard.blocked[before:])
 
 
