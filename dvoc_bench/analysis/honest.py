@@ -386,6 +386,19 @@ def _factors(frame: str, w: np.ndarray, h: np.ndarray, span: str = "W-1") -> tup
     return (w - k) / scale, (h - k) / scale
 
 
+AUDIT_VALUES = (
+    "reading",
+    "as_recorded",
+    "simulated",
+    "n",
+    "hit",
+    "hit_radius",
+    "within_eps",
+    "median_err_px",
+)
+"""Columns of a frame audit besides its grouping keys."""
+
+
 def frame_audit_points(
     steps: pd.DataFrame,
     by: Sequence[str] | str = ("model", "method", "has_task"),
@@ -403,19 +416,7 @@ def frame_audit_points(
     s = steps[steps["raw_x"].notna() & steps["raw_y"].notna() & steps["image_w"].notna()].copy()
     keys = _keys(by)
     if s.empty:
-        return pd.DataFrame(
-            columns=[
-                *keys,
-                "reading",
-                "as_recorded",
-                "simulated",
-                "n",
-                "hit",
-                "hit_radius",
-                "within_eps",
-                "median_err_px",
-            ]
-        )
+        return pd.DataFrame(columns=[*keys, *AUDIT_VALUES])
     w = s["image_w"].to_numpy(dtype=float)
     h = s["image_h"].to_numpy(dtype=float)
     x0, y0 = s["target_x0"].to_numpy(dtype=float), s["target_y0"].to_numpy(dtype=float)

@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from dvoc_bench.analysis import _layout as L
-from dvoc_bench.analysis.honest import RULE_TEXT, check_rule, headline_keys, summary_keys
+from dvoc_bench.analysis.honest import AUDIT_VALUES, RULE_TEXT, check_rule, headline_keys, summary_keys
 from dvoc_bench.analysis.intervals import RATE_INTERVAL, error_bars
 
 SIM_TAG = "SIMULATED"
@@ -471,18 +471,6 @@ def distance_cdf(
     return fig
 
 
-_AUDIT_VALUES = (
-    "reading",
-    "as_recorded",
-    "simulated",
-    "n",
-    "hit",
-    "hit_radius",
-    "within_eps",
-    "median_err_px",
-)
-
-
 def frame_audit_bars(audit: pd.DataFrame, rule: str = "hit_radius", title: str | None = None) -> Figure:
     """The frame audit as bars: per group, the ``rule`` rate of the same answers read as pixels, 0–1000
     and 0–1 (``audit`` from :func:`dvoc_bench.analysis.honest.frame_audit_points`)."""
@@ -490,7 +478,7 @@ def frame_audit_bars(audit: pd.DataFrame, rule: str = "hit_radius", title: str |
     head = title or f"Absolute answers re-read in each coordinate frame (rule {rule})"
     if audit.empty:
         return _empty(head, sim, "no absolute answers recorded")
-    keys = [c for c in audit.columns if c not in _AUDIT_VALUES]
+    keys = [c for c in audit.columns if c not in AUDIT_VALUES]
     v = pd.DataFrame(
         {"_g": _labels(audit, keys), "_h": "read as " + audit["reading"].astype(str), "value": audit[rule]}
     )
