@@ -90,7 +90,7 @@ def bench_helper(
     from dvoc_bench.detect.helper_client import HelperDetector
     from dvoc_bench.detect.service import own_helper_command
 
-    cmd = [*own_helper_command("onnx", str(model), None), "--threads", str(threads)]
+    cmd = [*own_helper_command("onnx", str(model), "yolov5-default"), "--threads", str(threads)]
     img = _screenshot(size)
     with HelperDetector(cmd, startup_timeout_s=120) as h:
         out = _time(lambda: h.run(img), n)
