@@ -7,10 +7,11 @@ Two placements (``detector.tag_layout``):
 - ``avoid`` (default): the spec's position is the first of several candidates around the box (above left,
   above right, inside the corners, left, right, below, and slid along the top and bottom edges). Marks are
   placed in id order; each takes a candidate that overlaps no earlier tag (1 px apart) and covers the
-  least of the boxes' interiors (its own included, so a tag sits outside its control when it can), the
-  earlier candidate on a tie. When no candidate is free, the tag's font shrinks a pixel at a time down to
-  :data:`MIN_FONT_PX`; when even that leaves none free, the tag takes the candidate overlapping earlier
-  tags least, and the layout counts it (``tag_overlaps``, recorded per trial).
+  least of the boxes' interiors (its own included, so a tag sits outside its control when it can); among
+  equals, the one over the fewest "ink" pixels (edges in the screenshot: text and controls the detector
+  did not box), then the earlier candidate. When no candidate is free, the tag's font shrinks a pixel at
+  a time down to :data:`MIN_FONT_PX`; when even that leaves none free, the tag takes the candidate
+  overlapping earlier tags least, and the layout counts it (``tag_overlaps``, recorded per trial).
 
 Colours (both placements): a mark starts from its index-keyed palette colour and keeps it when its WCAG
 contrast ratio against the pixels under its outline (their median relative luminance) is at least
@@ -213,23 +214,38 @@ def candidates(box: Rect, tw: int, th: int, size: Size) -> list[Rect]:
     return out
 
 
+def ink_integral(lum: np.ndarray) -> np.ndarray:
+    """Summed-area table of the screenshot's edge pixels (luminance step > 0.08 to the right or below)."""
+    ink = np.zeros(lum.shape, dtype=np.int32)
+    ink[:, :-1] |= np.abs(np.diff(lum, axis=1)) > 0.08
+    ink[:-1, :] |= np.abs(np.diff(lum, axis=0)) > 0.08
+    out = np.zeros((lum.shape[0] + 1, lum.shape[1] + 1), dtype=np.int64)
+    out[1:, 1:] = ink.cumsum(axis=0).cumsum(axis=1)
+    return out
+
+
+def _ink(table: np.ndarray, r: Rect) -> int:
+    x0, y0, x1, y1 = r
+    return int(table[y1 + 1, x1 + 1] - table[y0, x1 + 1] - table[y1 + 1, x0] + table[y0, x0])
+
+
 def _place(
-    box: Rect, tw: int, th: int, size: Size, placed: list[Rect], interiors: list[Rect]
+    box: Rect, tw: int, th: int, size: Size, placed: list[Rect], interiors: list[Rect], ink: np.ndarray
 ) -> tuple[Rect | None, Rect, int]:
     """``(free candidate or None, least-overlapping candidate, its overlap area)``."""
-    best_free: tuple[int, int, Rect] | None = None
-    best_any: tuple[int, int, Rect] | None = None
+    best_free: tuple[int, int, int, Rect] | None = None
+    best_any: tuple[int, int, int, Rect] | None = None
     for i, r in enumerate(candidates(box, tw, th, size)):
         g = _grow(r, 1)
         clash = sum(_inter(g, p) for p in placed)
         cover = sum(_inter(r, b) for b in interiors)
-        if clash == 0 and (best_free is None or (cover, i) < best_free[:2]):
-            best_free = (cover, i, r)
-        key = (clash, cover)
-        if best_any is None or key < best_any[:2]:
-            best_any = (clash, cover, r)
+        key = (cover, _ink(ink, r), i)
+        if clash == 0 and (best_free is None or key < best_free[:3]):
+            best_free = (*key, r)
+        if best_any is None or (clash, cover, i) < best_any[:3]:
+            best_any = (clash, cover, i, r)
     assert best_any is not None
-    return (best_free[2] if best_free else None), best_any[2], best_any[0]
+    return (best_free[3] if best_free else None), best_any[3], best_any[0]
 
 
 def layout_marks(
@@ -241,6 +257,7 @@ def layout_marks(
     h, w = image.shape[:2]
     size = Size(w, h)
     lum = relative_luminance(image)
+    ink = ink_integral(lum)
     boxes = [box_rect(m) for m in marks]
     line = style.line_px
     interiors = [(b[0] + line, b[1] + line, b[2] - line, b[3] - line) for b in boxes]
@@ -265,7 +282,7 @@ def layout_marks(
             tag = None
             for f in range(font, min(font, MIN_FONT_PX) - 1, -1):
                 tw, th, pad = tag_size(text, f)
-                free, least, clash = _place(b, tw, th, size, placed, interiors)
+                free, least, clash = _place(b, tw, th, size, placed, interiors, ink)
                 if free is not None:
                     tag = Tag(free, f, pad, False)
                     break
