@@ -2,7 +2,7 @@
 
     python -m dvoc_bench.detect.bench recall [--detectors oracle,cv] [--tasks W1,W2,W3,W4,W5]
         [--task-file T.yaml ...] [--page P.html ...] [--root DIR] [--onnx-model M.onnx --onnx-anchors A]
-        [--csv recall.csv] [--frames DIR]
+        [--selector CSS] [--csv outputs/detector_recall.csv] [--frames DIR]
 
 Each page is rendered by the web scene machinery (:mod:`dvoc_bench.scenes.web`: the repository's W1-W5,
 any task YAML, or any local page; a ``--page`` needs no task: its target is ``--selector``, by default
@@ -15,7 +15,9 @@ SoM marking rule (boxes over half the screen dropped, at most 50:
 - **recall**: share of DOM elements matched one-to-one (greedy, highest IoU first) by a mark with
   IoU >= 0.5;
 - **precision**: share of marks matched to a DOM element;
-- **target marked**: a mark's box contains the target's centre (the rule of ``som.target_detected``).
+- **target marked**: a mark's box contains the target's centre (the rule of ``som.target_detected``;
+  lenient: a panel's box around the target counts);
+- **target boxed**: a mark fits the target itself, IoU >= 0.5.
 
 Boxes are compared as continuous pixel boxes (a DOM element on pixels ``x0..x1`` is ``[x0, x1 + 1)``).
 The ``all`` row pools the elements and marks of every page. Datasets have no DOM: for them only the share
@@ -77,6 +79,8 @@ class PageScore:
     """Targets counted (1 per page)."""
     targets_marked: int
     """Targets whose centre lies in a mark's box."""
+    targets_boxed: int
+    """Targets fitted by a mark at IoU >= 0.5."""
     tag_overlaps: int | None
     """Tags drawn over another tag in the page's SoM frame (``--frames``), else ``None``."""
     detector_ms: float
@@ -97,11 +101,12 @@ def iou(a: Box, b: Box) -> float:
 def truth_boxes(snapshot: Snapshot) -> list[Box]:
     """The page's visible interactive DOM elements as continuous boxes (a ``panel`` target is left out:
     it is no interactive element)."""
-    return [
-        Box(e.box.x0, e.box.y0, e.box.x1 + 1.0, e.box.y1 + 1.0)
-        for e in snapshot.truth.elements
-        if e.interactive and e.role != "panel"
-    ]
+    return [_continuous(e.box) for e in snapshot.truth.elements if e.interactive and e.role != "panel"]
+
+
+def _continuous(b: Box) -> Box:
+    """An inclusive pixel box (``x0..x1``) as the continuous box ``[x0, x1 + 1)``."""
+    return Box(b.x0, b.y0, b.x1 + 1.0, b.y1 + 1.0)
 
 
 def match_count(truth: Sequence[Box], found: Sequence[Box], iou_min: float = IOU_MIN) -> int:
@@ -170,6 +175,7 @@ def score_page(snapshot: Snapshot, detector: Detector, name: str, *, frames: Pat
         precision=matched / len(marks) if marks else None,
         targets=1,
         targets_marked=int(target_marked(marks, snapshot.target_box)),
+        targets_boxed=int(any(iou(_continuous(snapshot.target_box), m.box) >= IOU_MIN for m in marks)),
         tag_overlaps=overlaps,
         detector_ms=round(run.wall_ms, 1),
     )
@@ -191,6 +197,7 @@ def pooled(rows: Sequence[PageScore], detector: str) -> PageScore:
         precision=mt / mk if mk else None,
         targets=sum(r.targets for r in mine),
         targets_marked=sum(r.targets_marked for r in mine),
+        targets_boxed=sum(r.targets_boxed for r in mine),
         tag_overlaps=sum(ov) if ov else None,
         detector_ms=round(sum(r.detector_ms for r in mine), 1),
     )
@@ -203,13 +210,14 @@ def _pct(v: float | None) -> str:
 def format_table(rows: Sequence[PageScore]) -> str:
     """A markdown table of the scores (one line per page and detector, pooled rows last)."""
     heads = ["page", "detector", "DOM elements", "marks", "matched", "recall", "precision", "target marked"]
+    heads.append("target boxed")
     with_frames = any(r.tag_overlaps is not None for r in rows)
     if with_frames:
         heads.append("tag overlaps")
     body = []
     for r in rows:
         cells = [r.page, r.detector, str(r.elements), str(r.marks), str(r.matched), _pct(r.recall)]
-        cells += [_pct(r.precision), f"{r.targets_marked}/{r.targets}"]
+        cells += [_pct(r.precision), f"{r.targets_marked}/{r.targets}", f"{r.targets_boxed}/{r.targets}"]
         if with_frames:
             cells.append("-" if r.tag_overlaps is None else str(r.tag_overlaps))
         body.append(cells)
@@ -282,8 +290,8 @@ def _detectors(args: argparse.Namespace) -> dict[str, Callable[[Snapshot], Detec
 
 def run(args: argparse.Namespace) -> list[PageScore]:
     """Render the pages, run every detector on each, and return the per-page rows then the pooled ones."""
+    detectors = _detectors(args)  # first: a bad model or anchors fails before any page is rendered
     shots = _snapshots(args)
-    detectors = _detectors(args)
     frames = Path(args.frames) if args.frames else None
     rows = [score_page(s, make(s), name, frames=frames) for name, make in detectors.items() for s in shots]
     return rows + [pooled(rows, name) for name in detectors]
@@ -313,7 +321,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--onnx-model", help="YOLOv5 .onnx model for the onnx detector")
     ap.add_argument("--onnx-anchors", help="its RK_anchors.txt, or yolov5-default")
     ap.add_argument(
-        "--csv", default="detector_recall.csv", help="where the CSV goes (default: ./detector_recall.csv)"
+        "--csv",
+        default="outputs/detector_recall.csv",
+        help="where the CSV goes (default: outputs/detector_recall.csv)",
     )
     ap.add_argument("--frames", help="folder for each page's SoM frame per detector (PNG)")
     ap.add_argument("--timeout", type=float, default=30.0, help="page load timeout, seconds")
@@ -346,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     print(format_table(rows))
     print(
         "recall = DOM interactive elements matched one-to-one by a mark; precision = marks matched to a DOM "
-        "element; target marked = a mark's box contains the target's centre."
+        "element; target marked = a mark's box contains the target's centre; target boxed = a mark fits the "
+        "target at IoU >= 0.5."
     )
     write_csv(rows, Path(args.csv))
     print(f"csv: {args.csv}")

@@ -100,6 +100,7 @@ def test_recall_on_w_tasks_and_a_given_page(chromium, tmp_path, capsys):
     for p in ("W1", "W4", "controls", "all"):
         r = rows[(p, "oracle")]
         assert (r["recall"], r["precision"]) == ("1.0", "1.0") and r["targets_marked"] == r["targets"], r
+        assert r["targets_boxed"] == r["targets"]
     assert rows[("W1", "oracle")]["elements"] == "6" and rows[("W4", "oracle")]["elements"] == "8"
     assert rows[("all", "oracle")]["elements"] == "17" and rows[("all", "oracle")]["targets"] == "3"
     # the crafted page: three controls with clear edges and one grey panel that is no control
@@ -121,3 +122,30 @@ def test_recall_bad_arguments_are_one_line_exit_2(capsys):
     assert "--onnx-model" in capsys.readouterr().err
     assert bench.main(["recall", "--tasks", "W9"]) == 2
     assert "--tasks: unknown W9" in capsys.readouterr().err
+
+
+def test_recall_with_an_onnx_model(chromium, tmp_path):
+    """The onnx detector joins when a model is given: a planted model boxes exactly the page's Save button
+    (CSS [100, 100, 300, 160] -> input pixels x 0.75 + 210 px of top padding at 1280x720)."""
+    pytest.importorskip("onnxruntime")
+    from dvoc_bench.detect.synth_models import plant_box, planted_model
+    from dvoc_bench.detect.yolo import DEFAULT_ANCHORS, format_anchors
+
+    page = tmp_path / "controls.html"
+    page.write_text(PAGE, encoding="utf-8")
+    model = planted_model(tmp_path / "m.onnx", [plant_box(150, 307.5, 150, 45, level=1, anchor=1, obj=0.9)])
+    anchors = tmp_path / "RK_anchors.txt"
+    anchors.write_text(format_anchors(DEFAULT_ANCHORS))
+    out = tmp_path / "r.csv"
+    argv = ["recall", "--tasks", "", "--page", str(page), "--csv", str(out), "--onnx-model", str(model)]
+    assert bench.main([*argv, "--detectors", "onnx"]) == 2  # no anchors: the model's must be given
+    assert bench.main([*argv, "--onnx-anchors", str(anchors)]) == 0
+    r = _rows(out)[("controls", "onnx")]
+    assert (r["elements"], r["marks"], r["matched"], r["precision"], r["targets_marked"]) == (
+        "3",
+        "1",
+        "1",
+        "1.0",
+        "1",
+    )
+    assert set(_rows(out)) >= {("controls", "oracle"), ("controls", "cv")}  # onnx added to the defaults
