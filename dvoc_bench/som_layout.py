@@ -225,7 +225,11 @@ def ink_integral(lum: np.ndarray) -> np.ndarray:
 
 
 def _ink(table: np.ndarray, r: Rect) -> int:
-    x0, y0, x1, y1 = r
+    """Ink pixels strictly inside ``r`` (its 1-px rim left out: an edge the tag merely touches, like its
+    own box's, is no ink under it)."""
+    x0, y0, x1, y1 = r[0] + 1, r[1] + 1, r[2] - 1, r[3] - 1
+    if x0 > x1 or y0 > y1:
+        return 0
     return int(table[y1 + 1, x1 + 1] - table[y0, x1 + 1] - table[y1 + 1, x0] + table[y0, x0])
 
 
