@@ -140,3 +140,17 @@ def test_outline_colour_is_chosen_for_contrast_with_the_pixels_under_it():
 def test_font_floor_is_legible():
     left, top, right, bottom = dejavu(MIN_FONT_PX).getbbox("50")
     assert bottom - top >= 7 and right - left >= 10
+
+
+def test_free_space_keeps_the_seed_place_even_on_bordered_buttons():
+    """Where nothing is in the way, ``avoid`` is the seed's rule: a button's own border under the tag's
+    edge is no reason to move it."""
+    img = np.full((H, W, 3), 40, dtype=np.uint8)
+    boxes = [(100, 200, 220, 240), (300, 200, 420, 240), (200, 350, 320, 390)]
+    for x0, y0, x1, y1 in boxes:
+        img[y0 : y1 + 1, x0 : x1 + 1] = (200, 200, 200)
+        img[y0 + 1 : y1, x0 + 1 : x1] = (82, 125, 204)
+    marks = _marks(boxes)
+    assert [t.rect for t in plan_marks(img, marks).tags] == [
+        t.rect for t in plan_marks(img, marks, tag_layout="spec").tags
+    ]
