@@ -42,7 +42,8 @@ StopReason = Literal[
     "baseline",  # centre / random: no model involved
     "selected",  # Set-of-Mark: the model named a valid mark
     "no_valid_id",  # Set-of-Mark: the reply named no valid mark
-    "no_marks",  # Set-of-Mark: the detector found nothing to mark
+    "no_marks",  # Set-of-Mark: the detector found nothing to mark (older records; now grounding_error)
+    "grounding_error",  # SoM: detector failed or marked nothing; the model got the plain screenshot
     "error",  # a call failed for good
     "skipped",  # the trial never ran
 ]
@@ -273,6 +274,16 @@ class SomRecord:
     """``som_dvoc``: overlay its DVOC part used."""
     dvoc_predict: str | None = None
     """``som_dvoc``: answer kind its DVOC part used."""
+    grounding_error: str | None = None
+    """Why there are no marks (the detector failed, or found nothing to mark), as stated to the model in
+    ``grounding.error``; the trial then fell back (``som``: one ``click_at`` on the plain screenshot;
+    ``som_dvoc``: plain DVOC) and ended ``grounding_error``. ``None`` when marks were shown."""
+    fallback_stop_reason: str | None = None
+    """``som_dvoc`` after a grounding error: how its plain DVOC loop ended (``act``, ...)."""
+    tag_layout: str | None = None
+    """Tag placement used (``avoid | spec``, ``detector.tag_layout``)."""
+    tag_overlaps: int | None = None
+    """Tags drawn over an earlier tag (``avoid`` leaves one only when no free place was left)."""
 
 
 @dataclass(kw_only=True)
