@@ -14,7 +14,8 @@ Queries (``{"op": ...}``), all in screen pixels:
   height``) and every tagged canvas item (``canvas:<canvas path>:<first tag>``, box from
   ``canvas.bbox``), and the box of each target;
 - ``hit`` + ``x, y, target``: what the toolkit finds at the point (``winfo_containing``; on a canvas the
-  topmost item of ``find_overlapping``) and whether it is the target or inside it;
+  topmost item of ``find_overlapping`` within the canvas's ``closeenough`` halo, the rule Tk itself uses
+  to pick the item a click goes to) and whether it is the target or inside it;
 - ``clicks`` + ``target, wait_s``: the button presses the application received (the widget, on a canvas
   the ``current`` item), waiting up to ``wait_s`` for the first;
 - ``hide`` / ``show``: withdraw / map again the toplevels (one scene on screen at a time); ``quit``.
@@ -178,7 +179,8 @@ class Server:
         if w.winfo_class() == "Canvas":
             cx = w.canvasx(x - w.winfo_rootx())
             cy = w.canvasy(y - w.winfo_rooty())
-            under = w.find_overlapping(cx, cy, cx, cy)
+            ce = float(w.cget("closeenough"))  # Tk picks the item under the pointer with this halo
+            under = w.find_overlapping(cx - ce, cy - ce, cx + ce, cy + ce)
             item = under[-1] if under else None
         eid = _item_id(w, item) if item is not None else f"widget:{w}"
         return {"element": eid, "hit": self.matches(target, w, item)}
