@@ -67,8 +67,8 @@ def test_bring_your_own_app_runs_and_leaves_nothing(tmp_path):
     r = run_cli(
         "task=desktop_custom", f"desktop.custom.script={app}", "desktop.custom.target=canvas:.dlg.c:round",
         "desktop.custom.instruction=Click the green circle", "desktop.verify_click=true",
-        "methods=[oneshot,centre]", "models=[sim-ideal]", "starts=random:2", f"hydra.run.dir={tmp_path / 'run'}",
-        env_extra={"DVOC_TEST_MARK": mark}, timeout=180,
+        "methods=[oneshot,centre]", "models=[sim-ideal]", "starts=random:2",
+        f"hydra.run.dir={tmp_path / 'run'}", env_extra={"DVOC_TEST_MARK": mark}, timeout=180,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     trials = _trials(tmp_path / "run")
