@@ -131,3 +131,35 @@ def test_missing_xvfb_or_tk_names_the_debian_package(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "_tkinter", None)
     with pytest.raises(DesktopUnavailable, match="install the Debian package python3-tk"):
         XDisplay().start()
+
+
+FONT_PROBE = """
+import sys
+import tkinter
+import tkinter.font
+
+root = tkinter.Tk()
+families = sorted(set(tkinter.font.families(root)))
+actual = tkinter.font.nametofont("TkDefaultFont", root).actual("family")
+if families != sorted(sys.argv[1:]) or actual != "DejaVu Sans":
+    raise SystemExit(f"fonts not pinned: default {actual!r}, families {families}")
+root.mainloop()
+"""
+
+
+def test_tk_sees_only_the_project_fonts(reg, tmp_path):
+    """Tk finds exactly the families of the pinned font folder, and its default font is DejaVu Sans."""
+    from PIL import ImageFont
+
+    from dvoc_bench.desktop.display import font_folder
+    from dvoc_bench.scenes.desktop import DesktopTask, Instance
+
+    families = {ImageFont.truetype(str(f), 10).getname()[0] for f in font_folder().glob("*.ttf")}
+    script = tmp_path / "fonts.py"
+    script.write_text(FONT_PROBE.replace("sys.argv[1:]", repr(sorted(families))))
+    desk = reg.source("desktop").backend
+    task = DesktopTask(id="fonts", script=script, target="widget:.", instruction="-", where=str(script))
+    with desk._lock:
+        inst = desk._start(task)  # raises SceneError with the script's message when the fonts leak
+        inst.close()
+        desk._shown = None
