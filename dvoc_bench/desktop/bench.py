@@ -10,6 +10,8 @@ Prints, one ``key=value`` line per figure:
   measured the same way in the same process (a desktop frame is grabbed once per run, so a step costs the
   same kind of work as on a synthetic scene, on more pixels);
 - ``probe_median_ms``: the toolkit hit test of a trial's final point (a pipe round trip to the live app);
+- ``probe_switch_median_ms``: the same when the previous probe was on another scene (that app withdrawn,
+  this one mapped again: what interleaved trials of several scenes pay);
 - ``verify_click_median_ms``: the optional real click per trial (fresh instance, pointer click, report).
 """
 
@@ -65,6 +67,13 @@ def run(steps: int = 200, probes: int = 100, clicks: int = 10) -> dict[str, floa
             )
             hits.append(time.perf_counter() - t0)
         out["probe_median_ms"] = _median_ms(hits)
+        switch = []
+        for k in range(probes // 4 * 4 or 4):  # each probe on another scene: withdraw one app, map the next
+            sid = DESKTOP_IDS[k % 4]
+            t0 = time.perf_counter()
+            desk.hit_test(sid, reg.truth(sid).target_box.centre)
+            switch.append(time.perf_counter() - t0)
+        out["probe_switch_median_ms"] = _median_ms(switch)
         target = reg.truth("D1").target_box.centre
         times = []
         for _ in range(clicks):

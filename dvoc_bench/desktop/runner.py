@@ -236,7 +236,9 @@ class Server:
         x, y = sw - 1 - self.root.winfo_rootx(), sh - 1 - self.root.winfo_rooty()
         self.root.event_generate("<Motion>", warp=True, x=x, y=y)
 
-    def settle(self, timeout_s: float = 10.0) -> None:
+    def settle(self, timeout_s: float = 10.0, draw: bool = True) -> None:
+        """Wait until the toplevels are mapped, park the pointer, stack the dialogs; with ``draw`` also let
+        the drawing finish (before a grab; a hit test needs only the windows in place)."""
         deadline = time.monotonic() + timeout_s
         while True:
             self.root.update()
@@ -248,7 +250,10 @@ class Server:
         for t in self.toplevels()[1:]:  # no window manager: put dialogs above the root, in creation order
             if t.winfo_viewable():
                 t.lift()
-        for _ in range(3):  # drawing happens at idle time: let it run, then let the server catch up
+        self.root.update()
+        for _ in range(
+            3 if draw else 0
+        ):  # drawing happens at idle time: let it run, then let the server catch up
             self.root.update_idletasks()
             self.root.update()
             time.sleep(0.02)
@@ -256,7 +261,7 @@ class Server:
     def show(self) -> None:
         for t in self.mapped:
             t.deiconify()
-        self.settle()
+        self.settle(draw=False)
 
     def hide(self) -> None:
         for t in self.mapped:

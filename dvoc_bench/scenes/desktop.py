@@ -376,12 +376,8 @@ class DesktopScenes:
         """The toolkit's hit test at ``point``; with ``verify_click`` also a real click (fresh instance)."""
         x, y = math.floor(point.x), math.floor(point.y)
         with self._lock:
-            scene = self.scene(scene_id)
-            task = scene.task
-            if scene.instance is None or not scene.instance.alive:
-                scene.instance = self._start(task)
-            self._show(scene.instance)
-            hit = scene.instance.request({"op": "hit", "x": x, "y": y, "target": task.target})
+            task = self.scene(scene_id).task
+            hit = self.hit_test(scene_id, point)
             clicked_element, clicked = None, None
             if self.options.verify_click:
                 fresh = self._start(task)
@@ -396,6 +392,17 @@ class DesktopScenes:
             hit_element=hit["element"], hit=bool(hit["hit"]), clicked_target=clicked,
             clicked_element=clicked_element,
         )  # fmt: skip
+
+    def hit_test(self, scene_id: str, point: Point) -> dict[str, Any]:
+        """What the scene's live app finds at ``point`` (``element``, ``hit``); the app is shown first (and
+        started again if it died)."""
+        with self._lock:
+            scene = self.scene(scene_id)
+            if scene.instance is None or not scene.instance.alive:
+                scene.instance = self._start(scene.task)
+            self._show(scene.instance)
+            q = {"op": "hit", "x": math.floor(point.x), "y": math.floor(point.y), "target": scene.task.target}
+            return scene.instance.request(q)
 
     def close(self) -> None:
         """Stop every instance and the display (snapshots stay; a later probe starts them again)."""

@@ -152,7 +152,7 @@ def test_tk_sees_only_the_project_fonts(reg, tmp_path):
     from PIL import ImageFont
 
     from dvoc_bench.desktop.display import font_folder
-    from dvoc_bench.scenes.desktop import DesktopTask, Instance
+    from dvoc_bench.scenes.desktop import DesktopTask
 
     families = {ImageFont.truetype(str(f), 10).getname()[0] for f in font_folder().glob("*.ttf")}
     script = tmp_path / "fonts.py"
