@@ -303,7 +303,7 @@ class DesktopScenes:
 
         return SceneSource(
             "*.yaml", self.load, probe=self.probe, close=self.close, extra=dict(self.extra),
-            backend=self, kind="desktop",
+            backend=self, kind="desktop", limited_load=self.limited_load,
         )  # fmt: skip
 
     def task(self, path: Path) -> DesktopTask:
@@ -347,6 +347,16 @@ class DesktopScenes:
             e.size = self.options.size
             self._failed[task.id] = e
             raise
+
+    def limited_load(self, path: Path, max_side: int) -> Snapshot:
+        """:meth:`load`, refusing a screen larger than ``scenes.max_side`` before starting anything."""
+        size = self.options.size
+        if max(size.width, size.height) > max_side:
+            side = f"{size.width}x{size.height}"
+            err = SceneError(f"{Path(path).stem}: desktop.size {side} exceeds scenes.max_side={max_side}")
+            err.size = size
+            raise err
+        return self.load(path)
 
     def render(self, task: DesktopTask) -> DesktopScene:
         t0 = time.perf_counter()

@@ -163,3 +163,10 @@ def test_tk_sees_only_the_project_fonts(reg, tmp_path):
         inst = desk._start(task)  # raises SceneError with the script's message when the fonts leak
         inst.close()
         desk._shown = None
+
+
+def test_a_screen_above_scenes_max_side_is_refused_before_anything_starts():
+    reg = SceneRegistry(default_scenes_dir(), options={"desktop": {"size": [1280, 800]}}, max_side=1000)
+    with pytest.raises(SceneError, match="D1: desktop.size 1280x800 exceeds scenes.max_side=1000"):
+        reg.snapshot("D1")
+    assert not reg.source("desktop").backend.display.running
