@@ -170,3 +170,15 @@ def test_a_screen_above_scenes_max_side_is_refused_before_anything_starts():
     with pytest.raises(SceneError, match="D1: desktop.size 1280x800 exceeds scenes.max_side=1000"):
         reg.snapshot("D1")
     assert not reg.source("desktop").backend.display.running
+
+
+def test_the_http_simulator_leaves_out_scenes_this_machine_cannot_render(monkeypatch):
+    from dvoc_bench.scenes import build_sources
+    from dvoc_bench.serve import SimBackend
+
+    monkeypatch.setattr(display_mod.shutil, "which", lambda n: None)  # no Xvfb here
+    registry = SceneRegistry(default_scenes_dir(), sources=build_sources(names=["synthetic", "desktop"]))
+    backend = SimBackend(registry=registry)
+    backend.warm()
+    instructions, _ = backend._scene_index()
+    assert sorted(instructions) == ["S1", "S2", "S3", "S4", "S5", "S6"]
