@@ -102,7 +102,8 @@ def format_table(rows: list[dict[str, Any]], epsilon: float = 30.0) -> str:
     out += [line(b) for b in body]
     legend = (
         f"Rates over trials with status ok. hit = the final point is on the target (inside its box on "
-        f"synthetic scenes; on the target's DOM element on web scenes); within-eps = "
+        f"synthetic scenes; on the target's DOM element on web scenes; on the target by the toolkit's hit "
+        f"test on desktop scenes); within-eps = "
         f"distance to the target centre < {epsilon:g} px; paper-radius = distance < max(w/2, h/2, 30) "
         f"(the authors' rule). Rows marked [SIMULATED] come from the simulated VLM, not a real model; "
         f"'... assumed' in the marker names a knob the simulated profile was not fitted for (its effect is "
