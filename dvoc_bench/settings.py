@@ -139,7 +139,7 @@ class Dataset(Declared):
     """Draw this many samples, stratified by ui type x (group, else data source); ``null``: all."""
     sample_seed: NonNegInt = 0
     """Seed of the ``limit`` draw."""
-    where: dict[str, str | list[str]] = {}
+    where: dict[str, str | list[str]] | None = None
     """Keep samples whose metadata match, e.g. ``{ui_type: icon, platform: macos}`` (keys: ui_type,
     platform, application, group, data_source, file; a list allows several values)."""
 
