@@ -54,7 +54,9 @@ def accuracy(t: pd.DataFrame, rule: str = "hit", by: str | None = None) -> pd.Da
     lo, hi = rate_interval(out["hits"].to_numpy(), out["n"].to_numpy())
     out["accuracy"] = out["hits"] / out["n"]
     out["lo"], out["hi"] = lo, hi
-    out["calls_per_success"] = [c / h if h else float("nan") for c, h in zip(out["calls"], out["hits"], strict=True)]
+    out["calls_per_success"] = [
+        c / h if h else float("nan") for c, h in zip(out["calls"], out["hits"], strict=True)
+    ]
     out.insert(len(keys), "rule", rule)
     return out.drop(columns=["calls"])
 
