@@ -431,6 +431,7 @@ def run_sweep(
                     "planned": len(specs),
                     "finished": len(trials),
                     "simulated": any(t.get("simulated") for t in trials),
+                    "frames": setup.frames,
                     "fingerprint": setup.fingerprint.digest if setup.fingerprint else None,
                 },
                 indent=1,

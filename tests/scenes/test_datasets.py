@@ -233,6 +233,9 @@ def test_frames_none_and_sent_downscaled(tmp_path):
     steps = list(read_jsonl(tmp_path / "none" / "steps.jsonl"))
     assert steps and all(len(s["frame_sha"]) == 64 for s in steps)
     assert res.frame_bytes == 0 and "0 written" in res.frames_line
+    from dvoc_bench.doctor import diagnose
+
+    assert diagnose(tmp_path / "none").clean  # hashes without files are what run.frames=none means
     res = run_sweep(quick_setup([*base, "image.max_side=1000"]), tmp_path / "sent")
     (png,) = (tmp_path / "sent" / "frames").glob("*.png")
     with Image.open(png) as im:
