@@ -20,6 +20,9 @@
 - ``inflight``: only that 8-in-flight sweep (a minute instead of three), e.g. to compare
   ``--set run.render_workers=0`` (frames drawn on the event loop) with the default pool. Last line:
   ``inflight8_ratio=<wall/ideal> cores=<n> load=<1-min load average>``.
+- ``dataset``: peak RSS of a ``run.frames=sent`` ScreenSpot-Pro sweep over a 4K fixture at 50 and at 500
+  samples, and the frame bytes per sample (:mod:`dvoc_bench.bench_dataset`; target: growth <= 200 MB).
+  Last line: ``rss50_mb=<a> rss500_mb=<b> growth_mb=<b-a> frame_mb_per_sample=<c>``.
 - ``loader``: the run loader (target: 100,000 steps load in < 5 s). A small simulated sweep, its records
   replicated (fresh trial keys) until the run holds ``--steps`` step lines, then ``load_runs`` timed: the
   first parse (which also writes the parquet cache), a parse without cache, and the cached load. Last
@@ -276,13 +279,21 @@ def bench_inflight(n_flight: int = 8, d: Path | None = None, overrides: list[str
     }
 
 
+def _dataset(overrides: list[str]) -> dict:
+    from dvoc_bench.bench_dataset import bench_dataset
+
+    return bench_dataset(extra=overrides)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m dvoc_bench.bench",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("which", choices=["overhead", "sweep", "scheduler", "inflight", "loader", "readme"])
+    ap.add_argument(
+        "which", choices=["overhead", "sweep", "scheduler", "inflight", "loader", "dataset", "readme"]
+    )
     ap.add_argument("-n", type=int, default=300, help="steps to time (overhead)")
     ap.add_argument("--steps", type=int, default=100_000, help="step lines to load (loader)")
     ap.add_argument(
@@ -300,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         "scheduler": bench_scheduler,
         "loader": lambda: bench_loader(args.steps),
         "inflight": lambda: bench_inflight(8, overrides=args.set),
+        "dataset": lambda: _dataset(args.set),
     }
     r = fns[args.which]()
     last = ("ratio", "n429", "wasted", "inflight8_ratio", "cores", "load")

@@ -147,6 +147,7 @@ def _run(cfg: DictConfig, hc: Any) -> int:
         budget_usd=summary.budget_usd,
         unknown_cost_calls=summary.unknown_cost_calls,
     )
+    lines.append(summary.frames_line)
     print("\n" + "\n".join(redact(line) for line in lines))
     print(f"run dir: {run_dir}")
     return exit_code(summary.trials)

@@ -246,11 +246,16 @@ def check_list(key: str, values: Any, allowed: Any) -> list[str]:
     return [str(v) for v in values]
 
 
-def parse_starts(spec: Any) -> tuple[str, int]:
-    """``paper`` or ``random:N`` -> (kind, N)."""
+def parse_starts(spec: Any, dataset: bool = False) -> tuple[str, int]:
+    """``paper | scaled | centre | oneshot | auto`` or ``random:N`` -> (kind, N); ``auto`` is ``scaled``
+    on a dataset, else ``paper``."""
     s = str(spec)
-    if s == "paper":
-        return "paper", 5
+    if s == "auto":
+        s = "scaled" if dataset else "paper"
+    if s in ("paper", "scaled"):
+        return s, 5
+    if s in ("centre", "oneshot"):
+        return s, 1
     if s.startswith("random:"):
         try:
             n = int(s.split(":", 1)[1])
@@ -258,4 +263,6 @@ def parse_starts(spec: Any) -> tuple[str, int]:
             n = 0
         if n > 0:
             return "random", n
-    raise ConfigError(f"starts: unknown value {s!r}; allowed: paper, random:N (N >= 1)")
+    raise ConfigError(
+        f"starts: unknown value {s!r}; allowed: auto, paper, scaled, centre, oneshot, random:N (N >= 1)"
+    )

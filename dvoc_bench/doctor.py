@@ -393,6 +393,8 @@ def _judge(run_dir: Path, locked: bool = False) -> tuple[_State, Report]:
     rep.counts["frames"] = n_frames
     corrupt = {rel[len(FRAMES) + 1 : -4] for rel, _ in bad_frames}  # reported above, not twice
     referenced = {s.get("frame_sha") for s in kept_steps if isinstance(s.get("frame_sha"), str)}
+    if _frames_mode(run_dir) == "none":  # run.frames=none: steps keep hashes, no file was written
+        referenced = set()
     for sha in sorted(referenced - present - corrupt):
         rep.problems.append(Problem("missing_frame", f"{FRAMES}/{sha}.png", "referenced by a step, absent"))
     # stray temporary files
@@ -407,6 +409,14 @@ def _judge(run_dir: Path, locked: bool = False) -> tuple[_State, Report]:
     order = {k: i for i, k in enumerate(KIND_TEXT)}
     rep.problems.sort(key=lambda p: (order.get(p.kind, len(order)), p.path, p.line or 0))
     return _State(plan, trials, steps, bad_frames, stray), rep
+
+
+def _frames_mode(run_dir: Path) -> str | None:
+    """``run.frames`` of the run (``run.json``; ``None`` when it does not say)."""
+    try:
+        return json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("frames")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def diagnose(run_dir: Path | str) -> Report:

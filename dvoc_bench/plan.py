@@ -63,10 +63,24 @@ def _seed_for(key: str) -> int:
     return int(hashlib.sha256(("seed:" + key).encode()).hexdigest()[:8], 16) & 0x7FFFFFFF
 
 
-def start_points(kind: str, n: int, size: Size, task: str, seed: int) -> list[Point]:
-    """The start list for one scene: the paper's fixed points, or ``n`` uniform points (5 % margin)."""
+PAPER_CANVAS = Size(800, 600)
+"""The canvas the authors' start points were drawn for."""
+
+
+def start_points(kind: str, n: int, size: Size, task: str, seed: int) -> list[Point | None]:
+    """The start list for one scene: the paper's fixed points (``paper``), the same points scaled from
+    800x600 to the image (``scaled``), the image centre (``centre``), ``[None]`` for ``oneshot`` (the
+    start is the model's own one-shot answer, known only when the trial runs), or ``n`` uniform points
+    (5 % margin)."""
     if kind == "paper":
         return list(PAPER_STARTS[:n])
+    if kind == "scaled":
+        sx, sy = size.width / PAPER_CANVAS.width, size.height / PAPER_CANVAS.height
+        return [Point(round(p.x * sx, 1), round(p.y * sy, 1)) for p in PAPER_STARTS[:n]]
+    if kind == "centre":
+        return [size.centre]
+    if kind == "oneshot":
+        return [None]
     h = int(hashlib.sha256(f"starts:{seed}:{task}".encode()).hexdigest()[:8], 16)
     rng = np.random.default_rng(h)
     mx, my = 0.05 * size.width, 0.05 * size.height
@@ -133,12 +147,15 @@ def build_plan(
                     coord_frame=model.coord_frame if protocol == NA
                     else get_protocol(protocol).answer_frame(model.coord_frame),
                     task=task, scene_hash=scene_hash, method=method, protocol=protocol, alpha=alpha,
-                    overlay=overlay, predict=predict, start=p.as_list() if info.uses_start else None,
+                    overlay=overlay, predict=predict,
+                    start=p.as_list() if info.uses_start and p is not None else None,
                     start_index=si, rep=rep, epsilon=knobs.epsilon, conf_threshold=knobs.threshold,
                     window=knobs.window, max_iterations=knobs.max_iterations,
                     max_attempts=knobs.max_attempts, alpha_constant=knobs.alpha_constant,
                     hit_radius_min=knobs.hit_radius_min, detector=detector if "detector" in uses else NA,
                 )  # fmt: skip
+                if info.uses_start and p is None:  # starts=oneshot (in the key only then: old keys stay)
+                    fields["start_from"] = "oneshot"
                 key = trial_key({**fields, "sweep_seed": knobs.seed})
                 assumed = _assumptions(model, protocol, overlay, knobs.overlay_style_default)
                 specs.setdefault(

@@ -66,9 +66,10 @@ ErrorClass = Literal[
 ]
 """Class of a failed call or trial (``error_class`` of steps and trials)."""
 
-SceneKind = Literal["synthetic", "web", "desktop"]
-"""What produced a scene: a Pillow drawing (``synthetic``), a page in a real Chromium (``web``) or a Tk
-application on an Xvfb display (``desktop``).
+SceneKind = Literal["synthetic", "web", "desktop", "dataset"]
+"""What produced a scene: a Pillow drawing (``synthetic``), a page in a real Chromium (``web``), a Tk
+application on an Xvfb display (``desktop``) or a screenshot of a standard dataset (``dataset``:
+ScreenSpot, ScreenSpot-v2, ScreenSpot-Pro, a manifest).
 Task sources declare theirs when they register (:mod:`dvoc_bench.scenes.sources`)."""
 
 StepKind = Literal["verify", "click", "select", "baseline"]
@@ -145,6 +146,10 @@ class TrialSpec:
     """Minimum of the paper's hit radius ``max(w/2, h/2, min)``."""
     detector: str = "-"
     """SoM methods: the detector backend and a digest of its settings (``cv:1a2b...``); ``-`` otherwise."""
+    start_from: Literal["plan", "oneshot"] = "plan"
+    """Where a method that ``uses_start`` starts: ``plan`` (the point in ``start``) or ``oneshot``
+    (``starts=oneshot``: the model's own one-shot answer, asked first, is DVOC's start; ``start`` is
+    ``None``). Part of the trial key only when not ``plan`` (earlier keys are unchanged)."""
     simulated_assumptions: list[str] = dataclasses.field(default_factory=list)
     """Simulated models only: what this trial's result rests on beyond the profile's fit, one marker per
     knob the profile was not fitted for (``frame request assumed``, ``overlay effect assumed``, ``overlay
@@ -287,6 +292,32 @@ class SomRecord:
     """Tags drawn over an earlier tag (``avoid`` leaves one only when no free place was left)."""
 
 
+@dataclass
+class SampleMeta:
+    """What a dataset sample says about itself (the ``sample`` field of dataset trials)."""
+
+    dataset: str | None = None
+    """Format it was read as: ``screenspot | screenspot_v2 | screenspot_pro | manifest``."""
+    file: str | None = None
+    """Stem of the annotation file (``screenspot_mobile``, ``photoshop_macos``, ...)."""
+    ui_type: str | None = None
+    """``text | icon`` (ScreenSpot's ``data_type``, ScreenSpot-Pro's ``ui_type``)."""
+    platform: str | None = None
+    """ScreenSpot-Pro's ``platform``; ScreenSpot: ``mobile | desktop | web`` (the file's name)."""
+    application: str | None = None
+    """ScreenSpot-Pro's ``application``."""
+    group: str | None = None
+    """ScreenSpot-Pro's ``group`` (Dev, Creative, CAD, Scientific, Office, OS)."""
+    data_source: str | None = None
+    """ScreenSpot's ``data_source`` (ios, android, windows, macos, ...)."""
+    instruction: str | None = None
+    """The instruction as the dataset states it (the task text)."""
+    image: str | None = None
+    """The screenshot's file name."""
+    img_size: list[int] | None = None
+    """``[w, h]`` the annotation states, when it does."""
+
+
 @dataclass(kw_only=True)
 class TrialOutcome:
     """How one trial ended (the outcome part of its ``trials.jsonl`` line)."""
@@ -414,6 +445,9 @@ class TrialRecord(TrialOutcome, TrialSpec):
     """Web: requests the page attempted that the harness blocked; ``None`` for other scenes."""
     clicked_element: str | None = None
     """Desktop with ``desktop.verify_click``: what received the real click (widget or canvas item)."""
+    sample: SampleMeta | None = None
+    """Dataset trials: the sample's metadata (ui type, platform, application, group, data source,
+    instruction); ``None`` for the drawn scenes and web pages."""
 
     @classmethod
     def build(
@@ -426,6 +460,7 @@ class TrialRecord(TrialOutcome, TrialSpec):
         scene_kind: SceneKind,
         probe: Probe | None = None,
         target_full: Box | None = None,
+        sample: SampleMeta | None = None,
     ) -> TrialRecord:
         """Score ``result`` against ``target`` under every rule. ``probe`` (what the scene says lies under
         the final point) decides ``hit`` when it carries a DOM verdict; ``hit_box`` keeps the box rule."""
@@ -452,6 +487,7 @@ class TrialRecord(TrialOutcome, TrialSpec):
             clicked_target=probe.clicked_target if probe else None,
             blocked_requests=probe.blocked_requests if probe else None,
             clicked_element=probe.clicked_element if probe else None,
+            sample=sample,
         )
 
 

@@ -24,6 +24,8 @@ from dvoc_bench.render import OverlayStyle
 from dvoc_bench.scheduler import RetryPolicy
 
 FrameName = Literal["pixel", "norm1000", "norm1"]
+STARTS = ("auto", "paper", "scaled", "centre", "oneshot")
+"""Named start lists (besides ``random:N``)."""
 
 
 class Loop(Declared):
@@ -71,6 +73,10 @@ class Run(Declared):
     plan_from: str | None = None
     """A previous run (or multirun) directory whose recorded calls per trial, tokens and cost per call the
     plan uses as its expectation (else the authors' records, else the upper bound; the plan says which)."""
+    frames: Literal["auto", "all", "sent", "none"] = "auto"
+    """Which frames are written to ``frames/``: ``all`` every frame the harness drew, full size; ``sent``
+    what a model saw, downscaled as sent (``image.max_side``); ``none`` hashes only (``frame_sha`` is
+    still recorded). ``auto``: ``all`` for the drawn scenes and web pages, ``sent`` for datasets."""
     max_cost_usd: float | None = Field(None, ge=0.0)
     """Budget of the run directory, USD (every call it recorded counts). No trial starts when the cost
     spent plus the upper bounds of the trials in flight and its own would pass it; those are written
@@ -114,6 +120,28 @@ class Scenes(Declared):
 
     max_side: PosInt = 8192
     """Largest scene canvas side, px; a bigger scene is refused before it is drawn."""
+
+
+class Dataset(Declared):
+    """A standard dataset as the task source (README "Standard datasets"): ``dataset=<format>
+    dataset.root=DIR``; its samples are the tasks (``tasks=[...]`` then picks sample ids)."""
+
+    format: Literal["screenspot", "screenspot_v2", "screenspot_pro", "manifest"] | None = None
+    """Set by ``dataset=<format>`` (the ``conf/dataset/`` group); ``null``: no dataset (S1-S6, web)."""
+    root: str | None = None
+    """The folder of your local copy (required with a dataset)."""
+    images: str | None = None
+    """The image folder, when not the format's own (``screenspot_imgs/``, ``screenspotv2_image/``,
+    ``images/``; a manifest's images are relative to the manifest)."""
+    files: list[str] = []
+    """Annotation files to read (names under the root; default: all of the format's)."""
+    limit: PosInt | None = None
+    """Draw this many samples, stratified by ui type x (group, else data source); ``null``: all."""
+    sample_seed: NonNegInt = 0
+    """Seed of the ``limit`` draw."""
+    where: dict[str, str | list[str]] | None = None
+    """Keep samples whose metadata match, e.g. ``{ui_type: icon, platform: macos}`` (keys: ui_type,
+    platform, application, group, data_source, file; a list allows several values)."""
 
 
 class Paths(Declared):
@@ -212,8 +240,10 @@ class Settings(Declared):
     """``v1`` (corrected) and/or ``paper`` (the authors' semantics)."""
     repeats: PosInt = 1
     """Repeats per start point."""
-    starts: str = "paper"
-    """``paper`` (the authors' five points) or ``random:N``."""
+    starts: str = "auto"
+    """``paper`` (the authors' five points, absolute pixels for 800x600), ``scaled`` (the same points
+    scaled to each image), ``centre`` (the image centre), ``oneshot`` (DVOC refines the model's own
+    one-shot answer), or ``random:N``. ``auto``: ``paper`` on the paper's scenes, ``scaled`` on datasets."""
     seed: int = Field(0, ge=0)
     """The sweep seed."""
     smoke: bool = False
@@ -250,6 +280,8 @@ class Settings(Declared):
     """Web scenes and bring-your-own pages."""
     desktop: Desktop = Desktop()
     """Desktop scenes and bring-your-own Tk apps."""
+    dataset: Dataset = Dataset()
+    """A standard dataset as the task source (``dataset=screenspot_pro dataset.root=DIR``)."""
     detector: dict[str, Any] | None = None
     """The Set-of-Mark detector (the ``detector`` config group; validated by
     :func:`dvoc_bench.detect.config.detector_config` when a SoM method runs)."""
@@ -257,9 +289,9 @@ class Settings(Declared):
     @field_validator("starts")
     @classmethod
     def _starts(cls, v: str) -> str:
-        if v == "paper" or (v.startswith("random:") and v[7:].isdigit() and int(v[7:]) >= 1):
+        if v in STARTS or (v.startswith("random:") and v[7:].isdigit() and int(v[7:]) >= 1):
             return v
-        raise ValueError(f"unknown value {v!r}; allowed: paper, random:N (N >= 1)")
+        raise ValueError(f"unknown value {v!r}; allowed: {', '.join(STARTS)}, random:N (N >= 1)")
 
 
 def load_settings(cfg: dict[str, Any]) -> Settings:

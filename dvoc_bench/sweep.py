@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,12 +27,13 @@ from dvoc_bench.config import (
 from dvoc_bench.control import AdaptiveConfig
 from dvoc_bench.detect.config import DetectorConfig, detector_config
 from dvoc_bench.detect.service import DetectorService
+from dvoc_bench.frames import FrameSaver
 from dvoc_bench.geometry import Box, Point, Size
 from dvoc_bench.methods.common import TrialEnv, finish
 from dvoc_bench.models.base import Model
 from dvoc_bench.plan import Knobs, build_plan
 from dvoc_bench.protocol.protocols import PROTOCOLS
-from dvoc_bench.records import TrialRecord, TrialResult, TrialSpec, read_jsonl, to_jsonable
+from dvoc_bench.records import SampleMeta, TrialRecord, TrialResult, TrialSpec, read_jsonl, to_jsonable
 from dvoc_bench.registry import method_info
 from dvoc_bench.registry import methods as registry_methods
 from dvoc_bench.render import OverlayStyle
@@ -78,6 +81,10 @@ class SweepSetup:
     """``run.plan_only``: print the plan's estimates and run nothing (:mod:`dvoc_bench.sizing`)."""
     plan_from: str | None = None
     """``run.plan_from``: an earlier run whose recorded calls and tokens the plan expects."""
+    frames: str = "all"
+    """``run.frames`` resolved: ``all | sent | none`` (:func:`frame_saver`)."""
+    image_max_side: int | None = None
+    """``image.max_side``: frames stored with ``run.frames=sent`` are downscaled to it, as sent."""
 
 
 def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str | None = None) -> SweepSetup:
@@ -86,9 +93,16 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
     s = load_settings(dict(cfg))
     models_dir = Path(s.paths.models) if s.paths.models else default_conf_dir() / "model"
     scenes_dir = Path(s.paths.scenes) if s.paths.scenes else default_scenes_dir()
-    options = {"web": s.web.model_dump(), "desktop": s.desktop.model_dump()}
-    registry = SceneRegistry(scenes_dir, options=options, max_side=s.scenes.max_side)
-    tasks = check_list("task" if s.task else "tasks", [s.task] if s.task else s.tasks, registry.ids())
+    dataset = s.dataset.format is not None
+    if dataset:  # the dataset's (selected) samples are the tasks; tasks=[...] picks sample ids
+        registry, tasks = dataset_registry(s, scenes_dir)
+    else:
+        registry = SceneRegistry(
+            scenes_dir,
+            options={"web": s.web.model_dump(), "desktop": s.desktop.model_dump()},
+            max_side=s.scenes.max_side,
+        )
+        tasks = check_list("task" if s.task else "tasks", [s.task] if s.task else s.tasks, registry.ids())
     names = check_list("models", [model_choice] if model_choice else s.models, model_names(models_dir))
     models = [
         # model=<name>: Hydra already read conf/model/<name>.yaml into the config; read nothing twice.
@@ -102,7 +116,7 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
         )
         for n in names
     ]
-    starts, repeats = parse_starts(s.starts), s.repeats
+    starts, repeats = parse_starts(s.starts, dataset), s.repeats
     if s.smoke:  # a reduced sweep for CI: two tasks, two start points, one repeat
         tasks, starts, repeats = tasks[:2], (starts[0], min(starts[1], 2)), 1
     knobs = Knobs(
@@ -140,6 +154,7 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
         "protocols": list(knobs.protocols),
         "repeats": list(range(repeats)),
     }
+    frames = s.run.frames if s.run.frames != "auto" else ("sent" if dataset else "all")
     settings = s.model_dump(mode="json", exclude={"smoke", "starts", "repeats"})
     settings["starts"] = list(starts)  # after smoke=true, which also shortens the start list
     return SweepSetup(
@@ -163,7 +178,27 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
         max_cost_usd=s.run.max_cost_usd,
         plan_only=s.run.plan_only,
         plan_from=s.run.plan_from,
+        frames=frames,
+        image_max_side=s.image.max_side,
     )
+
+
+def dataset_registry(s: Any, scenes_dir: Path) -> tuple[SceneRegistry, list[str]]:
+    """The registry of a dataset's selected samples and their task ids (``dataset.*``, ``tasks=[...]``).
+
+    ``tasks`` left at its default (the paper's S1-S6) or ``task``/``tasks`` naming no sample means all the
+    selected samples; otherwise the listed ids are picked (an unknown id is a one-line error)."""
+    from dvoc_bench.scenes import build_sources
+    from dvoc_bench.settings import Settings
+
+    picks: list[str] | None = [s.task] if s.task else list(s.tasks)
+    if not s.task and picks == Settings().tasks:
+        picks = None
+    options = {**s.dataset.model_dump(), "picks": picks}
+    fmt = s.dataset.format
+    sources = build_sources({fmt: options}, names=[fmt])
+    registry = SceneRegistry(scenes_dir, sources=sources, max_side=s.scenes.max_side)
+    return registry, list(sources[fmt].backend.samples)  # dataset order
 
 
 def _check_budget(models: Sequence[ModelConfig], methods: Sequence[str]) -> None:
@@ -320,6 +355,10 @@ class RunSummary:
     """Calls of the run directory whose cost is unknown (not in ``spent_usd``)."""
     budget_usd: float | None = None
     """``run.max_cost_usd`` of this call; ``None`` without a budget."""
+    frames_line: str = ""
+    """The end-of-run line on the frames this call wrote (``run.frames``; :mod:`dvoc_bench.frames`)."""
+    frame_bytes: int = 0
+    """Bytes of the frames this call wrote."""
 
     @property
     def counts(self) -> dict[str, int]:
@@ -382,7 +421,8 @@ def run_sweep(
         log.info("%d trials planned, %d to run, run dir %s", len(specs), todo, run_dir)
         if on_start is not None:
             on_start(todo)
-        gates = _run_coroutine(lambda: _run_trials(specs, setup, store, factory, on_done, gates))
+        saver = FrameSaver(store.save_frame, setup.frames, setup.image_max_side)
+        gates = _run_coroutine(lambda: _run_trials(specs, setup, store, factory, on_done, gates, saver))
         keys = {s.trial_key for s in specs}
         trials = [t for t in store.trials() if t["trial_key"] in keys]
         spent, unknown = spent_in(run_dir)
@@ -395,6 +435,7 @@ def run_sweep(
                     "planned": len(specs),
                     "finished": len(trials),
                     "simulated": any(t.get("simulated") for t in trials),
+                    "frames": setup.frames,
                     "fingerprint": setup.fingerprint.digest if setup.fingerprint else None,
                 },
                 indent=1,
@@ -411,6 +452,8 @@ def run_sweep(
         spent,
         unknown,
         setup.max_cost_usd,
+        saver.line(len({s.task for s in specs})),
+        saver.bytes,
     )
 
 
@@ -427,6 +470,15 @@ def _run_coroutine(make: Callable[[], Any]) -> Any:
         return pool.submit(lambda: asyncio.run(make())).result()
 
 
+def sample_meta(registry: SceneRegistry, task: str) -> SampleMeta | None:
+    """The trial record's ``sample`` block of a dataset task (``None`` for other scenes)."""
+    meta = registry.meta(task)
+    if meta is None:
+        return None
+    known = {f.name for f in dataclasses.fields(SampleMeta)}
+    return SampleMeta(**{k: v for k, v in meta.items() if k in known})
+
+
 async def _run_trials(
     specs: list[TrialSpec],
     setup: SweepSetup,
@@ -434,6 +486,7 @@ async def _run_trials(
     model_factory: ModelFactory,
     on_done: Callable[[dict[str, Any]], None] | None = None,
     gates: dict[str, RateGate] | None = None,
+    frames: FrameSaver | None = None,
 ) -> dict[str, RateGate]:
     """Run every unfinished spec concurrently (at most ``max_in_flight`` at once); returns the gates.
 
@@ -441,10 +494,17 @@ async def _run_trials(
     retries (:mod:`dvoc_bench.scheduler`). When a provider dies (auth / quota), its trials that have not
     finished are written as ``skipped`` with the reason (completed steps kept), never dropped.
     """
-    pending = interleave([s for s in specs if s.trial_key not in store.finished])
+    pending = [s for s in specs if s.trial_key not in store.finished]
+    lazy = {t for t in {s.task for s in pending} if setup.registry.kind(t) == "dataset"}
+    if lazy:  # dataset samples run task by task: few screenshots decoded at once, each env freed early
+        order = {t: i for i, t in enumerate(dict.fromkeys(s.task for s in pending))}
+        pending = sorted(pending, key=lambda s: order[s.task])
+    pending = interleave(pending)
+    left = Counter((s.model, s.task) for s in pending if s.task in lazy)
     gates = gates if gates is not None else build_gates(setup)
     models: dict[str, Model] = {}
     envs: dict[tuple[str, str], TrialEnv] = {}
+    saver = frames if frames is not None else FrameSaver(store.save_frame, setup.frames, setup.image_max_side)
     by_name = {m.name: m for m in setup.models}
     detector = DetectorService(setup.detector) if setup.detector is not None else None
     renderer = FrameRenderer(setup.render_workers, in_flight=setup.max_in_flight)  # closed below
@@ -466,7 +526,7 @@ async def _run_trials(
                 snapshot=setup.registry.snapshot(spec.task),
                 model=model,
                 model_identity=f"{spec.model_id}@{spec.api_base or ''}",
-                save_frame=store.save_frame,
+                save_frame=saver,
                 style=setup.style,
                 adaptive=setup.adaptive,
                 params=setup.params,
@@ -496,7 +556,9 @@ async def _run_trials(
             status="error", stop_reason="error", final_point=None, error_class="scene", error=reason
         )
         kind = setup.registry.kind(spec.task)
-        line = to_jsonable(TrialRecord.build(spec, result, Box(0, 0, 0, 0), 0.0, scene_kind=kind))
+        sample = sample_meta(setup.registry, spec.task)
+        record = TrialRecord.build(spec, result, Box(0, 0, 0, 0), 0.0, scene_kind=kind, sample=sample)
+        line = to_jsonable(record)
         store.append_trial(line, [])
         if on_done is not None:
             on_done(line)
@@ -563,11 +625,17 @@ async def _run_trials(
                 scene_kind=setup.registry.kind(spec.task),
                 probe=probe,
                 target_full=env.snapshot.truth.target_full_box,
+                sample=sample_meta(setup.registry, spec.task),
             )
             line = to_jsonable(record)
             store.append_trial(line, result.steps)
             if on_done is not None:
                 on_done(line)
+            k = (spec.model, spec.task)
+            if k in left:  # a dataset sample's last trial of this model: free its environment
+                left[k] -= 1
+                if left[k] == 0:
+                    envs.pop(k, None)
 
     try:
         await asyncio.gather(*(one(s) for s in pending))

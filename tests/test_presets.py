@@ -36,7 +36,13 @@ def test_every_paper_section_has_a_preset():
 
 @pytest.mark.parametrize("preset", [p for p in PRESETS if p != "frame_probe"])
 def test_preset_runs_offline_at_smoke_size(tmp_path, preset):
-    setup, specs, trials = run(tmp_path, f"experiment={preset}", "smoke=true")
+    extra = []
+    if preset == "screenspot_pro":  # a dataset preset needs a copy: a rendered fixture in its format
+        from dvoc_bench.scenes.dataset_fixture import write_fixture
+
+        write_fixture(tmp_path / "ds", "screenspot_pro", screens=1, per_screen=2)
+        extra.append(f"dataset.root={tmp_path / 'ds'}")
+    setup, specs, trials = run(tmp_path, f"experiment={preset}", "smoke=true", *extra)
     assert setup.experiment == preset
     assert specs and len(trials) == len(specs)
     assert all(t["status"] == "ok" for t in trials)

@@ -179,6 +179,9 @@ def flatten_trial(r: Mapping[str, Any]) -> dict[str, Any]:
     som = d.pop("som", None)
     if isinstance(som, Mapping):  # Set-of-Mark trials: the nested record becomes som_* columns
         d.update({f"som_{k}": v for k, v in som.items()})
+    sample = d.pop("sample", None)
+    if isinstance(sample, Mapping):  # dataset trials: sample_ui_type, sample_group, ...
+        d.update({f"sample_{k}": json.dumps(v) if isinstance(v, list) else v for k, v in sample.items()})
     return _scalars(d, _TRIAL_KNOWN)
 
 

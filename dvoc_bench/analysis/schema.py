@@ -15,7 +15,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import pandas as pd
 
-from dvoc_bench.records import SomRecord, TrialRecord
+from dvoc_bench.records import SampleMeta, SomRecord, TrialRecord
 
 STR, FLOAT, INT, BOOL, NBOOL = "string", "float64", "Int64", "bool", "boolean"
 
@@ -29,7 +29,7 @@ _POINTS = {
 _BOXES = {"target_box": "target"}
 """Box fields -> column prefix (``<prefix>_x0`` .. ``<prefix>_y1``)."""
 
-_NESTED = {"som": SomRecord}
+_NESTED = {"som": SomRecord, "sample": SampleMeta}
 """Nested record fields -> their record type (flattened into ``<field>_<name>`` columns)."""
 
 _NULLABLE = {"hit_box"}

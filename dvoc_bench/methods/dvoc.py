@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from dvoc_bench import control
 from dvoc_bench.control import PolicyConfig, Report
 from dvoc_bench.geometry import Frame, Offset, Point
@@ -26,10 +28,29 @@ from dvoc_bench.render import draw_overlay
     knobs=("protocol", "alpha", "overlay", "predict"),
     uses_start=True,
     description="draw the guess, ask for the offset to the target, apply a damped correction, repeat",
-    max_calls=lambda spec: spec.max_iterations,
+    max_calls=lambda spec: spec.max_iterations + (spec.start_from == "oneshot"),
 )
 async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
-    """Run one DVOC trial from ``spec.start``; never raises for a model-side failure."""
+    """Run one DVOC trial from ``spec.start`` (``start_from="oneshot"``: from the model's own one-shot
+    answer, asked first as step 0; the image centre when that answer is unusable); never raises for a
+    model-side failure. ``iterations`` counts the DVOC calls only."""
+    if spec.start_from != "oneshot":
+        return await refine(spec, env)
+    from dvoc_bench.methods import oneshot
+
+    first = await oneshot.run(dataclasses.replace(spec, max_attempts=1), env)
+    if first.status != "ok":
+        return first
+    start = first.final_point or env.snapshot.size.centre.as_list()
+    loop = await refine(dataclasses.replace(spec, start=start, start_from="plan"), env)
+    for st in loop.steps:
+        st.index += len(first.steps)
+    loop.steps = first.steps + loop.steps
+    return finish(loop)
+
+
+async def refine(spec: TrialSpec, env: TrialEnv) -> TrialResult:
+    """The DVOC loop from ``spec.start``."""
     snap = env.snapshot
     size, target = snap.size, snap.target_box.centre
     protocol = get_protocol(spec.protocol)

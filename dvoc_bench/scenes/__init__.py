@@ -63,6 +63,10 @@ class SceneSource:
     limited_load: Callable[[Path, int], Snapshot] | None = None
     """Optional: ``load`` with the registry's ``max_side`` (``scenes.max_side``), refusing a larger canvas
     with a :class:`~dvoc_bench.config.ConfigError` before allocating it. Used instead of ``load`` when set."""
+    load_id: Callable[[str], Snapshot] | None = None
+    """Optional: loads a scene by its id (dataset samples, whose ids are not files); used first."""
+    meta: Callable[[str], dict[str, Any]] | None = None
+    """Optional: what the trial record keeps about a scene (a dataset sample's ui type, platform, ...)."""
 
 
 @registry.source("synthetic", kind="synthetic")
@@ -181,7 +185,9 @@ class SceneRegistry:
             if scene_id not in index:
                 raise KeyError(f"unknown scene {scene_id!r}; known scenes: {', '.join(self.ids())}")
             path, source = index[scene_id]
-            if source.limited_load is not None:
+            if source.load_id is not None:
+                snap = source.load_id(scene_id)
+            elif source.limited_load is not None:
                 snap = source.limited_load(path, self.max_side)
             else:
                 snap = source.load(path)
@@ -199,6 +205,11 @@ class SceneRegistry:
     def kind(self, scene_id: str) -> SceneKind:
         """The kind of scene ``scene_id`` is (its source's kind)."""
         return self._index()[scene_id][1].kind
+
+    def meta(self, scene_id: str) -> dict[str, Any] | None:
+        """The scene's record metadata (dataset samples), ``None`` for the other sources."""
+        source = self._index()[scene_id][1]
+        return source.meta(scene_id) if source.meta is not None else None
 
     def source(self, folder: str) -> SceneSource:
         """The source of a subfolder (``KeyError`` if there is none)."""
@@ -228,3 +239,6 @@ class SceneRegistry:
         for source in self._sources.values():
             if source.close is not None:
                 source.close()
+
+
+from dvoc_bench.scenes import dataset_source as _dataset_source  # noqa: E402,F401  registers the datasets

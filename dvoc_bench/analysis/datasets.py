@@ -1,0 +1,75 @@
+"""The tables the field reports for a grounding dataset (ScreenSpot, ScreenSpot-v2, ScreenSpot-Pro).
+
+Per model and method: overall accuracy, text vs icon, and by ``group`` and ``application``
+(ScreenSpot-Pro) or by ``platform`` and ``data_source`` (ScreenSpot); every rate with the project's one
+interval (:func:`dvoc_bench.analysis.intervals.rate_interval`), and the model calls spent per successful
+click. Accuracy counts every sample that ran: a trial that ended in an error is a miss (the published
+numbers count a sample without a usable answer as wrong); skipped trials are left out. The rule is named
+in every table (the official one is ``hit``: the predicted point inside the target box).
+
+Pure functions of the trials frame (columns ``sample_*`` from the records' ``sample`` block).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dvoc_bench.analysis.intervals import interval_name, rate_interval
+
+SPLITS = {
+    "ui_type": "text vs icon",
+    "group": "group (ScreenSpot-Pro)",
+    "application": "application (ScreenSpot-Pro)",
+    "platform": "platform",
+    "data_source": "data source (ScreenSpot)",
+}
+"""Sample metadata columns (``sample_<key>``) a dataset report splits by, with their titles."""
+
+KEYS = ["model", "simulated", "method"]
+
+
+def dataset_trials(t: pd.DataFrame) -> pd.DataFrame:
+    """The trials of dataset samples that ran (``ok`` or ``error``; skipped ones are not counted)."""
+    if "scene_kind" not in t:
+        return t.iloc[0:0]
+    return t[(t["scene_kind"] == "dataset") & (t["status"] != "skipped")]
+
+
+def accuracy(t: pd.DataFrame, rule: str = "hit", by: str | None = None) -> pd.DataFrame:
+    """Per model x method (x ``sample_<by>``): samples, hits, accuracy with its interval, and model
+    calls per successful click (``-`` without a hit)."""
+    d = dataset_trials(t).copy()
+    keys = list(KEYS)
+    if by is not None:
+        col = f"sample_{by}"
+        if col not in d or d[col].isna().all():
+            return pd.DataFrame()
+        d[by] = d[col].astype(object).where(d[col].notna(), "-")
+        keys.append(by)
+    if d.empty:
+        return pd.DataFrame()
+    d["_hit"] = d[rule].fillna(False).astype(bool) & (d["status"] == "ok")
+    g = d.groupby(keys, sort=True, dropna=False)
+    out = g.agg(n=("_hit", "size"), hits=("_hit", "sum"), calls=("model_calls", "sum")).reset_index()
+    lo, hi = rate_interval(out["hits"].to_numpy(), out["n"].to_numpy())
+    out["accuracy"] = out["hits"] / out["n"]
+    out["lo"], out["hi"] = lo, hi
+    out["calls_per_success"] = [
+        c / h if h else float("nan") for c, h in zip(out["calls"], out["hits"], strict=True)
+    ]
+    out.insert(len(keys), "rule", rule)
+    return out.drop(columns=["calls"])
+
+
+def tables(t: pd.DataFrame, rule: str = "hit") -> list[tuple[str, pd.DataFrame]]:
+    """``(title, table)``: overall, then each split the trials carry (empty splits left out)."""
+    out = [(f"Overall — rule `{rule}`", accuracy(t, rule))]
+    for key, title in SPLITS.items():
+        tab = accuracy(t, rule, key)
+        if not tab.empty:
+            out.append((f"By {title} — rule `{rule}`", tab))
+    return [(title, tab) for title, tab in out if not tab.empty]
+
+
+INTERVAL = interval_name()
+"""How the tables' interval is named in text."""

@@ -1,0 +1,290 @@
+"""Standard grounding datasets read from a local copy: ScreenSpot, ScreenSpot-v2, ScreenSpot-Pro, manifest.
+
+Formats, as published (README "Standard datasets"); every field is read defensively:
+
+- ``screenspot`` (the SeeClick release): ``screenspot_{mobile,desktop,web}.json`` and ``screenspot_imgs/``.
+  A sample: ``img_filename``, ``bbox`` = ``[x, y, w, h]`` pixels, ``instruction``, ``data_type``
+  (``text | icon``), ``data_source`` (``ios``, ``android``, ``windows``, ``macos``, ...), maybe ``id``.
+  The file's middle word (mobile, desktop, web) is recorded as the sample's ``platform``.
+- ``screenspot_v2``: the same fields in ``screenspot_{mobile,desktop,web}_v2.json`` and
+  ``screenspotv2_image/``.
+- ``screenspot_pro``: ``annotations/<task>.json`` and ``images/``; a sample: ``img_filename`` (relative to
+  ``images/``), ``bbox`` = ``[x1, y1, x2, y2]`` pixels, ``img_size`` = ``[w, h]``, ``instruction``,
+  ``ui_type``, ``platform``, ``application``, ``group``, ``id``.
+- ``manifest``: ``*.jsonl`` files, one sample a line: ``{image, bbox_xyxy, instruction, id, tags}``;
+  ``image`` relative to the manifest's folder; ``tags`` a mapping whose ``ui_type``, ``platform``,
+  ``application``, ``group``, ``data_source`` keys are the sample's metadata.
+
+Copies converted to parquet (images embedded, normalised boxes) are refused with a one-line hint.
+Everything here is pure reading and selection: no image is decoded (:mod:`dvoc_bench.scenes.dataset_source`
+loads them lazily).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dvoc_bench.declare import ConfigError
+from dvoc_bench.geometry import Box
+
+FORMATS = ("screenspot", "screenspot_v2", "screenspot_pro", "manifest")
+"""Dataset formats accepted in ``dataset=<format>``."""
+
+META_KEYS = ("ui_type", "platform", "application", "group", "data_source", "file")
+"""Metadata every sample carries (``None`` when its format has no such field); ``dataset.where`` keys."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a format keeps its annotation files and images, relative to ``dataset.root``."""
+
+    files: str
+    """Glob of the annotation files."""
+    images: str
+    """The image folder (``img_filename`` is relative to it); ``""``: the annotation file's own folder."""
+    box: str
+    """``xywh`` or ``xyxy``: how ``bbox`` is written."""
+    exclude: str | None = None
+    """Glob of files the ``files`` glob also matches but that belong to another format."""
+
+
+LAYOUTS: dict[str, Layout] = {
+    "screenspot": Layout("screenspot_*.json", "screenspot_imgs", "xywh", exclude="screenspot_*_v2.json"),
+    "screenspot_v2": Layout("screenspot_*_v2.json", "screenspotv2_image", "xywh"),
+    "screenspot_pro": Layout("annotations/*.json", "images", "xyxy"),
+    "manifest": Layout("*.jsonl", "", "xyxy"),
+}
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One dataset sample: a screenshot file, the target's box and the instruction."""
+
+    id: str
+    """The sample's ``id`` when it has one, else ``<file stem>:<index>`` (the task id)."""
+    image: Path
+    """The screenshot file (not opened here)."""
+    box: Box
+    """Target box ``[x0, y0, x1, y1]`` in image pixels (converted from ``xywh`` where written so)."""
+    instruction: str
+    """The task text."""
+    img_size: tuple[int, int] | None
+    """``[w, h]`` the annotation states (ScreenSpot-Pro); checked against the file when it is loaded."""
+    meta: dict[str, str | None] = field(default_factory=dict)
+    """:data:`META_KEYS` -> value (``file``: the annotation file's stem)."""
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """What ``dataset.*`` asks for (validated settings, see :class:`dvoc_bench.settings.Dataset`)."""
+
+    format: str
+    root: Path
+    images: Path | None = None
+    files: tuple[str, ...] = ()
+    limit: int | None = None
+    sample_seed: int = 0
+    where: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _parquet_hint(root: Path) -> str | None:
+    found = sorted(root.glob("*.parquet")) + sorted(root.glob("*/*.parquet"))
+    if not found:
+        return None
+    return (
+        f"dataset.root: {root} holds a parquet copy ({found[0].name}: images embedded, boxes normalised), "
+        'not the JSON release; use the JSON release or write a manifest (README "Standard datasets")'
+    )
+
+
+def annotation_files(spec: DatasetSpec) -> list[Path]:
+    """The annotation files to read: ``dataset.files`` (relative to the root, or names), else the format's."""
+    root, layout = spec.root, LAYOUTS[spec.format]
+    if not root.is_dir():
+        raise ConfigError(f"dataset.root: not a directory: {root}")
+    if spec.files:
+        out = []
+        for name in spec.files:
+            p = root / name
+            if not p.is_file() and spec.format == "screenspot_pro":
+                p = root / "annotations" / name
+            if not p.is_file():
+                raise ConfigError(f"dataset.files: {name!r} not found under {root}")
+            out.append(p)
+        return out
+    found = sorted(root.glob(layout.files))
+    if layout.exclude:
+        skip = set(root.glob(layout.exclude))
+        found = [p for p in found if p not in skip]
+    if not found:
+        hint = _parquet_hint(root)
+        if hint:
+            raise ConfigError(hint)
+        raise ConfigError(
+            f"dataset.root: no {layout.files} under {root} (dataset={spec.format}; "
+            'README "Standard datasets")'
+        )
+    return found
+
+
+def _num_list(v: Any, n: int) -> list[float] | None:
+    if not isinstance(v, list | tuple) or len(v) != n:
+        return None
+    try:
+        out = [float(x) for x in v]
+    except (TypeError, ValueError):
+        return None
+    return out if all(math.isfinite(x) for x in out) else None
+
+
+def _text(v: Any) -> str | None:
+    return None if v is None else str(v)
+
+
+def _bad(where: str, why: str) -> ConfigError:
+    return ConfigError(f"dataset: {where}: {why}")
+
+
+def _read_records(path: Path) -> list[Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise _bad(path.name, f"cannot read: {e}") from None
+    try:
+        if path.suffix == ".jsonl":
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise _bad(path.name, f"not valid JSON: {e}") from None
+    if not isinstance(data, list):
+        raise _bad(path.name, f"expected a list of samples, got {type(data).__name__}")
+    return data
+
+
+def _sample(fmt: str, rec: Any, path: Path, index: int, images: Path) -> Sample:
+    where = f"{path.name}[{index}]"
+    if not isinstance(rec, Mapping):
+        raise _bad(where, f"a sample must be a mapping, got {type(rec).__name__}")
+    layout = LAYOUTS[fmt]
+    name = rec.get("image") if fmt == "manifest" else rec.get("img_filename")
+    if not isinstance(name, str) or not name:
+        raise _bad(where, "missing the image file name")
+    raw_box = rec.get("bbox_xyxy") if fmt == "manifest" else rec.get("bbox")
+    nums = _num_list(raw_box, 4)
+    if nums is None:
+        raise _bad(where, f"bbox must be four finite numbers, got {raw_box!r}")
+    if layout.box == "xywh":
+        x, y, w, h = nums
+        nums = [x, y, x + w, y + h]
+    instruction = rec.get("instruction")
+    if not isinstance(instruction, str) or not instruction.strip():
+        raise _bad(where, "missing the instruction")
+    size = _num_list(rec.get("img_size"), 2)
+    stem = path.stem
+    if fmt == "manifest":
+        tags = rec.get("tags") if isinstance(rec.get("tags"), Mapping) else {}
+        meta = {k: _text(tags.get(k)) for k in META_KEYS if k != "file"}
+    elif fmt == "screenspot_pro":
+        meta = {k: _text(rec.get(k)) for k in ("ui_type", "platform", "application", "group")}
+        meta["data_source"] = _text(rec.get("data_source"))
+    else:  # ScreenSpot v1 / v2: the platform is the file's middle word (mobile, desktop, web)
+        platform = stem.removeprefix("screenspot_").removesuffix("_v2")
+        meta = {"ui_type": _text(rec.get("data_type")), "platform": platform, "application": None,
+                "group": None, "data_source": _text(rec.get("data_source"))}  # fmt: skip
+    meta["file"] = stem
+    sid = rec.get("id")
+    return Sample(
+        id=str(sid) if sid is not None and str(sid) != "" else f"{stem}:{index}",
+        image=images / name,
+        box=Box(*nums),
+        instruction=instruction.strip(),
+        img_size=(int(size[0]), int(size[1])) if size is not None else None,
+        meta=meta,
+    )
+
+
+def load_samples(spec: DatasetSpec) -> list[Sample]:
+    """Every sample of the dataset, in file order (no image opened). A malformed annotation (no box, no
+    instruction) is a :class:`ConfigError` naming the file and index; per-image problems (missing file,
+    box outside the image, size disagreeing with ``img_size``) surface when the sample is loaded."""
+    out: list[Sample] = []
+    seen: dict[str, str] = {}
+    for path in annotation_files(spec):
+        own = path.parent if spec.format == "manifest" else spec.root / LAYOUTS[spec.format].images
+        images = spec.images or own
+        for i, rec in enumerate(_read_records(path)):
+            s = _sample(spec.format, rec, path, i, images)
+            if s.id in seen:  # ids must be unique task ids: a repeated one gets its file and index
+                s = Sample(f"{path.stem}:{i}", s.image, s.box, s.instruction, s.img_size, s.meta)
+            if s.id in seen:
+                raise _bad(f"{path.name}[{i}]", f"sample id {s.id!r} appears twice (also in {seen[s.id]})")
+            seen[s.id] = path.name
+            out.append(s)
+    return out
+
+
+def _matches(sample: Sample, where: Mapping[str, Any]) -> bool:
+    for key, want in where.items():
+        values = want if isinstance(want, list | tuple) else [want]
+        have = sample.meta.get(key)
+        if have is None or have.lower() not in {str(v).lower() for v in values}:
+            return False
+    return True
+
+
+def stratum(sample: Sample) -> tuple[str, str]:
+    """The stratum of ``dataset.limit``: ui type x (group, else data source)."""
+    m = sample.meta
+    return (m.get("ui_type") or "-", m.get("group") or m.get("data_source") or "-")
+
+
+def stratified(samples: Sequence[Sample], limit: int, seed: int) -> list[Sample]:
+    """``limit`` samples drawn without replacement, proportionally to each stratum's size (largest
+    remainder), seeded by ``seed``; returned in dataset order. ``limit >= len(samples)``: all of them."""
+    if limit >= len(samples):
+        return list(samples)
+    strata: dict[tuple[str, str], list[int]] = {}
+    for i, s in enumerate(samples):
+        strata.setdefault(stratum(s), []).append(i)
+    keys = sorted(strata)
+    n = len(samples)
+    quota = {k: limit * len(strata[k]) / n for k in keys}
+    take = {k: int(math.floor(q)) for k, q in quota.items()}
+    left = limit - sum(take.values())
+    for k in sorted(keys, key=lambda k: (-(quota[k] - take[k]), k))[:left]:
+        take[k] += 1
+    rng = np.random.default_rng(seed)
+    chosen: list[int] = []
+    for k in keys:
+        idx = strata[k]
+        chosen.extend(int(i) for i in rng.permutation(idx)[: take[k]])
+    return [samples[i] for i in sorted(chosen)]
+
+
+def select(samples: Sequence[Sample], spec: DatasetSpec, picks: Sequence[str] | None) -> list[Sample]:
+    """``dataset.where`` filter, then the ``tasks=[...]`` picks (sample ids), then ``dataset.limit``."""
+    for key in spec.where:
+        if key not in META_KEYS:
+            raise ConfigError(f"dataset.where: unknown key {key!r}; allowed: {', '.join(META_KEYS)}")
+    out = [s for s in samples if _matches(s, spec.where)]
+    if picks is not None:
+        by_id = {s.id: s for s in out}
+        missing = [p for p in picks if p not in by_id]
+        if missing:
+            raise ConfigError(
+                f"tasks: unknown sample id {missing[0]!r} ({len(by_id)} samples after dataset.where, "
+                f"e.g. {', '.join(list(by_id)[:3])})"
+            )
+        out = [by_id[p] for p in dict.fromkeys(picks)]
+    if not out:
+        raise ConfigError(f"dataset.where: no sample matches {dict(spec.where)}")
+    if spec.limit is not None:
+        out = stratified(out, spec.limit, spec.sample_seed)
+    return out

@@ -1,0 +1,298 @@
+"""Standard datasets as task sources (issue 19): fixtures in every public format, built from rendered
+screenshots whose target boxes are known, load exactly, run oneshot and dvoc with the simulator and give
+the split tables; per-sample failures are the sample's own; bad settings are one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from dvoc_bench.cli_support import quick_setup
+from dvoc_bench.declare import ConfigError
+from dvoc_bench.geometry import Box
+from dvoc_bench.records import read_jsonl
+from dvoc_bench.scenes.dataset_fixture import write_fixture
+from dvoc_bench.scenes.dataset_source import DatasetScenes, SampleError, spec_from_options
+from dvoc_bench.scenes.datasets import stratified
+from dvoc_bench.sweep import plan, run_sweep
+
+FORMATS = ("screenspot", "screenspot_v2", "screenspot_pro", "manifest")
+
+
+def scenes_of(root: Path, fmt: str, **options) -> DatasetScenes:
+    return DatasetScenes(spec_from_options({"format": fmt, "root": str(root), **options}))
+
+
+def close(a: Box, b: Box, tol: float = 0.5) -> bool:
+    return all(abs(x - y) <= tol for x, y in zip(a.as_list(), b.as_list(), strict=True))
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (3840, 2160)], ids=["720p", "4k"])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_target_box_loads_exact(tmp_path, fmt, size):
+    screens, per = (3, 4) if size[0] == 1280 else (1, 2)  # 4K: few samples, the test stays fast
+    expected = write_fixture(tmp_path, fmt, size, screens=screens, per_screen=per)
+    ds = scenes_of(tmp_path, fmt)
+    assert sorted(ds.samples) == sorted(e.id for e in expected)
+    for e in expected:
+        snap = ds.load(e.id)
+        assert snap.size.as_list() == list(size)
+        assert close(snap.target_box, e.box), (e.id, snap.target_box, e.box)
+        assert snap.instruction == e.instruction
+        meta = ds.meta(e.id)
+        assert meta["ui_type"] == e.ui_type and meta["dataset"] == fmt
+        assert {k: meta[k] for k in e.meta} == e.meta
+    assert ds.cache.loads == 0  # building snapshots decoded no pixels
+    e = expected[0]
+    snap = ds.load(e.id)
+    img = snap.image
+    assert ds.cache.loads == 1 and img.shape == (size[1], size[0], 3)
+    x0, y0 = int(e.box.x0), int(e.box.y0)
+    # the drawn target: its top-left pixel differs from the background just outside it
+    assert tuple(img[y0 + 1, x0 + 1]) != tuple(img[y0 - 2, x0 - 2])
+
+
+def test_xywh_is_converted_and_v1_ids_are_file_and_index(tmp_path):
+    expected = write_fixture(tmp_path, "screenspot", screens=3, per_screen=2, with_ids=False)
+    rec = json.loads((tmp_path / "screenspot_mobile.json").read_text())[1]
+    x, y, w, h = rec["bbox"]
+    ds = scenes_of(tmp_path, "screenspot")
+    assert "screenspot_mobile:1" in ds.samples
+    assert ds.load("screenspot_mobile:1").target_box.as_list() == [x, y, x + w, y + h]
+    assert sorted(e.id for e in expected) == sorted(ds.samples)
+    # the v2 release beside it is not read as v1 (and the other way round)
+    write_fixture(tmp_path, "screenspot_v2", screens=1, per_screen=2)
+    assert len(scenes_of(tmp_path, "screenspot").samples) == 6
+    assert len(scenes_of(tmp_path, "screenspot_v2").samples) == 2
+    assert (tmp_path / "screenspotv2_image").is_dir() and (tmp_path / "screenspot_imgs").is_dir()
+
+
+def test_where_picks_files_and_images_override(tmp_path):
+    write_fixture(tmp_path, "screenspot_pro", screens=3, per_screen=4)
+    icons = scenes_of(tmp_path, "screenspot_pro", where={"ui_type": "icon", "platform": "macos"})
+    assert icons.samples and all(
+        icons.meta(i)["ui_type"] == "icon" and icons.meta(i)["platform"] == "macos" for i in icons.samples
+    )
+    several = scenes_of(tmp_path, "screenspot_pro", where={"application": ["vscode", "excel"]})
+    assert {several.meta(i)["application"] for i in several.samples} == {"vscode", "excel"}
+    one = scenes_of(tmp_path, "screenspot_pro", files=["vscode_macos.json"])
+    assert {one.meta(i)["application"] for i in one.samples} == {"vscode"}
+    moved = tmp_path / "elsewhere"
+    (tmp_path / "images").rename(moved)
+    ds = scenes_of(tmp_path, "screenspot_pro", images=str(moved))
+    first = next(iter(ds.samples))
+    assert ds.load(first).image.shape == (720, 1280, 3)
+    with pytest.raises(SampleError, match="image not found"):
+        scenes_of(tmp_path, "screenspot_pro").load(first)
+
+
+def test_limit_is_a_seeded_stratified_sample(tmp_path):
+    write_fixture(tmp_path, "screenspot_pro", screens=6, per_screen=10)  # 60: 3 groups x {text, icon}
+    samples = list(scenes_of(tmp_path, "screenspot_pro").samples.values())
+    a = stratified(samples, 12, seed=1)
+    assert [s.id for s in a] == [s.id for s in stratified(samples, 12, seed=1)]
+    assert [s.id for s in a] != [s.id for s in stratified(samples, 12, seed=2)]
+    strata = {}
+    for s in a:
+        key = (s.meta["ui_type"], s.meta["group"])
+        strata[key] = strata.get(key, 0) + 1
+    assert len(strata) == 6 and set(strata.values()) == {2}  # proportional: 12 of 60 = 2 per stratum
+    assert [s.id for s in a] == sorted((s.id for s in a), key=[x.id for x in samples].index)
+    assert len(stratified(samples, 1, 0)) == 1
+    assert stratified(samples, 60, 0) == samples and stratified(samples, 500, 0) == samples
+
+
+def test_bad_samples_fail_alone(tmp_path):
+    write_fixture(tmp_path, "screenspot_pro", screens=1, per_screen=4)
+    ann = tmp_path / "annotations" / "vscode_macos.json"
+    recs = json.loads(ann.read_text())
+    recs[1]["bbox"] = [1200, 700, 1400, 760]  # outside the 1280x720 image
+    recs[2]["img_size"] = [1920, 1080]  # disagrees with the file
+    recs[3]["img_filename"] = "vscode/missing.png"
+    ann.write_text(json.dumps(recs))
+    ds = scenes_of(tmp_path, "screenspot_pro")
+    ids = list(ds.samples)
+    ds.load(ids[0])
+    for i, why in ((1, "outside"), (2, "img_size says 1920x1080"), (3, "image not found")):
+        with pytest.raises(SampleError, match=why) as e:
+            ds.load(ids[i])
+        assert e.value.error_class == "scene"
+    setup = quick_setup(
+        [
+            "dataset=screenspot_pro",
+            f"dataset.root={tmp_path}",
+            "models=[sim-ideal]",
+            "methods=[oneshot]",
+            "starts=centre",
+            "run.quiet=true",
+        ]  # fmt: skip
+    )
+    res = run_sweep(setup, tmp_path / "run")
+    by = {t["task"]: t for t in res.trials}
+    assert by[ids[0]]["status"] == "ok"
+    for i in (1, 2, 3):
+        assert by[ids[i]]["status"] == "error" and by[ids[i]]["error_class"] == "scene"
+        assert by[ids[i]]["scene_kind"] == "dataset"
+
+
+def test_sweep_records_and_split_tables_screenspot_v2(tmp_path):
+    expected = {e.id: e for e in write_fixture(tmp_path / "ds", "screenspot_v2", screens=3, per_screen=2)}
+    setup = quick_setup(
+        [
+            "dataset=screenspot_v2",
+            f"dataset.root={tmp_path / 'ds'}",
+            "models=[sim-ideal]",
+            "methods=[oneshot,dvoc]",
+            "run.quiet=true",
+        ]  # fmt: skip
+    )
+    assert setup.knobs.starts == ("scaled", 5)  # datasets default to the paper's points scaled
+    res = run_sweep(setup, tmp_path / "run")
+    assert len(res.trials) == 6 * (5 + 5)  # one-shot keeps the start index as a repeat counter
+    for t in res.trials:
+        e = expected[t["task"]]
+        assert t["scene_kind"] == "dataset" and t["status"] == "ok" and t["simulated"]
+        assert close(Box.from_list(t["target_box"]), e.box)
+        s = t["sample"]
+        assert s["dataset"] == "screenspot_v2" and s["ui_type"] == e.ui_type
+        assert s["data_source"] == e.meta["data_source"] and s["platform"] == e.meta["platform"]
+        assert s["instruction"] == e.instruction
+        if t["method"] == "dvoc":  # the paper's points scaled from 800x600 to 1280x720
+            assert t["start"][0] in {round(x * 1.6, 1) for x in (194, 361, 308, 184, 638)}
+    assert res.frames_line.startswith("frames: ") and "run.frames=sent" in res.frames_line
+    from dvoc_bench.analysis import load_runs
+    from dvoc_bench.analysis.datasets import tables
+
+    tabs = dict(tables(load_runs(tmp_path / "run").trials))
+    assert set(tabs) == {"Overall — rule `hit`", "By text vs icon — rule `hit`",
+                         "By platform — rule `hit`", "By data source (ScreenSpot) — rule `hit`"}  # fmt: skip
+    ov = tabs["Overall — rule `hit`"]
+    assert list(ov["n"]) == [30, 30] and (ov["rule"] == "hit").all()  # 6 samples x 5 starts each
+    by_type = tabs["By text vs icon — rule `hit`"]
+    assert set(by_type["ui_type"]) == {"text", "icon"} and by_type["n"].sum() == 60
+    assert (by_type["lo"] <= by_type["accuracy"]).all() and (by_type["accuracy"] <= by_type["hi"]).all()
+
+
+def test_cli_screenspot_pro_4k_oneshot_start_and_report(tmp_path, cli):
+    expected = {e.id: e for e in write_fixture(tmp_path / "pro", "screenspot_pro", (3840, 2160),
+                                               screens=2, per_screen=2)}  # fmt: skip
+    run = tmp_path / "run"
+    r = cli("experiment=screenspot_pro", f"dataset.root={tmp_path / 'pro'}", "models=[sim-ideal]",
+            f"hydra.run.dir={run}", "run.quiet=true")  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "frames: " in r.stdout and "MB per task" in r.stdout
+    trials = list(read_jsonl(run / "trials.jsonl"))
+    assert len(trials) == 4 * 2 and {t["method"] for t in trials} == {"oneshot", "dvoc"}
+    steps = list(read_jsonl(run / "steps.jsonl"))
+    for t in trials:
+        assert close(Box.from_list(t["target_box"]), expected[t["task"]].box)
+        assert t["sample"]["group"] == expected[t["task"]].meta["group"]
+        if t["method"] == "dvoc":  # starts=oneshot: step 0 is the model's one-shot answer, DVOC starts there
+            assert t["start"] is None and t["start_from"] == "oneshot"
+            mine = sorted((s for s in steps if s["trial_key"] == t["trial_key"]), key=lambda s: s["index"])
+            assert mine[0]["kind"] == "click" and mine[1]["kind"] == "verify"
+            assert mine[1]["draft"] == mine[0]["next_draft"]
+            assert t["model_calls"] == t["iterations"] + 1
+    frames = list((run / "frames").glob("*.png"))
+    with Image.open(frames[0]) as im:
+        assert im.size == (3840, 2160)  # run.frames=sent without image.max_side: as sent, full size
+    rep = tmp_path / "report"
+    r = cli_report(run, rep)
+    assert r.returncode == 0, r.stderr[-2000:]
+    text = (rep / "report.md").read_text()
+    for title in (
+        "Overall",
+        "By text vs icon",
+        "By group (ScreenSpot-Pro)",
+        "By application (ScreenSpot-Pro)",
+    ):
+        assert f"#### {title} — rule `hit`" in text
+    assert "calls_per_success" in text and "Wilson 95 %" in text and "[SIMULATED]" in text
+    assert "outside the simulator's calibration" in text
+
+
+def cli_report(run: Path, out: Path):
+    import subprocess
+    import sys
+
+    args = [str(run), "--out", str(out), "--no-figures", "--n-boot", "50"]
+    cmd = [sys.executable, "-m", "dvoc_bench.report", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_frames_none_and_sent_downscaled(tmp_path):
+    write_fixture(tmp_path / "ds", "manifest", (3840, 2160), screens=1, per_screen=1)
+    base = ["dataset=manifest", f"dataset.root={tmp_path / 'ds'}", "models=[sim-ideal]",
+            "methods=[oneshot]", "run.quiet=true"]  # fmt: skip
+    res = run_sweep(quick_setup([*base, "run.frames=none"]), tmp_path / "none")
+    assert not list((tmp_path / "none" / "frames").glob("*.png"))
+    steps = list(read_jsonl(tmp_path / "none" / "steps.jsonl"))
+    assert steps and all(len(s["frame_sha"]) == 64 for s in steps)
+    assert res.frame_bytes == 0 and "0 written" in res.frames_line
+    from dvoc_bench.doctor import diagnose
+
+    assert diagnose(tmp_path / "none").clean  # hashes without files are what run.frames=none means
+    res = run_sweep(quick_setup([*base, "image.max_side=1000"]), tmp_path / "sent")
+    (png,) = (tmp_path / "sent" / "frames").glob("*.png")
+    with Image.open(png) as im:
+        assert im.size == (1000, 562)  # stored as a model with image.max_side=1000 is sent it
+    assert res.frame_bytes == png.stat().st_size
+    res = run_sweep(quick_setup([*base, "run.frames=all", "image.max_side=1000"]), tmp_path / "all")
+    (png,) = (tmp_path / "all" / "frames").glob("*.png")
+    with Image.open(png) as im:
+        assert im.size == (3840, 2160)
+
+
+def test_starts_on_a_4k_screen_and_defaults(tmp_path):
+    from dvoc_bench.geometry import Size
+    from dvoc_bench.plan import PAPER_STARTS, start_points
+
+    k = Size(3840, 2160)
+    scaled = start_points("scaled", 5, k, "x", 0)
+    assert [p.as_list() for p in scaled] == [[round(p.x * 4.8, 1), round(p.y * 3.6, 1)] for p in PAPER_STARTS]
+    assert start_points("centre", 1, k, "x", 0)[0].as_list() == [1919.5, 1079.5]
+    assert start_points("oneshot", 1, k, "x", 0) == [None]
+    assert quick_setup(["models=[sim-ideal]"]).knobs.starts == ("paper", 5)  # the paper's scenes: paper
+    write_fixture(tmp_path, "manifest", screens=1, per_screen=2)
+    setup = quick_setup(["dataset=manifest", f"dataset.root={tmp_path}", "models=[sim-ideal]",
+                         "methods=[dvoc]", "starts=centre"])  # fmt: skip
+    specs = plan(setup)
+    assert len(specs) == 2 and all(s.start == [639.5, 359.5] for s in specs)
+    picked = quick_setup(["dataset=manifest", f"dataset.root={tmp_path}", "models=[sim-ideal]",
+                          "tasks=[manifest_0_0_1]"])  # fmt: skip
+    assert list(picked.knobs.tasks) == ["manifest_0_0_1"]
+
+
+DS = ["dataset=manifest", "dataset.root={ds}"]
+BAD = [
+    (["experiment=screenspot_pro"], "dataset.root: required with dataset=screenspot_pro"),
+    (["dataset=screenspot", "dataset.root={parquet}"], "dataset.root: {parquet} holds a parquet copy"),
+    ([*DS, "dataset.where={{colour:red}}"], "dataset.where: unknown key 'colour'"),
+    ([*DS, "tasks=[nope]"], "tasks: unknown sample id 'nope'"),
+    ([*DS, "dataset.limit=0"], "dataset.limit:"),
+    ([*DS, "starts=middle"], "starts: unknown value 'middle'"),
+    ([*DS, "run.frames=some"], "run.frames: unknown value 'some'"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), BAD, ids=[m.split(":")[0] for _, m in BAD])
+def test_bad_dataset_settings_are_one_line_errors(tmp_path, cli, args, message):
+    (tmp_path / "pq" / "data").mkdir(parents=True)
+    (tmp_path / "pq" / "data" / "test-00000-of-00001.parquet").write_bytes(b"PAR1")
+    write_fixture(tmp_path / "ds", "manifest", screens=1, per_screen=1)
+    fill = {"parquet": tmp_path / "pq", "ds": tmp_path / "ds"}
+    r = cli(*(a.format(**fill) for a in args), "models=[sim-ideal]", f"hydra.run.dir={tmp_path / 'run'}")
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("config error: " + message.format(**fill)), r.stderr
+    assert not (tmp_path / "run" / "trials.jsonl").exists()
+
+
+def test_config_error_in_process():
+    with pytest.raises(ConfigError, match=r"^dataset\.root: required"):
+        quick_setup(["dataset=screenspot"])
+    assert np is not None
