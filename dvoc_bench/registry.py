@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from dvoc_bench.methods.common import TrialEnv
     from dvoc_bench.scenes import SceneSource
 
-Knob = Literal["protocol", "alpha", "overlay", "predict", "detector"]
+Knob = Literal["protocol", "alpha", "overlay", "predict", "detector", "zoom"]
 """A swept knob a method may use. A knob a method does not use is planned once, recorded as ``-``."""
 
 KNOBS: tuple[str, ...] = get_args(Knob)

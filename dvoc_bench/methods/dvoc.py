@@ -1,4 +1,9 @@
-"""DVOC: draw the draft, ask for the offset to the target, apply a damped correction, repeat (§4)."""
+"""DVOC: draw the draft, ask for the offset to the target, apply a damped correction, repeat (§4).
+
+The loop runs in screenshot pixels; what the model sees and reads is in pixels of the image sent (the
+screenshot downscaled to the model's input limits, :mod:`dvoc_bench.sending`): the crosshair is drawn
+there at the style's sizes, the prompt and the history state positions there, and the answer is mapped
+back before the correction."""
 
 from __future__ import annotations
 
@@ -13,8 +18,8 @@ from dvoc_bench.methods.common import (
     error_result,
     finish,
     to_pixels,
+    to_screen,
 )
-from dvoc_bench.models.base import ModelRequest
 from dvoc_bench.protocol import HistoryEntry, get_protocol, tools_for
 from dvoc_bench.records import TrialResult, TrialSpec
 from dvoc_bench.registry import method
@@ -41,13 +46,17 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     reports: list[Report] = []
     history: list[HistoryEntry] = []
     steps = []
+    view = env.view()  # the whole screen within the model's input limits
+    sent = view.sent
     for i in range(spec.max_iterations):
+        shown_draft = view.to_sent(draft)
         label = None
         if spec.overlay != "none":
-            label = protocol.overlay_label(draft, frame, size, env.style.circle_radius)
+            label = protocol.overlay_label(shown_draft, frame, sent, env.style.circle_radius)
         shown = await env.render(  # in the render pool: the other trials keep running
             draw_overlay,
-            protocol.drawn_point(draft),
+            protocol.drawn_point(shown_draft),
+            view=view,
             mode=spec.overlay,
             iteration=i,
             position_label=label,
@@ -55,33 +64,24 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
         )
         text = protocol.dvoc_prompt(
             instruction=snap.instruction,
-            size=size,
+            size=sent,
             frame=frame,
             overlay=spec.overlay,
             predict=spec.predict,
-            draft=draft,
+            draft=shown_draft,
             iteration=i,
             history=history,
             circle_radius=env.style.circle_radius,
         )
-        req = ModelRequest(
-            text=text,
-            image_png=shown.png,
-            image_size=size,
-            tools=tools_for(kind),
-            scene_id=snap.scene_id,
-            seed=call_seed(spec.seed, i),
-            params=env.params,
-            image_rgb=shown.image,
-        )
+        req = env.request(shown, text, tools_for(kind), call_seed(spec.seed, i))
         out = await call_model(env, req, kind)
-        step = base_step(spec, i, "verify", req, out, shown.sha, env.model_identity)
+        step = base_step(spec, i, "verify", req, out, shown.sha, env.model_identity, view)
         step.draft, step.true_dist_px = draft.as_list(), round(draft.dist(target), 3)
         steps.append(step)
         if out.error is not None:
             return error_result(steps, out.error, draft, i + 1)
         assert out.parsed is not None
-        value = to_pixels(out.parsed, kind, spec.coord_frame, req)
+        value = to_screen(to_pixels(out.parsed, kind, spec.coord_frame, req), view)
         if isinstance(value, Point):  # absolute answer: the loop still works on offsets
             step.values_px = {"x": value.x, "y": value.y}
             value = value - draft
@@ -102,7 +102,14 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
             step.alpha, nxt = a, corr.next_draft
             step.step_raw, step.step_clamped = corr.step_raw.as_list(), corr.step_clamped.as_list()
         step.next_draft = nxt.as_list()
-        history.append(HistoryEntry(draft=draft, reported=value, confidence=confidence, next_draft=nxt))
+        history.append(  # as the model saw them: in pixels of the image sent
+            HistoryEntry(
+                draft=shown_draft,
+                reported=None if value is None else view.offset_to_sent(value),
+                confidence=confidence,
+                next_draft=view.to_sent(nxt),
+            )
+        )
         if decision != "refine":
             return finish(
                 TrialResult(

@@ -22,7 +22,7 @@ detector's recall for the task), the detector's time for the screenshot, and the
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dvoc_bench.detect.types import DetectorError
 from dvoc_bench.geometry import Frame, Point
@@ -85,23 +85,17 @@ async def select(spec: TrialSpec, env: TrialEnv) -> Selection:
     som.inference_ms = None if run.inference_ms is None else round(run.inference_ms, 3)
     if not marks:
         return Selection(res, None, "no_marks")
-    shown = await env.render(draw_marks, marks)
+    view = env.view()  # marks drawn and stated in pixels of the image sent (input limits)
+    drawn = marks if view.identity else [replace(m, box=view.box_to_sent(m.box)) for m in marks]
+    shown = await env.render(draw_marks, drawn, view=view)
     frame = Frame(spec.coord_frame)
-    req = ModelRequest(
-        text=get_protocol(spec.protocol).som_prompt(
-            instruction=snap.instruction, size=size, frame=frame, marks=marks
-        ),
-        image_png=shown.png,
-        image_size=size,
-        tools=som_tools(),
-        scene_id=snap.scene_id,
-        seed=call_seed(spec.seed, 0),
-        params=env.params,
-        image_rgb=shown.image,
+    text = get_protocol(spec.protocol).som_prompt(
+        instruction=snap.instruction, size=view.sent, frame=frame, marks=drawn
     )
+    req = env.request(shown, text, som_tools(), call_seed(spec.seed, 0))
     by_id = {m.id: m for m in marks}
     out = await _call(env, req, set(by_id))
-    step: Step = base_step(spec, 0, "select", req, out, shown.sha, env.model_identity)
+    step: Step = base_step(spec, 0, "select", req, out, shown.sha, env.model_identity, view)
     res.steps = [step]
     if out.error is not None:
         return Selection(res, None, "error", out.error)
