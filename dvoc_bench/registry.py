@@ -150,6 +150,11 @@ def source(name: str, *, kind: SceneKind) -> Callable[[SourceBuild], SourceBuild
     return register
 
 
+def unregister_source(name: str) -> None:
+    """Remove a task source (tests that register their own)."""
+    _SOURCES.pop(name, None)
+
+
 def sources() -> dict[str, SourceInfo]:
     """Every registered task source."""
     _load_builtins("dvoc_bench.scenes")

@@ -75,9 +75,7 @@ def test_request_carries_text_image_tools_params_seed_and_no_key(png, monkeypatc
     assert kw["num_retries"] == 0 and kw["max_retries"] == 0  # retries are the scheduler's job
     assert kw["model"] == "openai/sim-gemma-4-26b"
     assert "api_key" not in kw and "sk-test" not in json.dumps(kw)
-    kw2 = LiteLLMModel(sim_cfg(send_seed=False, timeout_s=5)).request_kwargs(
-        request(png, tool_choice="auto")
-    )
+    kw2 = LiteLLMModel(sim_cfg(send_seed=False, timeout_s=5)).request_kwargs(request(png, tool_choice="auto"))
     assert "seed" not in kw2 and kw2["timeout"] == 5.0 and kw2["tool_choice"] == "auto"
     assert "LiteLLMModel('local-sim'" in repr(m) and "sk-" not in repr(m)
 
