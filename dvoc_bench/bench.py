@@ -1,4 +1,5 @@
-"""Benchmarks (§12): ``python -m dvoc_bench.bench overhead|sweep|scheduler|loader``. Figures, not assertions.
+"""Benchmarks (§12): ``python -m dvoc_bench.bench overhead|sweep|scheduler|loader|hires``. Figures, not
+assertions.
 (``readme`` is not a benchmark: it prints the numbers README.md quotes from simulated runs,
 :mod:`dvoc_bench.readme_numbers`.)
 
@@ -24,6 +25,8 @@
   replicated (fresh trial keys) until the run holds ``--steps`` step lines, then ``load_runs`` timed: the
   first parse (which also writes the parquet cache), a parse without cache, and the cached load. Last
   line: ``trials=<t> steps=<n> parse_s=<a> parse_and_cache_s=<b> cached_s=<c>``.
+- ``hires``: harness cost per step of DVOC and zoom on a 4K screen sent at 1568 px, against its floor
+  (resize + overlay + encode + write; :mod:`dvoc_bench.bench_hires`). Target: ratio <= 1.5.
 """
 
 from __future__ import annotations
@@ -276,13 +279,21 @@ def bench_inflight(n_flight: int = 8, d: Path | None = None, overrides: list[str
     }
 
 
+def _hires() -> dict[str, float]:
+    from dvoc_bench.bench_hires import bench_hires
+
+    return bench_hires()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m dvoc_bench.bench",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("which", choices=["overhead", "sweep", "scheduler", "inflight", "loader", "readme"])
+    ap.add_argument(
+        "which", choices=["overhead", "sweep", "scheduler", "inflight", "loader", "hires", "readme"]
+    )
     ap.add_argument("-n", type=int, default=300, help="steps to time (overhead)")
     ap.add_argument("--steps", type=int, default=100_000, help="step lines to load (loader)")
     ap.add_argument(
@@ -300,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         "scheduler": bench_scheduler,
         "loader": lambda: bench_loader(args.steps),
         "inflight": lambda: bench_inflight(8, overrides=args.set),
+        "hires": _hires,
     }
     r = fns[args.which]()
     last = ("ratio", "n429", "wasted", "inflight8_ratio", "cores", "load")
