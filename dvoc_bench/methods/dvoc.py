@@ -21,9 +21,10 @@ from dvoc_bench.methods.common import (
     to_screen,
 )
 from dvoc_bench.protocol import HistoryEntry, get_protocol, tools_for
-from dvoc_bench.records import TrialResult, TrialSpec
+from dvoc_bench.records import Step, TrialResult, TrialSpec
 from dvoc_bench.registry import method
 from dvoc_bench.render import draw_overlay
+from dvoc_bench.sending import View
 
 
 @method(
@@ -35,20 +36,29 @@ from dvoc_bench.render import draw_overlay
 )
 async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     """Run one DVOC trial from ``spec.start``; never raises for a model-side failure."""
+    assert spec.start is not None, "DVOC needs a start point"
+    return await refine(spec, env, Point(*spec.start), env.view())
+
+
+async def refine(
+    spec: TrialSpec, env: TrialEnv, start: Point, view: View, steps: list[Step] | None = None
+) -> TrialResult:
+    """The DVOC loop from ``start`` (screenshot pixels) on ``view`` (the whole screen, or a zoom crop): at
+    most ``spec.max_iterations`` calls, numbered after the ``steps`` already made (kept in the result)."""
     snap = env.snapshot
     size, target = snap.size, snap.target_box.centre
     protocol = get_protocol(spec.protocol)
     frame = Frame(spec.coord_frame)
     kind = "offset" if spec.predict == "relative" else "point"
     policy = PolicyConfig(epsilon=spec.epsilon, threshold=spec.conf_threshold, window=spec.window)
-    assert spec.start is not None, "DVOC needs a start point"
-    draft = Point(*spec.start)
+    draft = start
     reports: list[Report] = []
     history: list[HistoryEntry] = []
-    steps = []
-    view = env.view()  # the whole screen within the model's input limits
+    steps = list(steps or [])
+    first = len(steps)
     sent = view.sent
-    for i in range(spec.max_iterations):
+    for n in range(spec.max_iterations):
+        i = first + n
         shown_draft = view.to_sent(draft)
         label = None
         if spec.overlay != "none":
@@ -58,7 +68,7 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
             protocol.drawn_point(shown_draft),
             view=view,
             mode=spec.overlay,
-            iteration=i,
+            iteration=n,
             position_label=label,
             style=env.style,
         )
@@ -69,7 +79,7 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
             overlay=spec.overlay,
             predict=spec.predict,
             draft=shown_draft,
-            iteration=i,
+            iteration=n,
             history=history,
             circle_radius=env.style.circle_radius,
         )
@@ -126,7 +136,7 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
             status="ok",
             stop_reason="max_iterations",
             final_point=draft.as_list(),
-            iterations=spec.max_iterations,
+            iterations=first + spec.max_iterations,
             steps=steps,
         )
     )

@@ -39,7 +39,7 @@ def hires():
 
 @pytest.fixture(scope="module")
 def run(hires, tmp_path_factory):
-    """One sweep: 6 samples x 3 methods x 3 models (sim-ideal-1568 answering in each frame)."""
+    """One sweep: 6 samples x 4 methods x 3 models (sim-ideal-1568 answering in each frame)."""
     root = tmp_path_factory.mktemp("hires")
     ids = hires.write_fixture(root / "scenes")
     models = root / "models"
@@ -52,7 +52,7 @@ def run(hires, tmp_path_factory):
     shutil.copy(default_conf_dir() / "model" / "sim-ideal-1568.yaml", models)
     setup = quick_setup(
         [f"paths.scenes={root / 'scenes'}", f"paths.models={models}", f"tasks=[{','.join(ids)}]",
-         f"models=[{','.join(f'ideal-1568-{f}' for f in FRAMES)}]", "methods=[oneshot,dvoc,zoom]",
+         f"models=[{','.join(f'ideal-1568-{f}' for f in FRAMES)}]", "methods=[oneshot,dvoc,zoom,zoom_dvoc]",
          "starts=random:1", "repeats=1", "zoom.rounds=2", "zoom.factor=2", "zoom.min_crop=256"]
     )  # fmt: skip
     res = run_sweep(setup, root / "run")
@@ -67,9 +67,9 @@ def _frame(run_dir: Path, sha: str) -> np.ndarray:
 
 def test_every_method_hits_every_4k_sample_in_every_frame(run):
     hires, res, trials, _, _ = run
-    assert res.counts == {"ok": 54}
+    assert res.counts == {"ok": 72}
     got = {(t["model"].rsplit("-", 1)[1], t["method"], t["task"]): t for t in trials}
-    assert len(got) == 54
+    assert len(got) == 72
     for (frame, method, task), t in got.items():
         box = Box(*hires.target_box(int(task[1:])))
         assert box.contains(Point(*t["final_point"])), (frame, method, task, t["final_point"], box)
@@ -98,7 +98,8 @@ def test_steps_record_the_scale_and_size_sent_and_answers_map_back(run):
 
 def test_the_dvoc_overlay_is_drawn_in_sent_pixels_and_stays_whole(run):
     _, _, trials, steps, run_dir = run
-    dv = [s for s in steps if s["kind"] == "verify"]
+    dvoc = {t["trial_key"] for t in trials if t["method"] == "dvoc"}
+    dv = [s for s in steps if s["kind"] == "verify" and s["trial_key"] in dvoc]
     assert dv
     for s in dv[:6]:
         img = _frame(run_dir, s["frame_sha"])
@@ -149,3 +150,18 @@ def test_zoom_of_a_calibrated_profile_is_marked_crops_assumed(hires, tmp_path):
     assert marks[("sim-ideal-1568", "zoom")] == []  # a hand-set profile: [SIMULATED] only, as before
     zoom = next(s for s in specs if s.method == "zoom")
     assert zoom.zoom == "2/2/256" and next(s for s in specs if s.method == "oneshot").zoom == "-"
+
+
+def test_zoom_dvoc_refines_on_the_last_crop(run):
+    _, _, trials, steps, run_dir = run
+    for t in (t for t in trials if t["method"] == "zoom_dvoc"):
+        ts = sorted((s for s in steps if s["trial_key"] == t["trial_key"]), key=lambda s: s["index"])
+        clicks, verifies = ts[:3], ts[3:]
+        assert [s["kind"] for s in clicks] == ["click"] * 3 and verifies
+        assert all(s["kind"] == "verify" and s["crop"] == clicks[-1]["crop"] for s in verifies)
+        crop = Box(*clicks[-1]["crop"])
+        assert verifies[0]["draft"] == clicks[-1]["next_draft"]  # DVOC starts from the zoomed answer
+        img = _frame(run_dir, verifies[0]["frame_sha"])
+        c = find_crosshair(img, width=3)  # drawn on the crop as sent (960x540, scale 1)
+        want = Point(verifies[0]["draft"][0] - crop.x0, verifies[0]["draft"][1] - crop.y0)
+        assert img.shape[:2] == (540, 960) and c is not None and c.dist(want) <= 1.5
