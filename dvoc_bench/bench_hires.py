@@ -145,13 +145,19 @@ def floor_ms(snap, method: str, trials: int, steps: int, naive: bool = False) ->
 
 
 def bench_hires(trials: int = 20) -> dict[str, float]:
+    """Harness and floor trials alternate (one of each per round), so a change of machine load between
+    the two does not tilt the ratio; medians over the rounds."""
     snap = scene_4k()
     r: dict[str, float] = {}
     for method in ("dvoc", "zoom"):
         harness_ms(snap, method, 2)  # warm up (imports, caches)
-        ms, steps = harness_ms(snap, method, trials)
-        fl = floor_ms(snap, method, trials, steps)
+        hs, fs = [], []
+        for _ in range(trials):
+            ms, steps = harness_ms(snap, method, 1)
+            hs.append(ms)
+            fs.append(floor_ms(snap, method, 1, steps))
         r[f"{method}_steps_per_trial"] = steps
+        ms, fl = statistics.median(hs), statistics.median(fs)
         r[f"{method}_ms"], r[f"{method}_floor_ms"], r[f"{method}_ratio"] = ms, fl, ms / fl
     r["dvoc_naive_floor_ms"] = floor_ms(snap, "dvoc", trials, int(r["dvoc_steps_per_trial"]), naive=True)
     return r

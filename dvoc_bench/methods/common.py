@@ -68,27 +68,26 @@ class TrialEnv:
     _clean_png: bytes | None = None
     _clean: RenderedFrame | None = None
     _base: tuple[View, np.ndarray] | None = None
+    _crop: tuple[View, np.ndarray] | None = None
 
     def view(self, crop: Box | None = None) -> View:
         """The view of ``crop`` (default: the whole screen) sent within the model's input limits."""
         return view_of(self.snapshot.size, crop, self.image.max_side, self.image.max_pixels)
 
     def base(self, view: View) -> np.ndarray:
-        """The pixels of ``view`` before any drawing: the screenshot cropped and downscaled (the whole-screen
-        view is resized once per environment)."""
+        """The pixels of ``view`` before any drawing: the screenshot cropped and downscaled. The whole-screen
+        view is resized once per environment, and the last crop is kept (``zoom_dvoc`` draws on it)."""
         if view.identity:
             return self.snapshot.image
+        hit = self._crop if view.cropped else self._base
+        if hit is not None and hit[0] == view:
+            return hit[1]
+        img = resize_image(self.snapshot.image, view)  # racing threads compute the same pixels
         if view.cropped:
-            return resize_image(self.snapshot.image, view)
-        if self._base is None or self._base[0] != view:
-            self._base = (view, resize_image(self.snapshot.image, view))  # racing threads: the same pixels
-        return self._base[1]
-
-    def clean_png(self) -> bytes:
-        """The unannotated screenshot as PNG (encoded once, on the calling thread)."""
-        if self._clean_png is None:
-            self._clean_png = encode_png(self.snapshot.image)
-        return self._clean_png
+            self._crop = (view, img)
+        else:
+            self._base = (view, img)
+        return img
 
     async def render(self, draw: Draw, *args: Any, view: View | None = None, **kwargs: Any) -> RenderedFrame:
         """The frame ``draw(base, *args, **kwargs)`` on the pixels of ``view`` (default: the whole screen
@@ -107,7 +106,11 @@ class TrialEnv:
         return self._clean
 
     def _make(self, view: View, draw: Draw | None, args: tuple, kwargs: dict[str, Any]) -> RenderedFrame:
-        image, png = make_frame(self.base(view), draw, args, kwargs)
+        base = self.base(view)
+        if draw is None and view.cropped:  # a zoom crop: no overlay will reuse its bands, none cached
+            image, png = base, encode_png(base)
+        else:
+            image, png = make_frame(base, draw, args, kwargs)
         return RenderedFrame(image, png, self.renderer.store(self.save_frame, png), view)
 
     def request(
