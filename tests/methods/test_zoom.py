@@ -165,3 +165,16 @@ def test_zoom_dvoc_refines_on_the_last_crop(run):
         c = find_crosshair(img, width=3)  # drawn on the crop as sent (960x540, scale 1)
         want = Point(verifies[0]["draft"][0] - crop.x0, verifies[0]["draft"][1] - crop.y0)
         assert img.shape[:2] == (540, 960) and c is not None and c.dist(want) <= 1.5
+
+
+def test_a_bad_image_block_of_a_simulated_model_is_a_one_line_config_error(tmp_path):
+    from dvoc_bench.config import ConfigError
+
+    base = yaml.safe_load((default_conf_dir() / "model" / "sim-ideal-1568.yaml").read_text())
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump({**base, "name": "bad", "image": {"max_pixels": 10}}))
+    with pytest.raises(
+        ConfigError, match=r"^model bad: image.max_pixels: must be greater than or equal to 256, got 10$"
+    ):
+        quick_setup([f"paths.models={tmp_path}", "models=[bad]", "tasks=[S1]", "methods=[zoom]"])
+    with pytest.raises(ConfigError, match=r"^zoom.factor: must be greater than 1"):
+        quick_setup(["models=[sim-ideal]", "tasks=[S1]", "methods=[zoom]", "zoom.factor=1"])
