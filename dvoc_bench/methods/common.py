@@ -89,6 +89,12 @@ class TrialEnv:
             self._base = (view, img)
         return img
 
+    def clean_png(self) -> bytes:
+        """The unannotated screenshot as PNG, as it is (encoded once, on the calling thread)."""
+        if self._clean_png is None:
+            self._clean_png = encode_png(self.snapshot.image)
+        return self._clean_png
+
     async def render(self, draw: Draw, *args: Any, view: View | None = None, **kwargs: Any) -> RenderedFrame:
         """The frame ``draw(base, *args, **kwargs)`` on the pixels of ``view`` (default: the whole screen
         within the input limits; coordinates in ``args`` are in its sent pixels), encoded and stored in the
