@@ -116,10 +116,10 @@ def _tasks() -> list[str]:
     import yaml
 
     out = []
-    for kind in ("synthetic", "web"):
+    for kind in ("synthetic", "web", "desktop"):
         for p in sorted((_ROOT / "scenes" / kind).glob("*.yaml")):
             doc = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-            extra = ", needs Chromium" if kind == "web" else ""
+            extra = {"web": ", needs Chromium", "desktop": ", needs Xvfb + Tk"}.get(kind, "")
             out.append(f"{doc.get('id', p.stem):<4} {doc.get('instruction', '')} ({kind}{extra})")
     return out
 

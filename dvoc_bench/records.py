@@ -42,7 +42,8 @@ StopReason = Literal[
     "baseline",  # centre / random: no model involved
     "selected",  # Set-of-Mark: the model named a valid mark
     "no_valid_id",  # Set-of-Mark: the reply named no valid mark
-    "no_marks",  # Set-of-Mark: the detector found nothing to mark
+    "no_marks",  # Set-of-Mark: the detector found nothing to mark (older records; now grounding_error)
+    "grounding_error",  # SoM: detector failed or marked nothing; the model got the plain screenshot
     "error",  # a call failed for good
     "skipped",  # the trial never ran
 ]
@@ -65,8 +66,9 @@ ErrorClass = Literal[
 ]
 """Class of a failed call or trial (``error_class`` of steps and trials)."""
 
-SceneKind = Literal["synthetic", "web"]
-"""What produced a scene: a Pillow drawing (``synthetic``) or a page in a real Chromium (``web``).
+SceneKind = Literal["synthetic", "web", "desktop"]
+"""What produced a scene: a Pillow drawing (``synthetic``), a page in a real Chromium (``web``) or a Tk
+application on an Xvfb display (``desktop``).
 Task sources declare theirs when they register (:mod:`dvoc_bench.scenes.sources`)."""
 
 StepKind = Literal["verify", "click", "select", "baseline"]
@@ -280,6 +282,16 @@ class SomRecord:
     """``som_dvoc``: overlay its DVOC part used."""
     dvoc_predict: str | None = None
     """``som_dvoc``: answer kind its DVOC part used."""
+    grounding_error: str | None = None
+    """Why there are no marks (the detector failed, or found nothing to mark), as stated to the model in
+    ``grounding.error``; the trial then fell back (``som``: one ``click_at`` on the plain screenshot;
+    ``som_dvoc``: plain DVOC) and ended ``grounding_error``. ``None`` when marks were shown."""
+    fallback_stop_reason: str | None = None
+    """``som_dvoc`` after a grounding error: how its plain DVOC loop ended (``act``, ...)."""
+    tag_layout: str | None = None
+    """Tag placement used (``avoid | spec``, ``detector.tag_layout``)."""
+    tag_overlaps: int | None = None
+    """Tags drawn over an earlier tag (``avoid`` leaves one only when no free place was left)."""
 
 
 @dataclass(kw_only=True)
@@ -344,6 +356,9 @@ class Probe:
     blocked_requests: int | None = None
     """Web: requests the page attempted that the harness blocked (load, set-up and this trial's click);
     ``None`` for synthetic scenes."""
+    clicked_element: str | None = None
+    """Desktop with ``desktop.verify_click``: the widget or canvas item that received the real click (same
+    form as ``hit_element``). ``None`` when no click was made."""
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -393,8 +408,9 @@ class TrialRecord(TrialOutcome, TrialSpec):
     """Wall time of the trial, seconds."""
     finished_at: str
     """UTC time the trial ended (ISO 8601)."""
-    hit_rule: Literal["box", "dom"]
-    """What decided ``hit``: the target box, or the DOM element under the point."""
+    hit_rule: Literal["box", "dom", "toolkit"]
+    """What decided ``hit``: the target box, the DOM element under the point (web), or the toolkit's hit
+    test (desktop: ``winfo_containing`` / ``canvas.find_overlapping``)."""
     hit_box: bool
     """The box rule, kept beside ``hit`` when the DOM decided it."""
     hit_element: str | None
@@ -403,6 +419,8 @@ class TrialRecord(TrialOutcome, TrialSpec):
     """Web with ``web.verify_click``: a real click at the point fired the target's listener."""
     blocked_requests: int | None
     """Web: requests the page attempted that the harness blocked; ``None`` for other scenes."""
+    clicked_element: str | None = None
+    """Desktop with ``desktop.verify_click``: what received the real click (widget or canvas item)."""
 
     @classmethod
     def build(
@@ -435,11 +453,12 @@ class TrialRecord(TrialOutcome, TrialSpec):
             radius_px=s.radius_px,
             wall_s=round(wall_s, 4),
             finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            hit_rule="dom" if dom else "box",
+            hit_rule=("toolkit" if scene_kind == "desktop" else "dom") if dom else "box",
             hit_box=s.hit,
             hit_element=probe.hit_element if probe else None,
             clicked_target=probe.clicked_target if probe else None,
             blocked_requests=probe.blocked_requests if probe else None,
+            clicked_element=probe.clicked_element if probe else None,
         )
 
 

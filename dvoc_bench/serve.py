@@ -233,7 +233,11 @@ class SimBackend:
             if self._index is None:
                 instr, clean = {}, {}
                 for sid in self.registry.ids():
-                    snap = self.registry.snapshot(sid)
+                    try:
+                        snap = self.registry.snapshot(sid)
+                    except ConfigError as e:  # a scene this machine cannot render (no Chromium, no Xvfb)
+                        log.warning("scene %s left out of the simulator's index: %s", sid, e)
+                        continue
                     if snap.instruction:
                         instr[sid] = snap.instruction
                     clean[hashlib.sha256(encode_png(snap.image)).hexdigest()] = sid

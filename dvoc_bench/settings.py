@@ -179,6 +179,32 @@ class Web(Declared):
     """Loopback dev servers pages may load from, e.g. ``[http://127.0.0.1:8000]`` (anything else refused)."""
 
 
+class DesktopCustom(Declared):
+    """One inline bring-your-own Tk app (task id ``desktop_custom``)."""
+
+    script: str | None = None
+    """A Python file that builds a Tk UI (``mainloop`` is hooked by the harness)."""
+    target: str | None = None
+    """``widget:<Tk path>`` (``widget:.dlg.ok``) or ``canvas:<canvas path>:<tag>`` (``canvas:.c:node1``)."""
+    instruction: str | None = None
+    """The task text shown to the model."""
+
+
+class Desktop(Declared):
+    """Desktop scenes D1-D4 (Tk on a private Xvfb display) and bring-your-own Tk apps (README "Desktop
+    scenes")."""
+
+    size: list[int] = [1280, 800]
+    """``[width, height]`` of the virtual screen; every desktop frame has this size."""
+    verify_click: bool = False
+    """Also click each final point with the real X pointer in a fresh instance of the scene."""
+    timeout_s: PosFloat = 20.0
+    """Display start, a scene becoming ready, each query and click, seconds."""
+    custom: DesktopCustom = DesktopCustom()
+    """``task=desktop_custom desktop.custom.script=app.py desktop.custom.target=widget:.ok
+    desktop.custom.instruction=...``."""
+
+
 class Settings(Declared):
     """The whole configuration of one sweep (everything ``conf/config.yaml`` composes)."""
 
@@ -240,6 +266,8 @@ class Settings(Declared):
     """What a resumed run does again."""
     web: Web = Web()
     """Web scenes and bring-your-own pages."""
+    desktop: Desktop = Desktop()
+    """Desktop scenes and bring-your-own Tk apps."""
     detector: dict[str, Any] | None = None
     """The Set-of-Mark detector (the ``detector`` config group; validated by
     :func:`dvoc_bench.detect.config.detector_config` when a SoM method runs)."""

@@ -5,16 +5,21 @@ From detections to marks (:func:`marks_from_detections`):
 - boxes covering more than ``max_area_frac`` (half) of the screen are dropped: a page or a panel, not a
   control;
 - the remaining boxes keep the detector's order (descending score) and are numbered 1, 2, ... in it;
-- coordinates change convention: a detector box is in continuous *edge* coordinates (pixel column ``i``
-  spans ``[i, i + 1)``), the harness puts pixel ``i``'s centre at ``i`` (``geometry``), so a mark's box is
-  the detection moved by -0.5 px and clipped to ``[0, W - 1] x [0, H - 1]``. A box drawn exactly on
-  pixels ``x0..x1`` therefore has its centre at ``(x0 + x1) / 2``, the scene's own element centre.
+- coordinates: a mark's box holds the detector's own numbers (source pixels), clipped to
+  ``[0, W - 1] x [0, H - 1]``, and the element list writes them as the seed defines its coordinates,
+  ``pixel / (size - 1) x 1000`` (:func:`dvoc_bench.protocol.som.to_frame_value`). This is the one place
+  the half-pixel question is settled: the seed hands the detector's numbers on unchanged (a detection
+  whose centre is at 960 on a 1920-wide screenshot is listed at 500.3 and tapped at pixel 960), so we do
+  too. A detection ``[x0, x1)`` in continuous edge coordinates therefore puts its click 0.5 px right of
+  (and below) the centre of the pixels it covers, a shift far below any control's size.
 
-Drawing (:func:`draw_marks`): every mark's box outline in its palette colour (index-keyed, deterministic),
-then every tag on top: the number on a filled rectangle of the box colour, black or white text by
-luminance, placed just above the box's top-left corner so it does not cover the control; when there is
-no room above (the box touches the top of the screen) the tag goes inside the corner. Tags never leave
-the image horizontally. Font size, line width and padding scale with ``max(W, H)``
+Drawing (:func:`draw_marks`): every mark's box outline in its colour (index-keyed, deterministic, replaced
+by a better-contrasting one where the outline would vanish into the pixels under it), then every tag on
+top: the number on a filled rectangle of the box colour, black or white text, whichever contrasts more.
+Where tags go is :mod:`dvoc_bench.som_layout`: the seed's place (just above the box's top-left corner,
+inside it at the top edge) under ``tag_layout="spec"``; under ``"avoid"`` (the default) the first place
+around the box that hides no other tag and covers the least of the boxes. Tags never leave the image.
+Font size, line width and padding scale with ``max(W, H)``
 (:func:`mark_style`); the font is the pinned DejaVu Sans.
 """
 
@@ -30,6 +35,7 @@ from PIL import Image, ImageDraw
 from dvoc_bench.detect.types import Detection
 from dvoc_bench.geometry import Box, Size
 from dvoc_bench.render import dejavu
+from dvoc_bench.som_layout import MarkLayout, box_rect, layout_marks, tag_text_colour
 
 Color = tuple[int, int, int]
 
@@ -100,9 +106,8 @@ def palette_colour(mark_id: int) -> Color:
 
 
 def text_colour(bg: Color) -> Color:
-    """Black on light tags, white on dark ones (luminance ``0.299 R + 0.587 G + 0.114 B`` > 150)."""
-    lum = 0.299 * bg[0] + 0.587 * bg[1] + 0.114 * bg[2]
-    return (0, 0, 0) if lum > 150 else (255, 255, 255)
+    """Black or white text on a ``bg`` tag, whichever has the higher WCAG contrast ratio (>= 4.58)."""
+    return tag_text_colour(bg)
 
 
 def _clip(v: float, hi: float) -> float:
@@ -126,12 +131,7 @@ def marks_from_detections(
         ch = _clip(b.y1, h) - _clip(b.y0, h)
         if cw <= 0 or ch <= 0 or cw * ch > limit:
             continue
-        box = Box(
-            _clip(b.x0 - 0.5, w - 1),
-            _clip(b.y0 - 0.5, h - 1),
-            _clip(b.x1 - 0.5, w - 1),
-            _clip(b.y1 - 0.5, h - 1),
-        )
+        box = Box(_clip(b.x0, w - 1), _clip(b.y0, h - 1), _clip(b.x1, w - 1), _clip(b.y1, h - 1))
         n = len(marks) + 1
         marks.append(Mark(n, box, float(d.score), palette_colour(n)))
         if len(marks) >= max_marks:
@@ -150,29 +150,41 @@ def tag_rect(mark: Mark, text_w: int, text_h: int, size: Size, style: MarkStyle)
     return x0, y0, x0 + tw - 1, y0 + th - 1
 
 
-def draw_marks(image: np.ndarray, marks: Sequence[Mark], style: MarkStyle | None = None) -> np.ndarray:
-    """A new marked copy of ``image`` (``image`` is not modified): boxes first, then every tag on top."""
+def draw_marks(
+    image: np.ndarray,
+    marks: Sequence[Mark],
+    style: MarkStyle | None = None,
+    *,
+    layout: MarkLayout | None = None,
+    tag_layout: str = "avoid",
+) -> np.ndarray:
+    """A new marked copy of ``image`` (``image`` is not modified): boxes first, then every tag on top.
+    ``layout`` is :func:`plan_marks`'s result for these marks (computed here when not given)."""
     if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
         raise ValueError(f"expected an HxWx3 uint8 image, got shape {image.shape} dtype {image.dtype}")
     size = Size(image.shape[1], image.shape[0])
     style = style or mark_style(size)
+    if layout is None:
+        layout = plan_marks(image, marks, style, tag_layout=tag_layout)
     pil = Image.fromarray(np.ascontiguousarray(image))
     draw = ImageDraw.Draw(pil)
-    for m in marks:
-        b = m.box
-        x0, y0 = math.ceil(b.x0), math.ceil(b.y0)  # the pixels inside the box's edges
-        draw.rectangle(
-            [x0, y0, max(math.floor(b.x1), x0), max(math.floor(b.y1), y0)],
-            outline=m.colour,
-            width=style.line_px,
-        )
-    font = dejavu(style.font_px)
-    for m in marks:
+    for m in layout.marks:
+        draw.rectangle(list(box_rect(m)), outline=m.colour, width=style.line_px)
+    for m, tag in zip(layout.marks, layout.tags, strict=True):
         text = str(m.id)
-        left, top, right, bottom = draw.textbbox((0, 0), text, font=font)
-        x0, y0, x1, y1 = tag_rect(m, right - left, bottom - top, size, style)
+        font = dejavu(tag.font_px)
+        left, top, _, _ = font.getbbox(text)
+        x0, y0, x1, y1 = tag.rect
         draw.rectangle([x0, y0, x1, y1], fill=m.colour)
         draw.text(
-            (x0 + style.pad_px - left, y0 + style.pad_px - top), text, fill=text_colour(m.colour), font=font
+            (x0 + tag.pad_px - left, y0 + tag.pad_px - top), text, fill=text_colour(m.colour), font=font
         )
     return np.array(pil, dtype=np.uint8)
+
+
+def plan_marks(
+    image: np.ndarray, marks: Sequence[Mark], style: MarkStyle | None = None, *, tag_layout: str = "avoid"
+) -> MarkLayout:
+    """Colours and tag places of ``marks`` on ``image`` (:func:`dvoc_bench.som_layout.layout_marks`)."""
+    style = style or mark_style(Size(image.shape[1], image.shape[0]))
+    return layout_marks(image, marks, style, PALETTE, tag_layout)

@@ -102,7 +102,8 @@ def format_table(rows: list[dict[str, Any]], epsilon: float = 30.0) -> str:
     out += [line(b) for b in body]
     legend = (
         f"Rates over trials with status ok. hit = the final point is on the target (inside its box on "
-        f"synthetic scenes; on the target's DOM element on web scenes); within-eps = "
+        f"synthetic scenes; on the target's DOM element on web scenes; on the target by the toolkit's hit "
+        f"test on desktop scenes); within-eps = "
         f"distance to the target centre < {epsilon:g} px; paper-radius = distance < max(w/2, h/2, 30) "
         f"(the authors' rule). Rows marked [SIMULATED] come from the simulated VLM, not a real model; "
         f"'... assumed' in the marker names a knob the simulated profile was not fitted for (its effect is "
@@ -132,6 +133,7 @@ def run_report(trials: list[dict[str, Any]], *, ran: int, skipped_items: dict[st
         for cls, msgs in sorted(by_class.items(), key=lambda kv: -sum(kv[1].values())):
             msg, _ = msgs.most_common(1)[0]
             lines.append(f"{status}: {cls} x{sum(msgs.values())}: {msg[:160] or '(no message)'}")
+    lines += grounding_lines(trials)
     calls = sum(int(t.get("model_calls") or 0) for t in trials)
     cached = sum(int(t.get("cached_calls") or 0) for t in trials)
     lines.append(f"model calls: {calls} ({cached} answered by the response cache, no provider asked)")
@@ -157,6 +159,22 @@ def run_report(trials: list[dict[str, Any]], *, ran: int, skipped_items: dict[st
         shown = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in added_items.items())
         lines.append(f"the run's plan grew (resume.allow_new_trials): {shown}")
     return lines
+
+
+def grounding_lines(trials: list[dict[str, Any]]) -> list[str]:
+    """The Set-of-Mark trials that ended ``grounding_error`` (no marks shown; the fallback ran), by method,
+    with the most common reason; empty when there are none."""
+    hit = [t for t in trials if t.get("stop_reason") == "grounding_error"]
+    if not hit:
+        return []
+    by_method = Counter(str(t.get("method")) for t in hit)
+    reasons = Counter(str((t.get("som") or {}).get("grounding_error") or "") for t in hit)
+    msg, _ = reasons.most_common(1)[0]
+    methods = ", ".join(f"{m} x{n}" for m, n in sorted(by_method.items()))
+    return [
+        f"stop grounding_error x{len(hit)} ({methods}): no marks shown, the model got the plain screenshot "
+        f"(som: one click_at, som_dvoc: plain DVOC); most common reason: {msg[:160] or '(none)'}"
+    ]
 
 
 EXIT_OK, EXIT_CONFIG, EXIT_NO_SUCCESS, EXIT_INTERRUPTED = 0, 2, 3, 130

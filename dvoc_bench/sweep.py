@@ -87,7 +87,8 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
     s = load_settings(dict(cfg))
     models_dir = Path(s.paths.models) if s.paths.models else default_conf_dir() / "model"
     scenes_dir = Path(s.paths.scenes) if s.paths.scenes else default_scenes_dir()
-    registry = SceneRegistry(scenes_dir, options={"web": s.web.model_dump()}, max_side=s.scenes.max_side)
+    options = {"web": s.web.model_dump(), "desktop": s.desktop.model_dump()}
+    registry = SceneRegistry(scenes_dir, options=options, max_side=s.scenes.max_side)
     tasks = check_list("task" if s.task else "tasks", [s.task] if s.task else s.tasks, registry.ids())
     names = check_list("models", [model_choice] if model_choice else s.models, model_names(models_dir))
     models = [
@@ -578,9 +579,12 @@ async def _run_trials(
 
     try:
         await asyncio.gather(*(one(s) for s in pending))
+    except BaseException:  # stop live scenes (browser, Xvfb and Tk apps) on the way out, too
+        setup.registry.close()
+        raise
     finally:
         renderer.close()
     if detector is not None:
         await asyncio.to_thread(detector.close)  # stops a helper process, releases an onnx session
-    await asyncio.to_thread(setup.registry.close)  # closes the browser of web scenes, if one started
+    await asyncio.to_thread(setup.registry.close)  # closes the browser / Xvfb of live scenes, if started
     return gates

@@ -60,7 +60,11 @@ def test_builtin_entries_and_their_declarations():
     assert list(methods())[:4] == ["dvoc", "oneshot", "centre", "random"]
     assert method_info("dvoc").uses_start and not method_info("oneshot").uses_start
     assert not method_info("centre").calls_model and method_info("som").needs_detector
-    assert {n: s.kind for n, s in sources().items()} == {"synthetic": "synthetic", "web": "web"}
+    assert {n: s.kind for n, s in sources().items()} == {
+        "synthetic": "synthetic",
+        "web": "web",
+        "desktop": "desktop",
+    }
     with pytest.raises(ValueError, match="unknown knob"):
         method("bad", knobs=("colour",))
     with pytest.raises(ValueError, match="protocol knob"):

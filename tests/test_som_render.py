@@ -26,7 +26,7 @@ def _det(x0, y0, x1, y1, s=0.9):
     return Detection(Box(x0, y0, x1, y1), s)
 
 
-def test_marks_drop_big_boxes_keep_order_and_shift_to_pixel_centres():
+def test_marks_drop_big_boxes_keep_order_and_keep_the_detector_numbers():
     dets = [
         _det(0, 0, 400, 151, 0.99),  # 60400 px > half of 120000: a panel, dropped
         _det(100, 50, 180, 90, 0.9),
@@ -37,17 +37,20 @@ def test_marks_drop_big_boxes_keep_order_and_shift_to_pixel_centres():
     marks = marks_from_detections(dets, SIZE)
     assert [m.id for m in marks] == [1, 2, 3]
     assert [m.score for m in marks] == [0.9, 0.8, 0.7]
-    assert marks[0].box.as_list() == [99.5, 49.5, 179.5, 89.5]  # continuous edges -> pixel centres
-    assert marks[0].centre == (139.5, 69.5)
-    assert marks[2].box.as_list() == [389.5, 289.5, 399.0, 299.0]
+    assert marks[0].box.as_list() == [100, 50, 180, 90]  # the seed's numbers, unchanged (issue #18)
+    assert marks[0].centre == (140, 70)
+    assert marks[2].box.as_list() == [390, 290, 399.0, 299.0]
     assert [m.colour for m in marks] == list(PALETTE[:3])
     assert len(marks_from_detections([_det(i, 0, i + 5, 5) for i in range(80)], SIZE)) == 50
     assert len(marks_from_detections(dets, SIZE, max_area_frac=0.9)) == 4
 
 
 def test_an_oracle_box_centre_is_the_element_centre():
-    # an element drawn on pixels 150..230 x 200..240 is the detection [150, 200, 231, 241]
-    (m,) = marks_from_detections([_det(150, 200, 231, 241)], SIZE)
+    # an element drawn on pixels 150..230 x 200..240: the oracle reports its first and last pixels
+    from dvoc_bench.detect.oracle import _jittered
+
+    det = _jittered(Box(150, 200, 230, 240), 0.0, np.zeros(4), 400, 300)
+    (m,) = marks_from_detections([Detection(det, 0.9)], SIZE)
     assert m.centre == (190.0, 220.0) == (Box(150, 200, 230, 240).centre.x, Box(150, 200, 230, 240).centre.y)
 
 
@@ -78,9 +81,9 @@ def test_tags_sit_above_the_top_left_corner_or_inside_at_the_top_edge():
         Mark(3, Box(380, 200, 399, 219), 0.7, PALETTE[2]),  # at the right edge
     ]
     style = mark_style(SIZE)
-    out = draw_marks(img, marks, style)
+    out = draw_marks(img, marks, style, tag_layout="spec")
     assert np.array_equal(img, np.full((300, 400, 3), 40, dtype=np.uint8))  # the input is untouched
-    assert np.array_equal(out, draw_marks(img, marks, style))  # deterministic
+    assert np.array_equal(out, draw_marks(img, marks, style, tag_layout="spec"))  # deterministic
     assert _colour_at(out, 100, 120) == PALETTE[0] and _colour_at(out, 199, 139) == PALETTE[0]  # outline
     assert _colour_at(out, 150, 120) == (40, 40, 40)  # inside stays clear
     x0, y0, x1, y1 = tag_rect(marks[0], 8, 10, SIZE, style)
@@ -104,7 +107,7 @@ def test_tags_are_drawn_over_other_boxes():
     top = Mark(1, Box(100, 100, 199, 139), 0.9, PALETTE[0])
     under = Mark(2, Box(90, 92, 300, 200), 0.8, PALETTE[1])  # its top edge crosses mark 1's tag
     style = mark_style(SIZE)
-    out = draw_marks(img, [top, under], style)
+    out = draw_marks(img, [top, under], style, tag_layout="spec")
     left, t, right, b = dejavu(style.font_px).getbbox("1")
     x0, y0, x1, y1 = tag_rect(top, right - left, b - t, SIZE, style)
     assert y0 < 92 < y1

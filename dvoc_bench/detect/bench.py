@@ -1,6 +1,7 @@
 """Detector latency per screenshot (DESIGN §12: figures, not assertions).
 
     python -m dvoc_bench.detect.bench [cv|onnx|helper|all] [-n 30] [--threads 2] [--size 800x600]
+    python -m dvoc_bench.detect.bench recall [...]   # recall against the DOM (dvoc_bench.detect.recall)
 
 - ``cv``: the classical detector on the synthetic scenes (800x600).
 - ``onnx``: a YOLOv5n-sized model (the v6 layer graph, random weights, 1.76 M parameters) built here at
@@ -90,7 +91,7 @@ def bench_helper(
     from dvoc_bench.detect.helper_client import HelperDetector
     from dvoc_bench.detect.service import own_helper_command
 
-    cmd = [*own_helper_command("onnx", str(model), None), "--threads", str(threads)]
+    cmd = [*own_helper_command("onnx", str(model), "yolov5-default"), "--threads", str(threads)]
     img = _screenshot(size)
     with HelperDetector(cmd, startup_timeout_s=120) as h:
         out = _time(lambda: h.run(img), n)
@@ -106,12 +107,17 @@ def _print(name: str, r: dict[str, tuple[float, float] | None]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["recall"]:
+        from dvoc_bench.detect import recall
+
+        return recall.main(argv[1:])
     ap = argparse.ArgumentParser(
         prog="python -m dvoc_bench.detect.bench",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("which", nargs="?", default="all", choices=["cv", "onnx", "helper", "all"])
+    ap.add_argument("which", nargs="?", default="all", choices=["cv", "onnx", "helper", "all", "recall"])
     ap.add_argument("-n", type=int, default=30, help="timed runs per backend (after 2 warm-up runs)")
     ap.add_argument("--threads", type=int, default=2, help="onnxruntime intra-op threads")
     ap.add_argument("--size", default="800x600", help="screenshot size WxH for onnx/helper")

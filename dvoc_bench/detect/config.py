@@ -33,7 +33,8 @@ class YoloOptions(Declared):
     model: str | None = None
     """Path of the ``.onnx`` / ``.rknn`` model."""
     anchors: str | None = None
-    """Path of its ``RK_anchors.txt`` (18 numbers); ``null`` = YOLOv5's default anchors."""
+    """Path of its ``RK_anchors.txt`` (18 numbers; the anchors ship with the model), or
+    ``yolov5-default`` to say that YOLOv5's default anchors are meant; required."""
     threads: PosInt = 2
     """onnxruntime intra-op threads (ignored by rknn)."""
     confidence: Prob = 0.3
@@ -42,6 +43,18 @@ class YoloOptions(Declared):
     """NMS IoU threshold."""
     max_boxes: PosInt = 50
     """At most this many boxes."""
+
+
+ANCHORS_DEFAULT = "yolov5-default"
+"""The value of ``detector.anchors`` that asks for YOLOv5's default anchors explicitly."""
+
+
+class RknnOptions(YoloOptions):
+    """Settings of the ``rknn`` backend: the YOLOv5 ones plus the NPU cores."""
+
+    core_mask: int | None = Field(None, ge=0, le=0xFFFF)
+    """``RKNNLite.init_runtime(core_mask=...)``: 0 auto, 1/2/4 one core, 3 cores 0-1, 7 cores 0-2, 65535 all
+    (RK3576/RK3588 only); ``null`` leaves the runtime's default."""
 
 
 class HelperOptions(Declared):
@@ -54,9 +67,10 @@ class HelperOptions(Declared):
     """Seconds to wait for ``READY``."""
     request_timeout_s: PosFloat = 60.0
     """Seconds to wait for the reply to one request."""
-    on_demand: bool = True
-    """``true``: started at the first request and stopped after ``idle_exit_s`` without one;
-    ``false``: resident (started at once, restarted in the background after a failure, no idle exit)."""
+    on_demand: bool = False
+    """``false`` (the seed's default): resident, started at once, restarted in the background after a
+    failure, no idle exit; ``true``: started at the first request, stopped after ``idle_exit_s`` without
+    one."""
     idle_exit_s: PosFloat = 120.0
     """Idle time after which an on-demand helper is asked to quit."""
 
@@ -73,6 +87,9 @@ class HelperOptions(Declared):
 class _Area(Declared):
     max_area_frac: float = Field(0.5, gt=0.0, le=1.0)
     """SoM drops boxes covering more than this share of the screen."""
+    tag_layout: Literal["avoid", "spec"] = "avoid"
+    """Where SoM tags go: ``avoid`` = the seed's place unless it hides another tag (then the least-covering
+    free place around the box, shrinking the tag if needed); ``spec`` = always the seed's place."""
 
 
 class OracleSettings(_Area, OracleOptions):
@@ -92,10 +109,15 @@ class _YoloSettings(_Area, YoloOptions):
     def _files(self) -> _YoloSettings:
         if not self.model:
             raise ValueError(f"model: detector={self.backend} needs a model path")  # type: ignore[attr-defined]
-        for key in ("model", "anchors"):
-            path = getattr(self, key)
-            if path and not Path(path).is_file():
-                raise ValueError(f"{key}: file not found: {path}")
+        if not Path(self.model).is_file():
+            raise ValueError(f"model: file not found: {self.model}")
+        if not self.anchors:
+            raise ValueError(
+                f"anchors: detector={self.backend} needs the anchors file shipped with the model "  # type: ignore[attr-defined]
+                f"(RK_anchors.txt), or detector.anchors={ANCHORS_DEFAULT} to use YOLOv5's default anchors"
+            )
+        if self.anchors != ANCHORS_DEFAULT and not Path(self.anchors).is_file():
+            raise ValueError(f"anchors: file not found: {self.anchors}")
         return self
 
 
@@ -105,7 +127,7 @@ class OnnxSettings(_YoloSettings):
     backend: Literal["onnx"] = "onnx"
 
 
-class RknnSettings(_YoloSettings):
+class RknnSettings(_YoloSettings, RknnOptions):
     """``detector=rknn``: a YOLOv5 model through rknnlite (aarch64 RK35xx boards)."""
 
     backend: Literal["rknn"] = "rknn"
@@ -136,7 +158,7 @@ _OPTIONS = {
     "oracle": OracleOptions,
     "cv": CvOptions,
     "onnx": YoloOptions,
-    "rknn": YoloOptions,
+    "rknn": RknnOptions,
     "helper": HelperOptions,
 }
 
@@ -149,21 +171,26 @@ class DetectorConfig:
     """One of :data:`BACKENDS`."""
     max_area_frac: float = 0.5
     """SoM drops boxes covering more than this share of the screen."""
+    tag_layout: str = "avoid"
+    """Where SoM tags go (``avoid | spec``)."""
     oracle: OracleOptions = field(default_factory=OracleOptions)
     """Oracle error rates."""
     cv: CvOptions = field(default_factory=CvOptions)
     """Classical detector knobs."""
     onnx: YoloOptions = field(default_factory=YoloOptions)
     """onnxruntime backend."""
-    rknn: YoloOptions = field(default_factory=YoloOptions)
+    rknn: RknnOptions = field(default_factory=RknnOptions)
     """rknnlite backend."""
     helper: HelperOptions = field(default_factory=HelperOptions)
     """Helper-process backend."""
 
     def digest(self) -> str:
         """Hash of the selected backend's settings (what changes its boxes)."""
+        d = {"backend": self.backend, "max_area_frac": self.max_area_frac, "opts": self.selected()}
+        if self.tag_layout != "avoid":  # the frame changes, not the boxes; the default keeps old digests
+            d["tag_layout"] = self.tag_layout
         blob = json.dumps(
-            {"backend": self.backend, "max_area_frac": self.max_area_frac, "opts": self.selected()},
+            d,
             sort_keys=True,
             default=str,
         )
@@ -184,4 +211,9 @@ def detector_config(node: Mapping[str, Any] | str | None = None) -> DetectorConf
         raise ConfigError(f"detector: unknown value {backend!r}; allowed: {', '.join(BACKENDS)}")
     s = validate(DETECTOR_SETTINGS[backend], dict(node), "detector.")
     opts = _OPTIONS[backend](**s.model_dump(include=set(_OPTIONS[backend].model_fields)))
-    return DetectorConfig(backend=backend, max_area_frac=s.max_area_frac, **{backend: opts})  # type: ignore[attr-defined]
+    return DetectorConfig(
+        backend=backend,
+        max_area_frac=s.max_area_frac,  # type: ignore[attr-defined]
+        tag_layout=s.tag_layout,  # type: ignore[attr-defined]
+        **{backend: opts},
+    )

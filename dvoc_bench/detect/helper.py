@@ -7,7 +7,9 @@ It behaves like the board's C helper (protocol in :mod:`dvoc_bench.detect.helper
 model, prints ``READY <w> <h>``, then answers ``D`` requests with ``OK <n> <ms>`` and ``n`` box lines until
 ``Q`` or the end of its input. Any failure (an unknown command byte, a bad size, a truncated image, a
 failed inference, a model that does not load) prints ``ERR <message>`` and exits with status 1: after a
-protocol error the byte stream cannot be trusted, and the client starts a fresh helper. Start-up
+protocol error the byte stream cannot be trusted, and the client starts a fresh helper. Bad start-up
+arguments print ``ERR bad arguments: ...`` and exit with status 2. ``--anchors`` is required (the anchors
+ship with the model); ``--anchors yolov5-default`` says YOLOv5's default anchors are meant. Start-up
 defaults are the board runner's (``--confidence 0 --nms-iou 0.8``); the Agent passes 0.3 / 0.6.
 ``--self-test`` runs one blank 800x600 page through the model, prints the reply and exits.
 Stdout carries protocol lines only; logs go to stderr.
@@ -81,13 +83,10 @@ def serve(detector: Detector, stdin: BinaryIO, stdout: BinaryIO, *, max_side: in
 
 def build(args: argparse.Namespace) -> Detector:
     """The backend named on the command line."""
-    from dvoc_bench.detect.yolo import DEFAULT_ANCHORS, PostConfig, load_anchors
+    from dvoc_bench.detect.service import resolve_anchors
+    from dvoc_bench.detect.yolo import PostConfig
 
-    anchors = (
-        load_anchors(args.anchors)
-        if args.anchors
-        else np.asarray(DEFAULT_ANCHORS, dtype=np.float64).reshape(3, 3, 2)
-    )
+    anchors = resolve_anchors(args.anchors, "--anchors")
     post = PostConfig(args.confidence, args.nms_iou, args.max_boxes)
     if args.backend == "onnx":
         from dvoc_bench.detect.onnx_backend import OnnxDetector
@@ -95,7 +94,7 @@ def build(args: argparse.Namespace) -> Detector:
         return OnnxDetector(args.model, anchors, threads=args.threads, post=post)
     from dvoc_bench.detect.rknn_backend import RknnDetector
 
-    return RknnDetector(args.model, anchors, post=post)
+    return RknnDetector(args.model, anchors, post=post, core_mask=args.core_mask)
 
 
 def _fraction(s: str) -> float:
@@ -105,19 +104,43 @@ def _fraction(s: str) -> float:
     return v
 
 
+class UsageError(Exception):
+    """Bad start-up arguments (answered with one ``ERR`` line, exit status 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _positive(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {s}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {s}")
+    return v
+
+
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         prog="python -m dvoc_bench.detect.helper",
         description="UI-grounding helper speaking the seed's stdin protocol (READY / D / OK / Q / ERR).",
     )
     ap.add_argument("--backend", choices=("onnx", "rknn"), default="onnx")
     ap.add_argument("--model", required=True, help="the .onnx or .rknn model")
-    ap.add_argument("--anchors", help="RK_anchors.txt (18 numbers); default: YOLOv5's anchors")
+    ap.add_argument(
+        "--anchors",
+        required=True,
+        help="RK_anchors.txt (18 numbers) shipped with the model, or yolov5-default for YOLOv5's anchors",
+    )
     ap.add_argument("--confidence", type=_fraction, default=0.0, help="confidence threshold (default 0)")
     ap.add_argument("--nms-iou", type=_fraction, default=0.8, help="NMS IoU threshold (default 0.8)")
-    ap.add_argument("--max-boxes", type=int, default=50)
-    ap.add_argument("--threads", type=int, default=2, help="onnxruntime threads")
-    ap.add_argument("--max-side", type=int, default=MAX_SIDE, help="largest accepted image side")
+    ap.add_argument("--max-boxes", type=_positive, default=50)
+    ap.add_argument("--threads", type=_positive, default=2, help="onnxruntime threads")
+    ap.add_argument("--max-side", type=_positive, default=MAX_SIDE, help="largest accepted image side")
+    ap.add_argument("--core-mask", type=int, default=None, help="rknn: NPU core mask for init_runtime")
     ap.add_argument("--runtime", help="accepted for compatibility with the board's helper; ignored")
     ap.add_argument("--self-test", action="store_true", help="run one blank page and print the reply")
     return ap
@@ -125,8 +148,14 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="helper: %(message)s")
-    args = parser().parse_args(argv)
     out = sys.stdout.buffer
+    try:
+        args = parser().parse_args(argv)
+    except UsageError as e:  # the client reads stdout: a bad start-up is an ERR line, not a usage text
+        log.error("bad arguments: %s", e)
+        out.write(error_line(f"bad arguments: {e}").encode("utf-8"))
+        out.flush()
+        return 2
     try:
         detector = build(args)
     except (DetectorError, OSError, ValueError) as e:

@@ -45,9 +45,10 @@ def _rng(base: int, call_seed: int, scene_id: str) -> np.random.Generator:
 
 
 def _jittered(box: Box, sigma: float, z: np.ndarray, w: int, h: int) -> Box:
-    """``box`` (edges inclusive) as a continuous box ``[x0, y0, x1 + 1, y1 + 1]``, each edge moved by
-    ``sigma * z`` (``z``: four standard normal draws), clipped to the image, never thinner than 2 px."""
-    x0, y0, x1, y1 = box.x0, box.y0, box.x1 + 1.0, box.y1 + 1.0
+    """``box`` (edges inclusive: first and last pixel) as the seed reads a detector's numbers, pixels whose
+    centre is the element's centre (:mod:`dvoc_bench.som_render`), each edge moved by ``sigma * z`` (``z``:
+    four standard normal draws), clipped to the image, never thinner than 2 px."""
+    x0, y0, x1, y1 = box.x0, box.y0, box.x1, box.y1
     if sigma > 0:
         x0, y0, x1, y1 = x0 + sigma * z[0], y0 + sigma * z[1], x1 + sigma * z[2], y1 + sigma * z[3]
     x0, x1 = sorted((min(max(x0, 0.0), w), min(max(x1, 0.0), w)))

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dvoc_bench.detect.config import DetectorConfig
+from dvoc_bench.detect.config import ANCHORS_DEFAULT, DetectorConfig
 from dvoc_bench.detect.types import DetectionRun, Detector, DetectorError
 from dvoc_bench.detect.yolo import DEFAULT_ANCHORS, PostConfig, load_anchors
 from dvoc_bench.scenes.types import SceneTruth
@@ -28,9 +28,16 @@ from dvoc_bench.scenes.types import SceneTruth
 log = logging.getLogger(__name__)
 
 
-def _anchors(path: str | None) -> np.ndarray:
-    if path is None:
+def resolve_anchors(path: str | None, key: str = "detector.anchors") -> np.ndarray:
+    """The anchors a YOLOv5 backend uses: a file, or YOLOv5's defaults only when said
+    (``yolov5-default``); none at all is an error (the anchors ship with the model)."""
+    if path == ANCHORS_DEFAULT:
         return np.asarray(DEFAULT_ANCHORS, dtype=np.float64).reshape(3, 3, 2)
+    if not path:
+        raise DetectorError(
+            f"{key}: no anchors given; pass the model's RK_anchors.txt, or {ANCHORS_DEFAULT} to use "
+            "YOLOv5's default anchors"
+        )
     return load_anchors(path)
 
 
@@ -55,10 +62,10 @@ def build_detector(cfg: DetectorConfig, truth: SceneTruth | None = None, call_se
         if b == "onnx":
             from dvoc_bench.detect.onnx_backend import OnnxDetector
 
-            return OnnxDetector(y.model, _anchors(y.anchors), threads=y.threads, post=post)
+            return OnnxDetector(y.model, resolve_anchors(y.anchors), threads=y.threads, post=post)
         from dvoc_bench.detect.rknn_backend import RknnDetector
 
-        return RknnDetector(y.model, _anchors(y.anchors), post=post)
+        return RknnDetector(y.model, resolve_anchors(y.anchors), post=post, core_mask=cfg.rknn.core_mask)
     if b == "helper":
         from dvoc_bench.detect.helper_client import HelperDetector
 

@@ -9,13 +9,17 @@ One trial (seed ``ui-grounding-som.txt``, DESIGN §10):
 3. One ``select_element(id, confidence)`` call with the element list in the model's frame
    (:mod:`dvoc_bench.protocol.som`). A valid id puts the final point on that mark's centre
    (``stop_reason = "selected"``). A reply naming no valid id (unknown number, no usable call) is recorded
-   as a parse error and ends the trial without a point (``"no_valid_id"``). No marks at all means no call
-   and no point (``"no_marks"``); a detector failure is an ``error`` trial with ``error_class =
-   "detector"``.
+   as a parse error and ends the trial without a point (``"no_valid_id"``).
+4. The seed's fallback: when the detector fails (``DetectorError``) or leaves nothing to mark, the model
+   still gets the plain screenshot, with an empty element list and ``grounding.error`` saying why; ``som``
+   asks one ``click_at`` on it (:func:`dvoc_bench.protocol.som.som_fallback_prompt`) and its answer is the
+   final point; ``som_dvoc`` runs plain DVOC from the centre. Both end ``stop_reason =
+   "grounding_error"`` with ``som.marks = 0`` and ``som.grounding_error`` set.
 
 Besides the usual fields, a SoM trial records in its ``som`` field (:class:`~dvoc_bench.records.SomRecord`)
 the detector backend, the boxes it found, the marks drawn (``mark_boxes``: ``[x0, y0, x1, y1, score]`` in
-harness pixels, id = position + 1), whether any mark covers the target centre (``target_detected``: the
+harness pixels, id = position + 1), the tag placement and how many tags overlap another (``tag_layout``,
+``tag_overlaps``), whether any mark covers the target centre (``target_detected``: the
 detector's recall for the task), the detector's time for the screenshot, and the chosen id.
 """
 
@@ -25,14 +29,23 @@ import re
 from dataclasses import dataclass, replace
 
 from dvoc_bench.detect.types import DetectorError
-from dvoc_bench.geometry import Frame, Point
-from dvoc_bench.methods.common import CallOutcome, TrialEnv, base_step, call_model, call_seed, finish
+from dvoc_bench.geometry import Frame, Point, clamp_point
+from dvoc_bench.methods.common import (
+    CallOutcome,
+    TrialEnv,
+    base_step,
+    call_model,
+    call_seed,
+    finish,
+    to_pixels,
+    to_screen,
+)
 from dvoc_bench.models.base import ModelCallError, ModelRequest
-from dvoc_bench.protocol import get_protocol
-from dvoc_bench.protocol.som import parse_select, som_tools
+from dvoc_bench.protocol import get_protocol, tools_for
+from dvoc_bench.protocol.som import parse_select, som_fallback_prompt, som_tools
 from dvoc_bench.records import ErrorClass, SomRecord, Step, TrialResult, TrialSpec
 from dvoc_bench.registry import method
-from dvoc_bench.som_render import Mark, draw_marks, marks_from_detections
+from dvoc_bench.som_render import Mark, draw_marks, marks_from_detections, plan_marks
 
 _UNKNOWN_ID_RE = re.compile(r"unknown_id:(\d+)")
 
@@ -46,9 +59,21 @@ class Selection:
     point: Point | None
     """Centre of the chosen mark, ``None`` when there is none."""
     stop_reason: str
-    """``selected | no_valid_id | no_marks | error``."""
+    """``selected | no_valid_id | grounding_error | error``."""
     call_error: ModelCallError | None = None
     """The failed call, when the model call failed."""
+    grounding_error: str | None = None
+    """Why no marks were shown (then no call was made yet: the method falls back)."""
+
+
+def no_marks_error(boxes: int, marked: int) -> str:
+    """Our wording of ``grounding.error`` when the detector ran but nothing was marked."""
+    if boxes == 0:
+        return "the detector found no interface elements on this screenshot"
+    return (
+        f"the detector returned {boxes} boxes, but each covers more than half of the screenshot "
+        "(a page or panel, not a control), so none was marked"
+    )
 
 
 async def _call(env: TrialEnv, req: ModelRequest, valid_ids: set[int]) -> CallOutcome:
@@ -75,7 +100,9 @@ async def select(spec: TrialSpec, env: TrialEnv) -> Selection:
     try:
         run = await env.detector.detect(snap.image, snap.truth, spec.seed)
     except DetectorError as e:
-        return Selection(set_error(res, "detector", f"{type(e).__name__}: {e}"), None, "error")
+        som.boxes, som.marks = 0, 0
+        som.grounding_error = f"the detector failed: {type(e).__name__}: {e}"[:300]
+        return Selection(res, None, "grounding_error", grounding_error=som.grounding_error)
     frac = env.detector.cfg.max_area_frac
     marks: list[Mark] = marks_from_detections(run.detections, size, max_area_frac=frac)
     som.boxes, som.marks = len(run.detections), len(marks)
@@ -84,10 +111,13 @@ async def select(spec: TrialSpec, env: TrialEnv) -> Selection:
     som.detector_ms = round(run.wall_ms, 3)
     som.inference_ms = None if run.inference_ms is None else round(run.inference_ms, 3)
     if not marks:
-        return Selection(res, None, "no_marks")
-    view = env.view()  # marks drawn and stated in pixels of the image sent (input limits)
+        som.grounding_error = no_marks_error(len(run.detections), 0)
+        return Selection(res, None, "grounding_error", grounding_error=som.grounding_error)
+    view = env.view()  # marks laid out, drawn and stated in pixels of the image sent (input limits)
     drawn = marks if view.identity else [replace(m, box=view.box_to_sent(m.box)) for m in marks]
-    shown = await env.render(draw_marks, drawn, view=view)
+    layout = plan_marks(env.base(view), drawn, tag_layout=env.detector.cfg.tag_layout)
+    som.tag_layout, som.tag_overlaps = layout.mode, layout.tag_overlaps
+    shown = await env.render(draw_marks, drawn, layout=layout, view=view)
     frame = Frame(spec.coord_frame)
     text = get_protocol(spec.protocol).som_prompt(
         instruction=snap.instruction, size=view.sent, frame=frame, marks=drawn
@@ -136,7 +166,36 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
         return finish(res)
     if res.status == "error":
         return finish(res)
+    if sel.grounding_error is not None:
+        return await fallback_click(spec, env, res, sel.grounding_error)
     res.stop_reason = sel.stop_reason
     res.final_point = sel.point.as_list() if sel.point is not None else None
     res.iterations = len(res.steps)
+    return finish(res)
+
+
+async def fallback_click(spec: TrialSpec, env: TrialEnv, res: TrialResult, error: str) -> TrialResult:
+    """The seed's fallback for ``som``: one ``click_at`` on the plain screenshot, the error stated."""
+    snap = env.snapshot
+    view = env.view()
+    shown = await env.clean_frame(view)
+    frame = Frame(spec.coord_frame)
+    text = som_fallback_prompt(instruction=snap.instruction, size=view.sent, frame=frame, error=error)
+    req = env.request(shown, text, tools_for("point"), call_seed(spec.seed, 0))
+    out = await call_model(env, req, "point")
+    step = base_step(spec, 0, "click", req, out, shown.sha, env.model_identity, view)
+    res.steps, res.iterations = [step], 1
+    if out.error is not None:
+        return finish(set_error(res, out.error.error_class, str(out.error)))
+    assert out.parsed is not None
+    answer = to_screen(to_pixels(out.parsed, "point", spec.coord_frame, req), view)
+    if not isinstance(answer, Point) and get_protocol(spec.protocol).missing_answer_is_zero:
+        answer = view.to_original(Point(0.0, 0.0))
+    res.stop_reason = "grounding_error"
+    if isinstance(answer, Point):
+        step.values_px = {"x": answer.x, "y": answer.y}
+        point = clamp_point(answer, snap.size)
+        step.next_draft = point.as_list()
+        step.true_dist_px = round(point.dist(snap.target_box.centre), 3)
+        res.final_point = point.as_list()
     return finish(res)

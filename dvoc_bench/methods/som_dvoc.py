@@ -2,8 +2,10 @@
 
 The SoM part is :func:`dvoc_bench.methods.som.select` (one ``select_element`` call on the marked frame);
 the DVOC part is :func:`dvoc_bench.methods.dvoc.run` itself, called with the spec's start replaced by the
-chosen mark's centre. Without a valid pick (no marks, no valid id) DVOC starts from the image centre and
-the record says so (``som.start_source = "centre"``); a failed call or detector ends the trial as an error.
+chosen mark's centre. Without a valid id DVOC starts from the image centre and the record says so
+(``som.start_source = "centre"``); a failed select call ends the trial as an error. When grounding fails
+(the detector fails or marks nothing) no select call is made: plain DVOC runs from the centre, the trial
+ends ``grounding_error`` (the loop's own end in ``som.fallback_stop_reason``), as the seed's fallback.
 
 Steps: the select call is step 0, DVOC's calls follow (indices shifted by one); ``iterations`` counts the
 DVOC calls. When the planner leaves DVOC's knobs unset for this method (``alpha``, ``overlay``, ``predict``
@@ -63,4 +65,6 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     res.steps = res.steps + loop.steps
     res.status, res.stop_reason, res.final_point = loop.status, loop.stop_reason, loop.final_point
     res.iterations, res.error_class, res.error = loop.iterations, loop.error_class, loop.error
+    if sel.grounding_error is not None and loop.status == "ok":
+        res.som.fallback_stop_reason, res.stop_reason = loop.stop_reason, "grounding_error"
     return finish(res)

@@ -1,14 +1,22 @@
 """Set-of-Mark prompt, element list and answer parsing (DESIGN §4, §10; seed ``ui-grounding-som.txt``).
 
 The model sees the marked screenshot and one prompt holding the instruction, the image size, the units of
-the element list, and the list itself as one JSON line::
+the element list, a sentence introducing it (our wording), and the detector's output as one JSON line
+holding the seed's ``grounding`` object: the element list with the spec's fields and an ``error``::
 
-    Marked elements: {"elements":[{"id":1,"center":[500.0,260.4],"box":[62.5,231.7,961.7,289.2]}]}
+    Grounding: {"grounding":{"error":null,"elements":[{"id":1,"center":[500.0,260.4],"box":[62.5,...]}]}}
 
 ordered as the marks are numbered (by detector score). Numbers are in the **model's coordinate frame**
-(DESIGN §10): pixels with one decimal, 0-1000 units (``v / (size - 1) x 1000``, one decimal) or 0-1 units
-(three decimals). Pixel values are clamped to ``[0, size - 1]`` first, so no value leaves the frame's
-range; rounding is half up on the decimal value. The model answers ``select_element(id, confidence)``.
+(DESIGN §10): pixels with one decimal, 0-1000 units (``pixel / (size - 1) x 1000``, one decimal: on a
+1920-wide screenshot pixel 960 is 500.3) or 0-1 units (three decimals). The pixel values are the mark's
+box (the detector's numbers, see :mod:`dvoc_bench.som_render`), clamped to ``[0, size - 1]`` first, so no
+value leaves the frame's range; rounding is half up on the decimal value. The model answers
+``select_element(id, confidence)``.
+
+When the detector failed or found nothing to mark, :func:`som_fallback_prompt` asks for a point on the plain
+screenshot instead (``click_at``), with the same ``grounding`` line carrying an empty element list and the
+error in our own words (the seed: "the plain screenshot is returned and grounding.error gives the reason,
+with an empty element list").
 
 :func:`parse_select` reads that answer with the same tolerance as ``parse_reply`` (it reuses its
 helpers): the id may be an integer, an integral float or a numeric string (``"3"``, ``"#3"``, ``"[3]"``);
@@ -40,14 +48,15 @@ from dvoc_bench.protocol.parse import (
     _reply_text,
     _short_name,
 )
+from dvoc_bench.protocol.prompts import frame_statement
 from dvoc_bench.protocol.tools import SELECT_ELEMENT
 from dvoc_bench.som_render import Mark
 
 TOOL_NAME = "select_element"
 """The tool the model must call."""
 
-ELEMENTS_PREFIX = "Marked elements: "
-"""Start of the line carrying the JSON element list."""
+ELEMENTS_PREFIX = "Grounding: "
+"""Start of the line carrying the ``grounding`` object (element list and error) as JSON."""
 
 UNITS_PREFIX = "Element list units: "
 """Start of the line naming the units of the list."""
@@ -76,7 +85,8 @@ def to_frame_value(v: float, extent: int, frame: Frame) -> float:
 
 
 def element_list(marks: Sequence[Mark], frame: Frame, size: Size) -> dict[str, list[dict[str, Any]]]:
-    """``{"elements": [{"id", "center", "box"}, ...]}`` in ``frame``, in mark order."""
+    """``{"elements": [{"id", "center", "box"}, ...]}`` in ``frame``, in mark order (the one place where
+    a mark's pixels become the model's numbers)."""
     w, h = size.width, size.height
     out = []
     for m in marks:
@@ -97,9 +107,24 @@ def element_list(marks: Sequence[Mark], frame: Frame, size: Size) -> dict[str, l
     return {"elements": out}
 
 
-def element_list_json(marks: Sequence[Mark], frame: Frame, size: Size) -> str:
-    """The element list as one compact JSON line."""
-    return json.dumps(element_list(marks, frame, size), separators=(",", ":"))
+def grounding(marks: Sequence[Mark], frame: Frame, size: Size, error: str | None = None) -> dict[str, Any]:
+    """The seed's ``grounding`` object: ``{"error": error, "elements": [...]}`` (``error`` is ``None`` when
+    the detector ran and marked something; with an error the element list is empty)."""
+    elements = [] if error is not None else element_list(marks, frame, size)["elements"]
+    return {"error": error, "elements": elements}
+
+
+def element_list_json(marks: Sequence[Mark], frame: Frame, size: Size, error: str | None = None) -> str:
+    """``{"grounding": {...}}`` as one compact JSON line."""
+    return json.dumps({"grounding": grounding(marks, frame, size, error)}, separators=(",", ":"))
+
+
+INTRO_SENTENCE = (
+    "Below, grounding.elements lists the numbered boxes drawn on the screenshot: each entry gives the "
+    "element's number (id), the centre of its box and the box as [left, top, right, bottom], in the units "
+    "above, most confident detection first; grounding.error is null when the detector ran."
+)
+"""Our own sentence introducing the element list (the seed's sentence names a tool we do not have)."""
 
 
 def _units_sentence(frame: Frame, size: Size) -> str:
@@ -130,8 +155,7 @@ def som_prompt(*, instruction: str, size: Size, frame: Frame, marks: Sequence[Ma
             [
                 f"The screenshot is {size.width}×{size.height} pixels (width × height).",
                 _units_sentence(frame, size),
-                "Each entry of the list below gives an element's number (id), the centre of its box, and "
-                "the box as [left, top, right, bottom], most confident detection first.",
+                INTRO_SENTENCE,
                 ELEMENTS_PREFIX + element_list_json(marks, frame, size),
             ]
         ),
@@ -140,6 +164,29 @@ def som_prompt(*, instruction: str, size: Size, frame: Frame, marks: Sequence[Ma
         "the one whose box fits it best. If no box covers it, give the nearest one with a low confidence.",
         "Answer by calling select_element with the id of the element and a confidence from 0 to 1 saying "
         "how sure you are.",
+    ]
+    return "\n\n".join(parts)
+
+
+def som_fallback_prompt(*, instruction: str, size: Size, frame: Frame, error: str) -> str:
+    """Text of the fallback request when grounding failed: the plain screenshot, an empty element list with
+    the error, and a ``click_at`` answer in ``frame``."""
+    frame = Frame(frame)
+    parts = [
+        "The element detector could not mark this screenshot, so it is shown plain, without numbered boxes. "
+        "Find the user-interface element described by the instruction below yourself, and give the "
+        "position of its centre.",
+        f"Instruction: {instruction}",
+        "\n".join(
+            [
+                f"The screenshot is {size.width}×{size.height} pixels (width × height).",
+                frame_statement(frame, size),
+                "The detector's output follows; grounding.error says why there are no elements.",
+                ELEMENTS_PREFIX + element_list_json([], frame, size, error),
+            ]
+        ),
+        "Answer by calling click_at with x and y of the element's centre in these units, and a confidence "
+        "from 0 to 1 saying how sure you are.",
     ]
     return "\n\n".join(parts)
 

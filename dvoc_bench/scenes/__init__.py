@@ -1,8 +1,8 @@
 """Scenes: find scene definitions by folder, render each once, hand out Snapshots (DESIGN §9).
 
-A scenes directory holds one subfolder per kind of scene (``synthetic/``, ``web/``). Each subfolder
-has a :class:`SceneSource`: a file pattern and a loader turning one file into a :class:`Snapshot`. A scene
-id is the file stem (``synthetic/S1.yaml`` -> ``S1``) and must equal the id the loader reports.
+A scenes directory holds one subfolder per kind of scene (``synthetic/``, ``web/``, ``desktop/``). Each
+subfolder has a :class:`SceneSource`: a file pattern and a loader turning one file into a :class:`Snapshot`. A
+scene id is the file stem (``synthetic/S1.yaml`` -> ``S1``) and must equal the id the loader reports.
 
 Task sources register in :mod:`dvoc_bench.registry` with the scene kind they produce (the built-in ones
 below; a new source is one new module imported here). Each registry builds its own sources from its
@@ -75,6 +75,13 @@ def _web_source(options: Any) -> SceneSource:
     from dvoc_bench.scenes.web import web_source  # keeps the browser code out of ``import dvoc_bench``
 
     return web_source(options)
+
+
+@registry.source("desktop", kind="desktop")
+def _desktop_source(options: Any) -> SceneSource:
+    from dvoc_bench.scenes.desktop import desktop_source  # no display until a desktop scene is loaded
+
+    return desktop_source(options)
 
 
 def build_sources(

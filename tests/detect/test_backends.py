@@ -16,7 +16,7 @@ from dvoc_bench.detect.oracle import OracleDetector, OracleOptions
 from dvoc_bench.detect.service import DetectorService, build_detector
 from dvoc_bench.detect.synth_models import plant_box, planted_heads
 from dvoc_bench.detect.types import Detection, DetectorError, DetectorUnavailable, TimedDetector
-from dvoc_bench.detect.yolo import DEFAULT_ANCHORS
+from dvoc_bench.detect.yolo import DEFAULT_ANCHORS, format_anchors
 from dvoc_bench.geometry import Box, Size
 from dvoc_bench.scenes.types import Element, SceneTruth
 
@@ -36,13 +36,13 @@ IMG = np.zeros((300, 400, 3), dtype=np.uint8)
 def test_oracle_returns_the_interactive_boxes_exactly():
     run = OracleDetector(TRUTH).run(IMG)
     boxes = sorted(d.box.as_list() for d in run.detections)
-    assert boxes == [[100, 100, 400, 132], [100, 200, 180, 240], [200, 200, 280, 240]]  # edges: x1 + 1
+    assert boxes == [[100, 100, 399, 131], [100, 200, 179, 239], [200, 200, 279, 239]]  # first + last pixel
     assert all(0.5 <= d.score < 1 for d in run.detections)
     assert [d.score for d in run.detections] == sorted((d.score for d in run.detections), reverse=True)
     everything = OracleDetector(TRUTH, OracleOptions(interactive_only=False)).detect(IMG)
     assert len(everything) == 4
     half = OracleDetector(TRUTH).detect(np.zeros((150, 200, 3), dtype=np.uint8))  # a resized screenshot
-    assert sorted(d.box.as_list() for d in half)[1] == [50, 100, 90.5, 120.5]
+    assert sorted(d.box.as_list() for d in half)[1] == [50, 100, 89.5, 119.5]
 
 
 def test_oracle_errors_are_seeded_and_rated():
@@ -73,6 +73,13 @@ def test_detector_config_validates_naming_the_key(tmp_path):
     # the digests that key SoM trials did not change when the settings moved to pydantic
     assert detector_config("oracle").digest() == "febef9c729af"
     assert detector_config("cv").digest() == "6fd79d3e39bb"
+    model_file = tmp_path / "there.onnx"
+    model_file.write_bytes(b"x")
+    said = detector_config({"backend": "onnx", "model": str(model_file), "anchors": "yolov5-default"})
+    assert said.onnx.anchors == "yolov5-default" and said.tag_layout == "avoid"
+    assert detector_config({"backend": "cv", "tag_layout": "spec"}).tag_layout == "spec"
+    assert detector_config({"backend": "cv", "tag_layout": "spec"}).digest() != detector_config("cv").digest()
+    assert detector_config({"backend": "helper", "command": "x"}).helper.on_demand is False  # resident
     cases = [
         ({"backend": "teleport"}, "detector: unknown value 'teleport'; allowed: " + ", ".join(BACKENDS)),
         ({"backend": "cv", "edge": 1}, "detector.edge: unknown key; allowed: edge_threshold, gap_x"),
@@ -84,6 +91,19 @@ def test_detector_config_validates_naming_the_key(tmp_path):
         ({"backend": "oracle", "miss_rate": 2}, "detector.miss_rate: must be less than or equal to 1"),
         ({"backend": "onnx"}, "detector.model: detector=onnx needs a model path"),
         ({"backend": "onnx", "model": str(tmp_path / "m.onnx")}, "detector.model: file not found"),
+        (  # issue #18: no silent default anchors
+            {"backend": "onnx", "model": str(model_file)},
+            "detector.anchors: detector=onnx needs the anchors file shipped with the model",
+        ),
+        (
+            {"backend": "onnx", "model": str(model_file), "anchors": str(tmp_path / "RK.txt")},
+            "detector.anchors: file not found",
+        ),
+        (
+            {"backend": "rknn", "model": str(model_file), "anchors": "yolov5-default", "core_mask": -1},
+            "detector.core_mask: must be greater than or equal to 0",
+        ),
+        ({"backend": "cv", "tag_layout": "nice"}, "detector.tag_layout: "),
         ({"backend": "helper"}, "detector.command: detector=helper needs the command"),
         ({"backend": "cv", "max_area_frac": 0}, "detector.max_area_frac: must be greater than 0"),
         ({"backend": "cv", "max_area_frac": float("nan")}, "detector.max_area_frac: must be a finite number"),
@@ -164,7 +184,7 @@ def test_service_oracle_draws_per_trial_and_failed_builds_fail_fast():
 @pytest.mark.skipif(platform.machine() == "aarch64", reason="rknnlite may really be installed on aarch64")
 def test_rknn_backend_says_what_to_use_instead(tmp_path):
     (tmp_path / "m.rknn").write_bytes(b"x")
-    cfg = detector_config({"backend": "rknn", "model": str(tmp_path / "m.rknn")})
+    cfg = detector_config({"backend": "rknn", "model": str(tmp_path / "m.rknn"), "anchors": "yolov5-default"})
     with pytest.raises(DetectorUnavailable, match="aarch64") as e:
         build_detector(cfg)
     assert "detector=onnx" in str(e.value) and "detector=helper" in str(e.value)
@@ -185,6 +205,7 @@ def test_rknn_backend_wiring_with_a_scripted_runtime(tmp_path, monkeypatch):
             return 0
 
         def init_runtime(self, **kw):
+            seen["init"] = kw
             return 0
 
         def inference(self, inputs, data_format=None):
@@ -209,7 +230,18 @@ def test_rknn_backend_wiring_with_a_scripted_runtime(tmp_path, monkeypatch):
     assert x.shape == (1, 960, 960, 3) and x.dtype == np.uint8 and seen["format"] == ["nhwc"]
     assert (x[0, :210] == 114).all() and (x[0, 210:750] == 0).all()
     det.close()
-    assert seen["released"]
+    assert seen["released"] and seen["init"] == {}  # no core mask given: the runtime's default
+    # issue #18: detector.core_mask reaches init_runtime through the config and the service
+    anchors = tmp_path / "RK_anchors.txt"
+    anchors.write_text(format_anchors(DEFAULT_ANCHORS))
+    cfg = detector_config(
+        {"backend": "rknn", "model": str(tmp_path / "m.rknn"), "anchors": str(anchors), "core_mask": 3}
+    )
+    built = build_detector(cfg)
+    assert (
+        seen["init"] == {"core_mask": 3} and len(built.run(np.zeros((600, 800, 3), np.uint8)).detections) == 1
+    )
+    built.close()
 
 
 def test_rknn_load_compacts_memory_and_retries_three_times(tmp_path, monkeypatch):

@@ -132,7 +132,7 @@ def test_round_trip_matches_in_process_and_survives_a_crash(model):
         model, np.asarray(DEFAULT_ANCHORS).reshape(3, 3, 2), threads=1, post=PostConfig(0.3, 0.6)
     )
     expected = [d.box.as_list() for d in ref.detect(IMG)]
-    with HelperDetector(own_helper_command("onnx", str(model), None), startup_timeout_s=60) as h:
+    with HelperDetector(own_helper_command("onnx", str(model), "yolov5-default"), startup_timeout_s=60) as h:
         assert h.pid is None and h.starts == 0  # on demand: nothing runs before the first request
         run = h.run(IMG)
         assert isinstance(run, DetectionRun) and run.backend == "helper"
@@ -157,7 +157,7 @@ def test_round_trip_matches_in_process_and_survives_a_crash(model):
 
 
 def test_err_reply_stops_the_helper_and_the_next_request_restarts_it(model):
-    cmd = own_helper_command("onnx", str(model), None) + ["--max-side", "512"]
+    cmd = own_helper_command("onnx", str(model), "yolov5-default") + ["--max-side", "512"]
     with HelperDetector(cmd) as h:
         with pytest.raises(
             HelperError, match=r"helper reported an error: image size 1920x1080 outside 1\.\.512"
@@ -169,12 +169,12 @@ def test_err_reply_stops_the_helper_and_the_next_request_restarts_it(model):
 
 
 def test_helper_start_up_failures_are_clear(model, tmp_path):
-    missing = own_helper_command("onnx", str(tmp_path / "nope.onnx"), None)
+    missing = own_helper_command("onnx", str(tmp_path / "nope.onnx"), "yolov5-default")
     with pytest.raises(
         HelperError, match="helper failed to start: cannot load the model: onnx model not found"
     ):
         HelperDetector(missing).run(SMALL)
-    rknn = own_helper_command("rknn", str(model), None)
+    rknn = own_helper_command("rknn", str(model), "yolov5-default")
     if not os.uname().machine.startswith("aarch64"):
         with pytest.raises(HelperError, match="rknn-toolkit-lite2"):
             HelperDetector(rknn).run(SMALL)
@@ -191,8 +191,25 @@ def test_helper_start_up_failures_are_clear(model, tmp_path):
         HelperDetector([str(tmp_path / "no-such-binary")]).run(SMALL)
 
 
+def test_bad_start_up_arguments_answer_err_and_anchors_are_required(model):
+    """Issue #18: a bad start-up argument is one ``ERR`` line on stdout (exit 2), not argparse's usage text;
+    without ``--anchors`` the helper refuses to guess (``--anchors yolov5-default`` says it)."""
+    base = [sys.executable, "-m", "dvoc_bench.detect.helper", "--backend", "onnx", "--model", str(model)]
+    for extra, says in [
+        ([], "the following arguments are required: --anchors"),
+        (["--anchors", "yolov5-default", "--confidence", "2"], "--confidence: must be between 0 and 1"),
+        (["--anchors", "yolov5-default", "--threads", "0"], "--threads: must be at least 1"),
+        (["--anchors", "yolov5-default", "--colour", "red"], "unrecognized arguments: --colour red"),
+    ]:
+        r = subprocess.run(base + extra, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert r.returncode == 2 and r.stdout.startswith("ERR bad arguments: "), r.stdout
+        assert says in r.stdout and len(r.stdout.splitlines()) == 1
+    with pytest.raises(HelperError, match="helper failed to start: bad arguments: .*--anchors"):
+        HelperDetector(base).run(SMALL)
+
+
 def test_self_test_prints_one_reply(model):
-    cmd = own_helper_command("onnx", str(model), None) + ["--self-test"]
+    cmd = own_helper_command("onnx", str(model), "yolov5-default") + ["--self-test"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     lines = r.stdout.splitlines()
     assert r.returncode == 0 and lines[0].startswith("OK 2 ")

@@ -99,12 +99,17 @@ def test_element_list_json_from_the_whole_chain(detector):
     dets = detector.detect(np.zeros((1080, 1920, 3), dtype=np.uint8))
     marks = marks_from_detections(dets, Size(1920, 1080))
     pixel = json.loads(element_list_json(marks, Frame.PIXEL, Size(1920, 1080)))
-    # marks are the detections moved by -0.5 px into the harness's pixel-centre convention
-    assert pixel["elements"][0] == {"id": 1, "center": [967.5, 227.5], "box": [957.5, 214.5, 977.5, 240.5]}
-    norm = json.loads(element_list_json(marks, Frame.NORM1000, Size(1920, 1080)))
-    # 967.5 / 1919 * 1000 = 504.169, 227.5 / 1079 * 1000 = 210.843, 957.5 / 1919 * 1000 = 498.958, ...
-    assert norm["elements"][0] == {"id": 1, "center": [504.2, 210.8], "box": [499.0, 198.8, 509.4, 222.9]}
-    assert [e["id"] for e in norm["elements"]] == [1, 2, 3]
+    # the seed hands the detector's numbers on unchanged (issue #18; they were moved by -0.5 px before)
+    g = pixel["grounding"]
+    assert g["error"] is None and g["elements"][0] == {
+        "id": 1,
+        "center": [968.0, 228.0],
+        "box": [958.0, 215.0, 978.0, 241.0],
+    }
+    norm = json.loads(element_list_json(marks, Frame.NORM1000, Size(1920, 1080)))["grounding"]["elements"]
+    # 968 / 1919 * 1000 = 504.43, 228 / 1079 * 1000 = 211.31, 958 / 1919 * 1000 = 499.22, 215 / 1079 = 199.26
+    assert norm[0] == {"id": 1, "center": [504.4, 211.3], "box": [499.2, 199.3, 509.6, 223.4]}
+    assert [e["id"] for e in norm] == [1, 2, 3]
 
 
 def test_bad_models_fail_clearly(tmp_path):

@@ -58,12 +58,8 @@ def test_som_with_the_oracle_clicks_the_target_centre(frame):
     assert (res.status, res.stop_reason, res.model_calls, res.iterations) == ("ok", "selected", 1, 1)
     assert res.final_point == snap.target_box.centre.as_list() == res.som.point and res.som.hit
     assert res.som.backend == "oracle" and res.som.boxes == res.som.marks == 6 and res.som.target_detected
-    assert res.som.chosen_valid and res.som.mark_boxes[res.som.chosen_id - 1][:4] == [
-        149.5,
-        349.5,
-        230.5,
-        390.5,
-    ]
+    assert res.som.chosen_valid and res.som.mark_boxes[res.som.chosen_id - 1][:4] == [150, 350, 230, 390]
+    assert (res.som.tag_layout, res.som.tag_overlaps) == ("avoid", 0)
     (step,) = res.steps
     assert step.kind == "select" and step.values_raw == {"id": res.som.chosen_id, "confidence": 0.9}
     assert step.values_px == {"x": 190.0, "y": 370.0} and step.true_dist_px == 0.0
@@ -88,29 +84,85 @@ def test_som_records_an_invalid_id_and_a_missing_one():
     assert (res.stop_reason, res.som.chosen_id, res.som.chosen_valid) == ("no_valid_id", None, False)
 
 
-def test_som_without_marks_detector_failures_and_call_errors():
-    env, frames = _env(options={"miss_rate": 1.0})
-    res = run_method(make_spec(), env)
-    assert (res.stop_reason, res.model_calls, res.som.marks, res.som.target_detected) == (
-        "no_marks",
-        0,
-        0,
-        False,
-    )
-    assert not frames.frames
+def _grounding(prompt: str) -> dict:
+    line = next(ln for ln in prompt.splitlines() if ln.startswith("Grounding: "))
+    return json.loads(line[len("Grounding: ") :])["grounding"]
 
+
+def test_som_falls_back_to_a_click_on_the_plain_screenshot_when_nothing_is_marked():
+    """The seed's fallback: no marks -> the plain screenshot, an empty element list, grounding.error stated,
+    and the model's click is the final point (before issue #18: no call, no point, 'no_marks')."""
+    env, frames = _env(options={"miss_rate": 1.0}, profile={**EXACT, "frames": {"norm1000": 1.0}})
+    res = run_method(make_spec(frame="norm1000"), env)
+    snap = env.snapshot
+    assert (res.status, res.stop_reason, res.model_calls, res.som.marks, res.som.boxes) == (
+        "ok",
+        "grounding_error",
+        1,
+        0,
+        0,
+    )
+    assert res.som.grounding_error == "the detector found no interface elements on this screenshot"
+    (step,) = res.steps
+    assert step.kind == "click" and step.reply_tool_calls[0]["name"] == "click_at"
+    assert _grounding(step.prompt) == {"error": res.som.grounding_error, "elements": []}
+    assert np.array_equal(decode_png(frames.frames[step.frame_sha]), snap.image)  # plain, no marks drawn
+    assert snap.target_box.contains(Point(*res.final_point))  # the simulated model found it unaided
+
+
+def test_som_falls_back_when_the_detector_fails_and_keeps_call_errors_as_errors():
     def broken(cfg):
         raise DetectorError("helper sent no READY within 60 s")
 
-    env, _ = _env(backend="cv")
+    env, _ = _env(
+        backend="cv", model=ScriptedModel(Reply(None, [ToolCall("click_at", '{"x": 10, "y": 20}')]))
+    )
     env.detector = DetectorService(detector_config("cv"), broken)
     res = run_method(make_spec(), env)
-    assert (res.status, res.error_class) == ("error", "detector") and "no READY" in res.error
+    assert (res.status, res.stop_reason, res.som.marks, res.final_point) == (
+        "ok",
+        "grounding_error",
+        0,
+        [10, 20],
+    )
+    assert "no READY" in res.som.grounding_error and "no READY" in _grounding(res.steps[0].prompt)["error"]
     env, _ = _env(model=ScriptedModel(ModelCallError("rate_limit", "slow down")))
     res = run_method(make_spec(), env)
     assert (res.status, res.error_class, res.model_calls) == ("error", "rate_limit", 1)
+    env, _ = _env(options={"miss_rate": 1.0}, model=ScriptedModel(ModelCallError("timeout", "slow")))
+    res = run_method(make_spec(), env)  # a failed fallback call is an error like any failed call
+    assert (res.status, res.error_class, res.som.marks) == ("error", "timeout", 0)
     env.detector = None
     assert run_method(make_spec(), env).error_class == "detector"
+
+
+def test_som_dvoc_falls_back_to_plain_dvoc_and_the_summary_names_it():
+    from dvoc_bench.records import STOP_REASONS
+    from dvoc_bench.summary import run_report
+
+    assert "grounding_error" in STOP_REASONS
+    env, _ = _env(options={"miss_rate": 1.0})
+    res = run_method(make_spec(method="som_dvoc"), env)
+    assert (res.status, res.stop_reason, res.som.marks, res.som.start_source) == (
+        "ok",
+        "grounding_error",
+        0,
+        "centre",
+    )
+    assert res.som.fallback_stop_reason == "act" and {s.kind for s in res.steps} == {"verify"}
+    assert res.steps[0].draft == Size(800, 600).centre.as_list()
+    assert env.snapshot.target_box.contains(Point(*res.final_point))
+    rows = [
+        {
+            "status": "ok",
+            "method": "som_dvoc",
+            "stop_reason": "grounding_error",
+            "som": dataclasses.asdict(res.som),
+        },
+        {"status": "ok", "method": "som", "stop_reason": "selected", "som": {}},
+    ]
+    line = next(ln for ln in run_report(rows, ran=2) if ln.startswith("stop grounding_error"))
+    assert "x1 (som_dvoc x1)" in line and "found no interface elements" in line
 
 
 def test_som_target_not_detected_is_visible_in_the_record():

@@ -7,17 +7,20 @@ import re
 
 import pytest
 
+from dvoc_bench.detect.types import Detection
 from dvoc_bench.geometry import Box, Frame, Size
 from dvoc_bench.models.base import Reply, ToolCall
 from dvoc_bench.protocol.som import (
     ELEMENTS_PREFIX,
     element_list,
+    grounding,
     parse_select,
+    som_fallback_prompt,
     som_prompt,
     som_tools,
     to_frame_value,
 )
-from dvoc_bench.som_render import PALETTE, Mark
+from dvoc_bench.som_render import PALETTE, Mark, marks_from_detections
 
 SIZE = Size(800, 600)
 MARKS = [
@@ -53,13 +56,42 @@ def test_element_list_in_each_frame():
     assert n1["center"] == [0.501, 0.501]
 
 
+def test_spec_coordinates_on_a_stated_size_1920_wide():
+    """Issue #18: ``pixel / (size - 1) x 1000`` with the detector's numbers unchanged: a detection whose
+    centre is at pixel 960 of a 1920-wide screenshot is listed at 500.3 (it was 500.0: a -0.5 px shift)."""
+    size = Size(1920, 1080)
+    (m,) = marks_from_detections([Detection(Box(900.0, 500.0, 1020.0, 580.0), 0.9)], size)
+    assert m.centre == (960.0, 540.0)
+    g = grounding([m], Frame.NORM1000, size)
+    assert g["error"] is None
+    assert g["elements"] == [{"id": 1, "center": [500.3, 500.5], "box": [469.0, 463.4, 531.5, 537.5]}]
+    # the right edge: a box touching it ends at pixel 1919 = 1000.0, and 960 px stays 960.0 in pixels
+    (edge,) = marks_from_detections([Detection(Box(1800.0, 0.0, 1920.0, 40.0), 0.9)], size)
+    assert grounding([edge], Frame.NORM1000, size)["elements"][0]["box"][2] == 1000.0
+    assert grounding([m], Frame.PIXEL, size)["elements"][0]["center"] == [960.0, 540.0]
+    failed = grounding([m], Frame.NORM1000, size, error="the detector failed")
+    assert failed == {"error": "the detector failed", "elements": []}
+
+
+def test_fallback_prompt_states_the_error_with_an_empty_list_and_asks_click_at():
+    text = som_fallback_prompt(instruction="Click OK", size=SIZE, frame=Frame.NORM1000, error="no boxes")
+    line = next(ln for ln in text.splitlines() if ln.startswith(ELEMENTS_PREFIX))
+    assert json.loads(line[len(ELEMENTS_PREFIX) :]) == {"grounding": {"error": "no boxes", "elements": []}}
+    assert "Instruction: Click OK" in text and "click_at" in text and "0-1000" in text
+
+
 def test_prompt_carries_instruction_size_units_and_the_list():
     text = som_prompt(instruction="Click the CLICK ME button", size=SIZE, frame=Frame.NORM1000, marks=MARKS)
     assert "Instruction: Click the CLICK ME button" in text
     assert "800×600 pixels" in text
     assert "Element list units: 0-1000." in text and "/ 799 x 1000" in text
     line = next(ln for ln in text.splitlines() if ln.startswith(ELEMENTS_PREFIX))
-    assert json.loads(line[len(ELEMENTS_PREFIX) :]) == element_list(MARKS, Frame.NORM1000, SIZE)
+    assert json.loads(line[len(ELEMENTS_PREFIX) :]) == {
+        "grounding": {"error": None, **element_list(MARKS, Frame.NORM1000, SIZE)}
+    }
+    assert "Marked elements" not in text and "touch_gesture" not in text  # our wording, not the seed's
+    before = text.splitlines()[text.splitlines().index(line) - 1]
+    assert "grounding.elements" in before and "grounding.error" in before  # a sentence introduces the list
     assert "select_element" in text
     px = som_prompt(instruction="x", size=SIZE, frame=Frame.PIXEL, marks=MARKS)
     assert "Element list units: pixels." in px and "799 at the right edge" in px

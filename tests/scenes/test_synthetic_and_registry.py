@@ -61,7 +61,23 @@ def _raw(scene_id: str) -> dict:
 
 
 def test_ids(registry: SceneRegistry) -> None:
-    assert registry.ids() == ["S1", "S2", "S3", "S4", "S5", "S6", "W1", "W2", "W3", "W4", "W5"]
+    assert registry.ids() == [
+        "D1",
+        "D2",
+        "D3",
+        "D4",
+        "S1",
+        "S2",
+        "S3",
+        "S4",
+        "S5",
+        "S6",
+        "W1",
+        "W2",
+        "W3",
+        "W4",
+        "W5",
+    ]
 
 
 @pytest.mark.parametrize("scene_id", sorted(AUTHORS_TARGETS))

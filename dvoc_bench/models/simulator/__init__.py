@@ -51,8 +51,8 @@ Mechanism of one call (every random draw comes from a per-call generator, see *D
     ``{"dx": 49, "dy": 159, "confidence": 0.9}``. Tokens come from ``tokens``, the cost is 0.0 with
     ``cost_source="simulated"``, the latency is ``latency_s`` (``complete`` sleeps only when it is > 0).
 
-13. **Select mode** (Set-of-Mark): the marks are read from the prompt's ``Marked elements: {"elements":
-    [...]}`` line, in the units its ``Element list units:`` line names (pixels, 0-1000 or 0-1; converted
+13. **Select mode** (Set-of-Mark): the marks are read from the prompt's ``Grounding: {"grounding": {...}}``
+    line, in the units its ``Element list units:`` line names (pixels, 0-1000 or 0-1; converted
     with the rule of ``geometry.point_to_pixels``). The perceived target ``T^`` is drawn as in point mode
     (``oneshot.noise_px``, ``oneshot.outlier_p``); the pick is the smallest mark box containing ``T^``.
     When none contains it, the nearest mark (by distance to its box) is named with probability

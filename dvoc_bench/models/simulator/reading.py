@@ -1,5 +1,5 @@
 """What the simulator reads from a request, as a model would: the tools offered, the crosshair drawn in the
-pixels, the prompt's ``Crosshair position:``, ``Marked elements:`` and ``Element list units:`` lines, and
+pixels, the prompt's ``Crosshair position:``, ``Grounding:`` and ``Element list units:`` lines, and
 the scene's ground truth in the pixels of the image sent (steps 1, 4 and 13 of
 :mod:`dvoc_bench.models.simulator`)."""
 
@@ -110,8 +110,8 @@ def crosshair_position(req: ModelRequest) -> Point | None:
     return p if p is not None else history_position(req.text)
 
 
-_MARKS_RE = re.compile(r"^[ \t]*marked elements:[ \t]*(\{.*)$", re.IGNORECASE | re.MULTILINE)
-"""The ``Marked elements: {"elements": [...]}`` line of a Set-of-Mark prompt."""
+_MARKS_RE = re.compile(r"^[ \t]*grounding:[ \t]*(\{.*)$", re.IGNORECASE | re.MULTILINE)
+"""The ``Grounding: {"grounding": {"error": ..., "elements": [...]}}`` line of a Set-of-Mark prompt."""
 _UNITS_RE = re.compile(r"^[ \t]*element list units:[ \t]*([^\n.]*)", re.IGNORECASE | re.MULTILINE)
 """The ``Element list units: ...`` line."""
 
@@ -136,6 +136,8 @@ def parse_marks(text: str, size: Size) -> list[tuple[int, Box]]:
     elif re.match(r"0\s*-\s*1\b", unit):
         frame = Frame.NORM1
     marks: list[tuple[int, Box]] = []
+    if isinstance(data, Mapping) and isinstance(data.get("grounding"), Mapping):
+        data = data["grounding"]
     for e in data.get("elements", []) if isinstance(data, Mapping) else []:
         try:
             ident = int(e["id"])

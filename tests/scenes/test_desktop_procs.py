@@ -1,0 +1,129 @@
+"""Desktop runs leave no Xvfb or Tk process behind: a normal run, a failing scene, ``kill -9`` of the harness.
+
+Every process a run starts inherits the harness's environment, so a marker variable finds them all
+(Xvfb, the Tk runners, xdotool) without guessing names. Also: a bring-your-own Tk app end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+
+from tests.conftest import ROOT, run_cli
+
+APP = """
+import tkinter as tk
+
+root = tk.Tk()
+root.geometry("640x400+0+0")
+frame = tk.Frame(root, name="dlg")
+frame.pack(fill="both", expand=True)
+tk.Label(frame, text="Delete 3 files?").pack(pady=20)
+c = tk.Canvas(frame, name="c", width=300, height=120, background="white")
+c.pack()
+c.create_rectangle(20, 30, 120, 90, fill="#cc3333", tags=("stop",))
+c.create_oval(180, 30, 240, 90, fill="#33aa33", tags=("go", "round"))
+tk.Button(frame, name="ok", text="OK", command=root.destroy).pack(pady=10)
+root.mainloop()
+"""
+
+
+def marked(mark: str) -> list[psutil.Process]:
+    """Live processes (zombies excluded) whose environment carries ``DVOC_TEST_MARK=mark``."""
+    out = []
+    for p in psutil.process_iter():
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE and p.environ().get("DVOC_TEST_MARK") == mark:
+                out.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            pass
+    return out
+
+
+def gone_within(mark: str, seconds: float) -> list[psutil.Process]:
+    deadline = time.monotonic() + seconds
+    while (left := marked(mark)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def _trials(run_dir: Path) -> list[dict]:
+    (path,) = run_dir.rglob("trials.jsonl")
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_bring_your_own_app_runs_and_leaves_nothing(tmp_path):
+    app = tmp_path / "app.py"
+    app.write_text(APP)
+    mark = uuid.uuid4().hex
+    r = run_cli(
+        "task=desktop_custom", f"desktop.custom.script={app}", "desktop.custom.target=canvas:.dlg.c:round",
+        "desktop.custom.instruction=Click the green circle", "desktop.verify_click=true",
+        "methods=[oneshot,centre]", "models=[sim-ideal]", "starts=random:2",
+        f"hydra.run.dir={tmp_path / 'run'}", env_extra={"DVOC_TEST_MARK": mark}, timeout=180,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    trials = _trials(tmp_path / "run")
+    assert len(trials) == 4 and {t["scene_kind"] for t in trials} == {"desktop"}
+    one = [t for t in trials if t["method"] == "oneshot"]
+    assert all(t["hit"] and t["clicked_target"] and t["hit_rule"] == "toolkit" for t in one), one
+    assert all(t["hit_element"] == t["clicked_element"] == "canvas:.dlg.c:go" for t in one)
+    # the centre baseline clicks (320, 200): the label's row, not the circle; the click agrees
+    centre = [t for t in trials if t["method"] == "centre"]
+    assert all(not t["hit"] and t["clicked_element"] == t["hit_element"] for t in centre), centre
+    assert gone_within(mark, 5) == []
+
+
+def test_a_failing_scene_fails_its_trials_and_leaves_nothing(tmp_path):
+    app = tmp_path / "bad.py"
+    app.write_text("import tkinter\nroot = tkinter.Tk()\n1 / 0\n")
+    mark = uuid.uuid4().hex
+    r = run_cli(
+        "tasks=[D1,desktop_custom]", f"desktop.custom.script={app}", "desktop.custom.target=widget:.ok",
+        "desktop.custom.instruction=x", "methods=[centre]", "starts=random:1",
+        f"hydra.run.dir={tmp_path / 'run'}", env_extra={"DVOC_TEST_MARK": mark}, timeout=180,
+    )  # fmt: skip
+    trials = {t["task"]: t for t in _trials(tmp_path / "run")}
+    assert trials["D1"]["status"] == "ok"
+    bad = trials["desktop_custom"]
+    assert bad["status"] == "error" and bad["error_class"] == "scene", bad
+    assert "bad.py failed: ZeroDivisionError: division by zero" in bad["error"]
+    assert r.returncode != 2, r.stderr[-2000:]  # not a config error: the sweep ran
+    assert gone_within(mark, 5) == []
+
+
+def test_kill_9_of_the_harness_leaves_no_xvfb_or_tk_process(tmp_path):
+    mark = uuid.uuid4().hex
+    env = {**os.environ, "HYDRA_FULL_ERROR": "0", "DVOC_TEST_MARK": mark}
+    argv = [sys.executable, "-m", "dvoc_bench", "tasks=[D1,D2,D3,D4]", "desktop.verify_click=true",
+            "repeats=5", f"hydra.run.dir={tmp_path / 'run'}"]  # fmt: skip
+    harness = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        names: set[str] = set()
+        while time.monotonic() < deadline and not ({"Xvfb", "runner"} <= names):
+            time.sleep(0.2)
+            names = set()
+            for p in marked(mark):
+                try:
+                    cmd = " ".join(p.cmdline())
+                except psutil.Error:
+                    continue
+                names |= {"Xvfb"} if "Xvfb" in cmd else {"runner"} if "runner.py" in cmd else set()
+        assert {"Xvfb", "runner"} <= names, f"the run never started its display and apps: {names}"
+        children = [p for p in marked(mark) if p.pid != harness.pid]
+        assert children
+        harness.send_signal(signal.SIGKILL)
+        harness.wait(timeout=10)
+        assert gone_within(mark, 10) == []
+    finally:
+        if harness.poll() is None:
+            harness.kill()
