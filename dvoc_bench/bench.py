@@ -1,4 +1,5 @@
-"""Benchmarks (§12): ``python -m dvoc_bench.bench overhead|sweep|scheduler|loader``. Figures, not assertions.
+"""Benchmarks (§12): ``python -m dvoc_bench.bench overhead|sweep|scheduler|loader|hires``. Figures, not
+assertions.
 (``readme`` is not a benchmark: it prints the numbers README.md quotes from simulated runs,
 :mod:`dvoc_bench.readme_numbers`.)
 
@@ -27,6 +28,8 @@
   replicated (fresh trial keys) until the run holds ``--steps`` step lines, then ``load_runs`` timed: the
   first parse (which also writes the parquet cache), a parse without cache, and the cached load. Last
   line: ``trials=<t> steps=<n> parse_s=<a> parse_and_cache_s=<b> cached_s=<c>``.
+- ``hires``: harness cost per step of DVOC and zoom on a 4K screen sent at 1568 px, against its floor
+  (resize + overlay + encode + write; :mod:`dvoc_bench.bench_hires`). Target: ratio <= 1.5.
 """
 
 from __future__ import annotations
@@ -285,6 +288,12 @@ def _dataset(overrides: list[str]) -> dict:
     return bench_dataset(extra=overrides)
 
 
+def _hires() -> dict[str, float]:
+    from dvoc_bench.bench_hires import bench_hires
+
+    return bench_hires()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m dvoc_bench.bench",
@@ -292,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument(
-        "which", choices=["overhead", "sweep", "scheduler", "inflight", "loader", "dataset", "readme"]
+        "which",
+        choices=["overhead", "sweep", "scheduler", "inflight", "loader", "dataset", "hires", "readme"],
     )
     ap.add_argument("-n", type=int, default=300, help="steps to time (overhead)")
     ap.add_argument("--steps", type=int, default=100_000, help="step lines to load (loader)")
@@ -312,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         "loader": lambda: bench_loader(args.steps),
         "inflight": lambda: bench_inflight(8, overrides=args.set),
         "dataset": lambda: _dataset(args.set),
+        "hires": _hires,
     }
     r = fns[args.which]()
     last = ("ratio", "n429", "wasted", "inflight8_ratio", "cores", "load")

@@ -50,6 +50,8 @@ class Knobs:
     alpha_constant: float
     hit_radius_min: float
     overlay_style_default: bool = True
+    zoom: str = NA
+    """``zoom.factor/rounds/min_crop`` (:meth:`dvoc_bench.settings.Zoom.label`), carried by zoom methods."""
     """Whether ``overlay_style`` is the authors' (simulated profiles mark other styles as assumed)."""
 
 
@@ -93,14 +95,16 @@ def start_points(kind: str, n: int, size: Size, task: str, seed: int) -> list[Po
     ]
 
 
-def _assumptions(model: ModelConfig, protocol: str, overlay: str, default_style: bool) -> list[str]:
+def _assumptions(
+    model: ModelConfig, protocol: str, overlay: str, default_style: bool, crops: bool = False
+) -> list[str]:
     """The assumption markers of a simulated profile's trial (none for real models)."""
     if model.kind != "simulator":
         return []
     from dvoc_bench.models.simulator.profile import assumed_knobs
 
     sim = model.raw.get("sim")
-    return assumed_knobs(sim, protocol=protocol, overlay=overlay, default_style=default_style)
+    return assumed_knobs(sim, protocol=protocol, overlay=overlay, default_style=default_style, crops=crops)
 
 
 NONE_MODEL = ModelConfig(name="none", kind="none", model_id="none", provider="none", coord_frame="pixel")
@@ -156,8 +160,11 @@ def build_plan(
                 )  # fmt: skip
                 if info.uses_start and p is None:  # starts=oneshot (in the key only then: old keys stay)
                     fields["start_from"] = "oneshot"
+                if "zoom" in uses:  # only zoom trials carry it: the keys of the others stay as they were
+                    fields["zoom"] = knobs.zoom
                 key = trial_key({**fields, "sweep_seed": knobs.seed})
-                assumed = _assumptions(model, protocol, overlay, knobs.overlay_style_default)
+                crops = "zoom" in uses  # crops: no simulated profile was fitted on them
+                assumed = _assumptions(model, protocol, overlay, knobs.overlay_style_default, crops)
                 specs.setdefault(
                     key,
                     TrialSpec(

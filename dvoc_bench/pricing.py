@@ -173,16 +173,13 @@ def image_tokens(rule: str, size: Size) -> int:
 
 
 def sent_size(cfg: ModelConfig, size: Size, image: ImageOptions | None = None) -> Size:
-    """The size of the image sent for a screenshot of ``size``: downscaled to ``image.max_side`` (the model
-    config's own ``image:`` block over the sweep's) as the LiteLLM client does."""
-    max_side = (image or ImageOptions()).max_side
-    own = cfg.raw.get("image")
-    if isinstance(own, dict) and "max_side" in own:
-        max_side = own["max_side"]
-    if max_side is None or max(size.width, size.height) <= max_side:
-        return size
-    s = max_side / max(size.width, size.height)
-    return Size(max(1, round(size.width * s)), max(1, round(size.height * s)))
+    """The size of the image sent for a screenshot of ``size``: downscaled to the model's input limits (its
+    config's own ``image:`` block over the sweep's) as the harness does (:mod:`dvoc_bench.sending`)."""
+    from dvoc_bench.models.options import model_image
+    from dvoc_bench.sending import sent_size as fit
+
+    limits = model_image(cfg.raw, image)
+    return fit(size, limits.max_side, limits.max_pixels)
 
 
 @dataclass(frozen=True)

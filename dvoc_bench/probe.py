@@ -36,6 +36,7 @@ from dvoc_bench.models.base import Model, ModelCallError, ModelRequest
 from dvoc_bench.protocol import parse_reply, tools_for
 from dvoc_bench.render import encode_png
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
+from dvoc_bench.sending import resize_image, view_of
 
 __all__ = [
     "CANDIDATES",
@@ -146,13 +147,6 @@ def probe_prompt(instruction: str) -> str:
     )
 
 
-def _sent_size(size: Size, max_side: int | None) -> Size | None:
-    if max_side is None or max(size.width, size.height) <= max_side:
-        return None
-    s = max_side / max(size.width, size.height)
-    return Size(max(1, round(size.width * s)), max(1, round(size.height * s)))
-
-
 def readings(raw: Point, size: Size, sent: Size | None) -> dict[str, Point]:
     """The answer read in every candidate frame, in screenshot pixels."""
     out = {f.value: point_to_pixels(raw, f, size) for f in (Frame.PIXEL, Frame.NORM1000, Frame.NORM1)}
@@ -214,22 +208,26 @@ async def probe_model(
     tasks: Sequence[str],
     opts: ProbeOptions,
     max_side: int | None = None,
+    max_pixels: int | None = None,
 ) -> list[ProbeAnswer]:
-    """Ask ``model`` once per (task, repeat) and score every answer."""
+    """Ask ``model`` once per (task, repeat) and score every answer. The screenshot is sent downscaled to
+    the model's input limits by the harness (:mod:`dvoc_bench.sending`); the prompt states no size."""
     answers: list[ProbeAnswer] = []
     for task in tasks:
         snap = registry.snapshot(task)
-        png = encode_png(snap.image)
-        sent = _sent_size(snap.size, max_side)
+        view = view_of(snap.size, None, max_side, max_pixels)
+        image = resize_image(snap.image, view)
+        png = encode_png(image)
+        sent = view.sent if view.resized else None
         for rep in range(opts.repeats):
             req = ModelRequest(
                 text=probe_prompt(snap.instruction),
                 image_png=png,
-                image_size=snap.size,
+                image_size=view.sent,
                 tools=tools_for("point"),
                 scene_id=snap.scene_id,
                 seed=opts.seed * 1000 + rep,
-                image_rgb=snap.image,
+                image_rgb=image,
             )
             try:
                 reply = await model.complete(req)
@@ -272,6 +270,7 @@ def _models(cfg: Mapping[str, Any], choice: str | None, models_dir: Path) -> lis
 def run_job(cfg: Mapping[str, Any], choices: Mapping[str, Any], run_dir: Path) -> int:
     """The ``experiment=frame_probe`` job: probe every model, write ``probe.jsonl`` and ``probe.md``."""
     from dvoc_bench.models.factory import build_model, model_options
+    from dvoc_bench.models.options import model_image
 
     paths = cfg.get("paths") or {}
     models_dir = Path(paths.get("models") or default_conf_dir() / "model")
@@ -289,9 +288,8 @@ def run_job(cfg: Mapping[str, Any], choices: Mapping[str, Any], run_dir: Path) -
         return 2
     verdicts, rows = [], []
     for c, m in models:
-        settings = getattr(getattr(m, "inner", m), "settings", None)  # LiteLLM models (maybe cached)
-        max_side = settings.image.max_side if settings is not None else None
-        answers = asyncio.run(probe_model(m, registry, tasks, opts, max_side))
+        limits = model_image(c.raw, kw["image"])  # every model kind: the harness resizes
+        answers = asyncio.run(probe_model(m, registry, tasks, opts, limits.max_side, limits.max_pixels))
         rows += answers
         verdicts.append(classify(c.name, c.coord_frame, answers, opts, c.simulated))
     run_dir.mkdir(parents=True, exist_ok=True)

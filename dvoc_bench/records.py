@@ -150,6 +150,9 @@ class TrialSpec:
     """Where a method that ``uses_start`` starts: ``plan`` (the point in ``start``) or ``oneshot``
     (``starts=oneshot``: the model's own one-shot answer, asked first, is DVOC's start; ``start`` is
     ``None``). Part of the trial key only when not ``plan`` (earlier keys are unchanged)."""
+    zoom: str = "-"
+    """Zoom methods: the crop schedule ``factor/rounds/min_crop`` (``2/2/256``); ``-`` otherwise (then not
+    part of the key, so the keys of other methods are unchanged)."""
     simulated_assumptions: list[str] = dataclasses.field(default_factory=list)
     """Simulated models only: what this trial's result rests on beyond the profile's fit, one marker per
     knob the profile was not fitted for (``frame request assumed``, ``overlay effect assumed``, ``overlay
@@ -217,11 +220,15 @@ class Step:
     """Where ``cost_usd`` came from: ``pricing`` (the model config's block), ``litellm``, ``cache``,
     ``simulated``; ``None`` when unknown."""
     image_scale: float | None = None
-    """Scale of the image actually sent (``image.max_side``); ``None`` or 1.0 when sent as is."""
+    """Sent pixels per screenshot pixel (horizontally) of the image sent (``image.max_side`` /
+    ``max_pixels``, zoom crops); ``None`` when the screenshot was sent as it is."""
     sent_size: list[int] | None = None
-    """``[W, H]`` of the image actually sent, when it was resized."""
+    """``[W, H]`` of the image actually sent, when it was resized or cropped (the answer frame's size)."""
+    crop: list[int] | None = None
+    """``[x0, y0, x1, y1]`` of the screenshot the image showed (zoom), ``None`` for the whole screen."""
     raw_tool_calls: list[dict[str, Any]] | None = None
-    """The provider's own tool calls when the client rewrote them (pixel answers on a resized image)."""
+    """Unused since the harness resizes (#20): records written before it may hold the provider's own tool
+    calls when the LiteLLM client rewrote pixel answers on a resized image."""
     cached: bool = False
     """True when the reply came from the response cache."""
     attempts: int = 1

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from dvoc_bench.methods.common import TrialEnv
     from dvoc_bench.scenes import SceneSource
 
-Knob = Literal["protocol", "alpha", "overlay", "predict", "detector"]
+Knob = Literal["protocol", "alpha", "overlay", "predict", "detector", "zoom"]
 """A swept knob a method may use. A knob a method does not use is planned once, recorded as ``-``."""
 
 KNOBS: tuple[str, ...] = get_args(Knob)
@@ -148,6 +148,11 @@ def source(name: str, *, kind: SceneKind) -> Callable[[SourceBuild], SourceBuild
         return build
 
     return register
+
+
+def unregister_source(name: str) -> None:
+    """Remove a task source (tests that register their own)."""
+    _SOURCES.pop(name, None)
 
 
 def sources() -> dict[str, SourceInfo]:

@@ -54,6 +54,22 @@ class Oneshot(Declared):
     """Which rule tells the model its answer missed (``protocol=paper`` always uses ``hit_radius``)."""
 
 
+class Zoom(Declared):
+    """Iterative zoom (``methods=[zoom]``): ask on the whole screen, crop around the answer, ask again."""
+
+    factor: float = Field(2.0, gt=1.0, le=16.0)
+    """Each crop's sides are the previous crop's divided by this (aspect kept)."""
+    rounds: NonNegInt = Field(2, le=8)
+    """Crops after the whole-screen question (a trial makes ``rounds + 1`` calls)."""
+    min_crop: PosInt = Field(256, ge=16)
+    """Shortest side of a crop, screenshot pixels (a crop never shrinks below it, nor exceeds the
+    screen)."""
+
+    def label(self) -> str:
+        """``factor/rounds/min_crop``, as recorded in a zoom trial's ``zoom`` field (part of its key)."""
+        return f"{self.factor:g}/{self.rounds}/{self.min_crop}"
+
+
 class Run(Declared):
     """How the sweep runs (free to change on resume)."""
 
@@ -256,6 +272,8 @@ class Settings(Declared):
     """Knobs of the ``adaptive`` alpha schedule."""
     oneshot: Oneshot = Oneshot()
     """The one-shot baseline."""
+    zoom: Zoom = Zoom()
+    """Iterative zoom."""
     overlay_style: OverlayStyle = OverlayStyle()
     """Colours and sizes of the overlay."""
     sampling: dict[str, Any] = {}
@@ -263,7 +281,7 @@ class Settings(Declared):
     cache: CacheOptions = CacheOptions(enabled=True)
     """Response cache of real models (never the simulator)."""
     image: ImageOptions = ImageOptions()
-    """Images sent to real models."""
+    """Input limits of every model (a model config's own ``image:`` wins); the harness resizes to them."""
     scenes: Scenes = Scenes()
     """Limits on the scenes."""
     paths: Paths = Paths()

@@ -31,6 +31,7 @@ from dvoc_bench.frames import FrameSaver
 from dvoc_bench.geometry import Box, Point, Size
 from dvoc_bench.methods.common import TrialEnv, finish
 from dvoc_bench.models.base import Model
+from dvoc_bench.models.options import model_image
 from dvoc_bench.plan import Knobs, build_plan
 from dvoc_bench.protocol.protocols import PROTOCOLS
 from dvoc_bench.records import SampleMeta, TrialRecord, TrialResult, TrialSpec, read_jsonl, to_jsonable
@@ -116,6 +117,8 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
         )
         for n in names
     ]
+    for m in models:  # a bad image: block is a config error before anything runs
+        model_image(m.raw, s.image, f"model {m.name}: ")
     starts, repeats = parse_starts(s.starts, dataset), s.repeats
     if s.smoke:  # a reduced sweep for CI: two tasks, two start points, one repeat
         tasks, starts, repeats = tasks[:2], (starts[0], min(starts[1], 2)), 1
@@ -137,6 +140,7 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
         alpha_constant=s.loop.alpha_constant,
         hit_radius_min=s.loop.hit_radius_min,
         overlay_style_default=s.overlay_style == type(s.overlay_style)(),
+        zoom=s.zoom.label(),
     )
     detector = None
     if any(method_info(m).needs_detector for m in knobs.methods):
@@ -533,6 +537,10 @@ async def _run_trials(
                 oneshot_retry_rule=setup.retry_rule,
                 detector=detector,
                 renderer=renderer,
+                image=model_image(
+                    by_name[spec.model].raw if spec.model in by_name else None,
+                    setup.model_options.get("image"),
+                ),
             )
         return envs[k]
 

@@ -12,6 +12,7 @@ from dvoc_bench.config import ConfigError
 from dvoc_bench.registry import KNOBS, method, method_info, methods, sources, unregister_method
 from dvoc_bench.summary import format_table, summarise
 from dvoc_bench.sweep import plan, run_sweep
+from tests.scripted import make_spec
 
 
 @pytest.fixture
@@ -69,4 +70,5 @@ def test_builtin_entries_and_their_declarations():
         method("bad", knobs=("colour",))
     with pytest.raises(ValueError, match="protocol knob"):
         method("bad", knobs=())
-    assert set(KNOBS) == {"protocol", "alpha", "overlay", "predict", "detector"}
+    assert set(KNOBS) == {"protocol", "alpha", "overlay", "predict", "detector", "zoom"}
+    assert method_info("zoom").call_bound(make_spec(method="zoom", zoom="2/3/256")) == 4

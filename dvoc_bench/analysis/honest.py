@@ -217,7 +217,7 @@ def varying_knobs(trials: pd.DataFrame, candidates: Sequence[str] | None = None)
     return [c for c in cands if c in d.columns and int(d.groupby("model")[c].nunique(dropna=True).max()) > 1]
 
 
-RUN_KNOBS = ("protocol", "detector")
+RUN_KNOBS = ("protocol", "detector", "zoom")
 """Knobs that can split a whole run, every method included (``experiment=frames``, several detectors)."""
 
 

@@ -6,4 +6,4 @@ list them); a new method is one new module imported here.
 """
 
 # isort: skip_file
-from dvoc_bench.methods import dvoc, oneshot, baselines, som, som_dvoc  # noqa: F401  (they register)
+from dvoc_bench.methods import dvoc, oneshot, baselines, som, som_dvoc, zoom  # noqa: F401  (they register)

@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dvoc_bench.control import AdaptiveConfig
-from dvoc_bench.geometry import Frame, Offset, Point, offset_to_pixels, point_to_pixels
+from dvoc_bench.geometry import Box, Frame, Offset, Point, offset_to_pixels, point_to_pixels
 from dvoc_bench.models.base import Model, ModelCallError, ModelRequest, Reply
+from dvoc_bench.models.options import ImageOptions
 from dvoc_bench.protocol import Parsed, parse_reply
 from dvoc_bench.records import Step, TrialResult, TrialSpec
 from dvoc_bench.render import OverlayStyle, encode_png
 from dvoc_bench.scenes.types import Snapshot
+from dvoc_bench.sending import View, resize_image, view_of
 from dvoc_bench.workers import Draw, FrameRenderer, make_frame
 
 if TYPE_CHECKING:
@@ -33,6 +35,8 @@ class RenderedFrame:
     """The encoded PNG (:func:`dvoc_bench.render.encode_png`)."""
     sha: str
     """sha256 of ``png``: the stored frame's name."""
+    view: View | None = None
+    """What of the screenshot the frame shows and at which size (``None``: the screenshot as it is)."""
 
 
 @dataclass
@@ -59,29 +63,80 @@ class TrialEnv:
     """The sweep's shared Set-of-Mark detector (built lazily on first use); ``None`` without SoM methods."""
     renderer: FrameRenderer = field(default_factory=lambda: FrameRenderer(0))
     """Where frames are drawn, encoded and stored: the sweep's render pool (default: inline)."""
+    image: ImageOptions = field(default_factory=ImageOptions)
+    """The model's input limits: every frame is sent downscaled to fit them (:mod:`dvoc_bench.sending`)."""
     _clean_png: bytes | None = None
     _clean: RenderedFrame | None = None
+    _base: tuple[View, np.ndarray] | None = None
+    _crop: tuple[View, np.ndarray] | None = None
+
+    def view(self, crop: Box | None = None) -> View:
+        """The view of ``crop`` (default: the whole screen) sent within the model's input limits."""
+        return view_of(self.snapshot.size, crop, self.image.max_side, self.image.max_pixels)
+
+    def base(self, view: View) -> np.ndarray:
+        """The pixels of ``view`` before any drawing: the screenshot cropped and downscaled. The whole-screen
+        view is resized once per environment, and the last crop is kept (``zoom_dvoc`` draws on it)."""
+        if view.identity:
+            return self.snapshot.image
+        hit = self._crop if view.cropped else self._base
+        if hit is not None and hit[0] == view:
+            return hit[1]
+        img = resize_image(self.snapshot.image, view)  # racing threads compute the same pixels
+        if view.cropped:
+            self._crop = (view, img)
+        else:
+            self._base = (view, img)
+        return img
 
     def clean_png(self) -> bytes:
-        """The unannotated screenshot as PNG (encoded once, on the calling thread)."""
+        """The unannotated screenshot as PNG, as it is (encoded once, on the calling thread)."""
         if self._clean_png is None:
             self._clean_png = encode_png(self.snapshot.image)
         return self._clean_png
 
-    async def render(self, draw: Draw, *args: Any, **kwargs: Any) -> RenderedFrame:
-        """The frame ``draw(screenshot, *args, **kwargs)``, encoded and stored in the sweep's render pool
-        (the event loop runs other trials meanwhile). ``draw`` is pure and returns a new array."""
-        return await self.renderer.run(self._make, draw, args, kwargs)
+    async def render(self, draw: Draw, *args: Any, view: View | None = None, **kwargs: Any) -> RenderedFrame:
+        """The frame ``draw(base, *args, **kwargs)`` on the pixels of ``view`` (default: the whole screen
+        within the input limits; coordinates in ``args`` are in its sent pixels), encoded and stored in the
+        sweep's render pool (the event loop runs other trials meanwhile). ``draw`` is pure."""
+        return await self.renderer.run(self._make, view or self.view(), draw, args, kwargs)
 
-    async def clean_frame(self) -> RenderedFrame:
-        """The unannotated screenshot, encoded and stored once per environment."""
-        if self._clean is None:
-            self._clean = await self.renderer.run(self._make, None, (), {})
+    async def clean_frame(self, view: View | None = None) -> RenderedFrame:
+        """The unannotated ``view`` (default: the whole screen), encoded and stored (the whole screen once
+        per environment)."""
+        view = view or self.view()
+        if view.cropped:
+            return await self.renderer.run(self._make, view, None, (), {})
+        if self._clean is None or self._clean.view != view:
+            self._clean = await self.renderer.run(self._make, view, None, (), {})
         return self._clean
 
-    def _make(self, draw: Draw | None, args: tuple, kwargs: dict[str, Any]) -> RenderedFrame:
-        image, png = make_frame(self.snapshot.image, draw, args, kwargs)
-        return RenderedFrame(image, png, self.renderer.store(self.save_frame, png))
+    def _make(self, view: View, draw: Draw | None, args: tuple, kwargs: dict[str, Any]) -> RenderedFrame:
+        base = self.base(view)
+        if draw is None and view.cropped:  # a zoom crop: no overlay will reuse its bands, none cached
+            image, png = base, encode_png(base)
+        else:
+            image, png = make_frame(base, draw, args, kwargs)
+        return RenderedFrame(image, png, self.renderer.store(self.save_frame, png), view)
+
+    def request(
+        self, frame: RenderedFrame, text: str, tools: list[dict[str, Any]], seed: int, **extra: Any
+    ) -> ModelRequest:
+        """The request sending ``frame``: its sent size as the image size, its crop as metadata."""
+        view = frame.view or self.view()
+        crop = view.crop_list()
+        return ModelRequest(
+            text=text,
+            image_png=frame.png,
+            image_size=view.sent,
+            tools=tools,
+            scene_id=self.snapshot.scene_id,
+            seed=seed,
+            params=self.params,
+            image_rgb=frame.image,
+            crop=None if crop is None else (crop[0], crop[1], crop[2], crop[3]),
+            **extra,
+        )
 
 
 def call_seed(trial_seed: int, index: int) -> int:
@@ -122,13 +177,22 @@ async def call_model(
 
 
 def to_pixels(parsed: Parsed, kind: str, frame: str, req: ModelRequest) -> Point | Offset | None:
-    """The parsed numbers converted from the declared frame to pixels."""
+    """The parsed numbers converted from the declared frame to pixels of the image sent (``req.image_size``;
+    :func:`to_screen` maps them to the screenshot)."""
     if parsed.values is None:
         return None
     fr = Frame(frame)
     if kind == "offset":
         return offset_to_pixels(Offset(parsed.values["dx"], parsed.values["dy"]), fr, req.image_size)
     return point_to_pixels(Point(parsed.values["x"], parsed.values["y"]), fr, req.image_size)
+
+
+def to_screen(value: Point | Offset | None, view: View | None) -> Point | Offset | None:
+    """A point or offset in pixels of the image sent, in pixels of the screenshot (through the crop and
+    the resize of ``view``; ``None`` passes)."""
+    if value is None or view is None:
+        return value
+    return view.to_original(value) if isinstance(value, Point) else view.offset_to_original(value)
 
 
 def base_step(
@@ -139,8 +203,11 @@ def base_step(
     out: CallOutcome,
     frame_sha: str,
     model_identity: str,
+    view: View | None = None,
 ) -> Step:
-    """A step record filled with everything about the call itself (not the loop's reaction)."""
+    """A step record filled with everything about the call itself (not the loop's reaction); ``view``:
+    what the frame showed (its scale, sent size and crop are recorded when it is not the screenshot as
+    it is)."""
     reply, parsed, err = out.reply, out.parsed, out.error
     step = Step(
         trial_key=spec.trial_key,
@@ -158,6 +225,10 @@ def base_step(
         frame=spec.coord_frame,
         latency_s=round(out.latency_s, 6),
     )
+    if view is not None and not view.identity:  # recorded only when the image was cropped or resized
+        step.image_scale = round(view.sx, 9)
+        step.sent_size = view.sent.as_list()
+        step.crop = view.crop_list()
     if err is not None:
         step.parse_status, step.error_class, step.error = "call_error", err.error_class, str(err)
         step.attempts, step.attempt_errors = err.attempts, list(err.attempt_errors)
@@ -174,11 +245,6 @@ def base_step(
     step.cost_source = reply.cost_source
     step.reply_chars, step.reply_sha256 = reply.full_chars, reply.full_sha256
     step.reply_truncated = reply.truncated
-    if reply.image_scale != 1.0:  # recorded only when the image was really resized
-        step.image_scale = reply.image_scale
-        step.sent_size = list(reply.sent_size) if reply.sent_size else None
-    if reply.raw_tool_calls:
-        step.raw_tool_calls = [{"name": c.name, "arguments": c.arguments} for c in reply.raw_tool_calls]
     step.attempts, step.attempt_errors = reply.attempts, list(reply.attempt_errors)
     step.retry_wait_s = round(reply.retry_wait_s, 6)
     return step

@@ -1,4 +1,9 @@
-"""DVOC: draw the draft, ask for the offset to the target, apply a damped correction, repeat (§4)."""
+"""DVOC: draw the draft, ask for the offset to the target, apply a damped correction, repeat (§4).
+
+The loop runs in screenshot pixels; what the model sees and reads is in pixels of the image sent (the
+screenshot downscaled to the model's input limits, :mod:`dvoc_bench.sending`): the crosshair is drawn
+there at the style's sizes, the prompt and the history state positions there, and the answer is mapped
+back before the correction."""
 
 from __future__ import annotations
 
@@ -15,12 +20,13 @@ from dvoc_bench.methods.common import (
     error_result,
     finish,
     to_pixels,
+    to_screen,
 )
-from dvoc_bench.models.base import ModelRequest
 from dvoc_bench.protocol import HistoryEntry, get_protocol, tools_for
-from dvoc_bench.records import TrialResult, TrialSpec
+from dvoc_bench.records import Step, TrialResult, TrialSpec
 from dvoc_bench.registry import method
 from dvoc_bench.render import draw_overlay
+from dvoc_bench.sending import View
 
 
 @method(
@@ -35,74 +41,74 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     answer, asked first as step 0; the image centre when that answer is unusable); never raises for a
     model-side failure. ``iterations`` counts the DVOC calls only."""
     if spec.start_from != "oneshot":
-        return await refine(spec, env)
+        assert spec.start is not None, "DVOC needs a start point"
+        return await refine(spec, env, Point(*spec.start), env.view())
     from dvoc_bench.methods import oneshot
 
     first = await oneshot.run(dataclasses.replace(spec, max_attempts=1), env)
     if first.status != "ok":
         return first
     start = first.final_point or env.snapshot.size.centre.as_list()
-    loop = await refine(dataclasses.replace(spec, start=start, start_from="plan"), env)
+    spec = dataclasses.replace(spec, start=start, start_from="plan")
+    loop = await refine(spec, env, Point(*start), env.view())
     for st in loop.steps:
         st.index += len(first.steps)
     loop.steps = first.steps + loop.steps
     return finish(loop)
 
 
-async def refine(spec: TrialSpec, env: TrialEnv) -> TrialResult:
-    """The DVOC loop from ``spec.start``."""
+async def refine(
+    spec: TrialSpec, env: TrialEnv, start: Point, view: View, steps: list[Step] | None = None
+) -> TrialResult:
+    """The DVOC loop from ``start`` (screenshot pixels) on ``view`` (the whole screen, or a zoom crop): at
+    most ``spec.max_iterations`` calls, numbered after the ``steps`` already made (kept in the result)."""
     snap = env.snapshot
     size, target = snap.size, snap.target_box.centre
     protocol = get_protocol(spec.protocol)
     frame = Frame(spec.coord_frame)
     kind = "offset" if spec.predict == "relative" else "point"
     policy = PolicyConfig(epsilon=spec.epsilon, threshold=spec.conf_threshold, window=spec.window)
-    assert spec.start is not None, "DVOC needs a start point"
-    draft = Point(*spec.start)
+    draft = start
     reports: list[Report] = []
     history: list[HistoryEntry] = []
-    steps = []
-    for i in range(spec.max_iterations):
+    steps = list(steps or [])
+    first = len(steps)
+    sent = view.sent
+    for n in range(spec.max_iterations):
+        i = first + n
+        shown_draft = view.to_sent(draft)
         label = None
         if spec.overlay != "none":
-            label = protocol.overlay_label(draft, frame, size, env.style.circle_radius)
+            label = protocol.overlay_label(shown_draft, frame, sent, env.style.circle_radius)
         shown = await env.render(  # in the render pool: the other trials keep running
             draw_overlay,
-            protocol.drawn_point(draft),
+            protocol.drawn_point(shown_draft),
+            view=view,
             mode=spec.overlay,
-            iteration=i,
+            iteration=n,
             position_label=label,
             style=env.style,
         )
         text = protocol.dvoc_prompt(
             instruction=snap.instruction,
-            size=size,
+            size=sent,
             frame=frame,
             overlay=spec.overlay,
             predict=spec.predict,
-            draft=draft,
-            iteration=i,
+            draft=shown_draft,
+            iteration=n,
             history=history,
             circle_radius=env.style.circle_radius,
         )
-        req = ModelRequest(
-            text=text,
-            image_png=shown.png,
-            image_size=size,
-            tools=tools_for(kind),
-            scene_id=snap.scene_id,
-            seed=call_seed(spec.seed, i),
-            params=env.params,
-            image_rgb=shown.image,
-        )
+        req = env.request(shown, text, tools_for(kind), call_seed(spec.seed, i))
         out = await call_model(env, req, kind)
-        step = base_step(spec, i, "verify", req, out, shown.sha, env.model_identity)
+        step = base_step(spec, i, "verify", req, out, shown.sha, env.model_identity, view)
         step.draft, step.true_dist_px = draft.as_list(), round(draft.dist(target), 3)
         steps.append(step)
         if out.error is not None:
             return error_result(steps, out.error, draft, i + 1)
         assert out.parsed is not None
-        value = to_pixels(out.parsed, kind, spec.coord_frame, req)
+        value = to_screen(to_pixels(out.parsed, kind, spec.coord_frame, req), view)
         if isinstance(value, Point):  # absolute answer: the loop still works on offsets
             step.values_px = {"x": value.x, "y": value.y}
             value = value - draft
@@ -123,7 +129,14 @@ async def refine(spec: TrialSpec, env: TrialEnv) -> TrialResult:
             step.alpha, nxt = a, corr.next_draft
             step.step_raw, step.step_clamped = corr.step_raw.as_list(), corr.step_clamped.as_list()
         step.next_draft = nxt.as_list()
-        history.append(HistoryEntry(draft=draft, reported=value, confidence=confidence, next_draft=nxt))
+        history.append(  # as the model saw them: in pixels of the image sent
+            HistoryEntry(
+                draft=shown_draft,
+                reported=None if value is None else view.offset_to_sent(value),
+                confidence=confidence,
+                next_draft=view.to_sent(nxt),
+            )
+        )
         if decision != "refine":
             return finish(
                 TrialResult(
@@ -140,7 +153,7 @@ async def refine(spec: TrialSpec, env: TrialEnv) -> TrialResult:
             status="ok",
             stop_reason="max_iterations",
             final_point=draft.as_list(),
-            iterations=spec.max_iterations,
+            iterations=first + spec.max_iterations,
             steps=steps,
         )
     )

@@ -2,8 +2,9 @@
 
 After each answer the harness checks it with the protocol's retry rule (``oneshot.retry_rule``, default:
 inside the target box; the paper's radius rule under ``protocol=paper``) and, on a miss, asks again with
-the text saying the previous answer missed. The same clean screenshot is sent every time. The final
-point is the last usable answer (clamped to the image).
+the text saying the previous answer missed. The same clean screenshot is sent every time (downscaled to the
+model's input limits; the prompt states the size sent, and its previous answer in those pixels). The
+final point is the last usable answer mapped back to the screenshot (clamped to it).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from dvoc_bench.methods.common import (
     error_result,
     finish,
     to_pixels,
+    to_screen,
 )
-from dvoc_bench.models.base import ModelRequest
 from dvoc_bench.protocol import get_protocol, tools_for
 from dvoc_bench.records import TrialResult, TrialSpec
 from dvoc_bench.registry import method
@@ -35,7 +36,8 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     """Run one one-shot trial; never raises for a model-side failure."""
     snap = env.snapshot
     size, box = snap.size, snap.target_box
-    shown = await env.clean_frame()
+    view = env.view()
+    shown = await env.clean_frame(view)
     previous: Point | None = None
     protocol = get_protocol(spec.protocol)
     rule = protocol.oneshot_retry_rule(env.oneshot_retry_rule)
@@ -43,32 +45,23 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     for i in range(spec.max_attempts):
         text = protocol.oneshot_prompt(
             instruction=snap.instruction,
-            size=size,
+            size=view.sent,
             frame=Frame(spec.coord_frame),
             attempt=i,
-            previous=previous,
+            previous=None if previous is None else view.to_sent(previous),
         )
-        req = ModelRequest(
-            text=text,
-            image_png=shown.png,
-            image_size=size,
-            tools=tools_for("point"),
-            scene_id=snap.scene_id,
-            seed=call_seed(spec.seed, i),
-            params=env.params,
-            image_rgb=shown.image,
-        )
+        req = env.request(shown, text, tools_for("point"), call_seed(spec.seed, i))
         out = await call_model(env, req, "point")
-        step = base_step(spec, i, "click", req, out, shown.sha, env.model_identity)
+        step = base_step(spec, i, "click", req, out, shown.sha, env.model_identity, view)
         steps.append(step)
         if out.error is not None:
             return error_result(steps, out.error, previous, i + 1)
         assert out.parsed is not None
-        answer = to_pixels(out.parsed, "point", spec.coord_frame, req)
+        answer = to_screen(to_pixels(out.parsed, "point", spec.coord_frame, req), view)
         if not isinstance(answer, Point):
             if not protocol.missing_answer_is_zero:
                 continue  # unusable reply: recorded, ask again (the text repeats the last usable answer)
-            answer = Point(0.0, 0.0)  # scored as a click at (0, 0), as the authors' harness did
+            answer = view.to_original(Point(0.0, 0.0))  # a click at (0, 0), as the authors' harness did
         step.values_px = {"x": answer.x, "y": answer.y}
         previous = clamp_point(answer, size)
         step.next_draft = previous.as_list()

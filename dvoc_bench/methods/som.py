@@ -26,7 +26,7 @@ detector's recall for the task), the detector's time for the screenshot, and the
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dvoc_bench.detect.types import DetectorError
 from dvoc_bench.geometry import Frame, Point, clamp_point
@@ -38,6 +38,7 @@ from dvoc_bench.methods.common import (
     call_seed,
     finish,
     to_pixels,
+    to_screen,
 )
 from dvoc_bench.models.base import ModelCallError, ModelRequest
 from dvoc_bench.protocol import get_protocol, tools_for
@@ -112,25 +113,19 @@ async def select(spec: TrialSpec, env: TrialEnv) -> Selection:
     if not marks:
         som.grounding_error = no_marks_error(len(run.detections), 0)
         return Selection(res, None, "grounding_error", grounding_error=som.grounding_error)
-    layout = plan_marks(snap.image, marks, tag_layout=env.detector.cfg.tag_layout)
+    view = env.view()  # marks laid out, drawn and stated in pixels of the image sent (input limits)
+    drawn = marks if view.identity else [replace(m, box=view.box_to_sent(m.box)) for m in marks]
+    layout = plan_marks(env.base(view), drawn, tag_layout=env.detector.cfg.tag_layout)
     som.tag_layout, som.tag_overlaps = layout.mode, layout.tag_overlaps
-    shown = await env.render(draw_marks, marks, layout=layout)
+    shown = await env.render(draw_marks, drawn, layout=layout, view=view)
     frame = Frame(spec.coord_frame)
-    req = ModelRequest(
-        text=get_protocol(spec.protocol).som_prompt(
-            instruction=snap.instruction, size=size, frame=frame, marks=marks
-        ),
-        image_png=shown.png,
-        image_size=size,
-        tools=som_tools(),
-        scene_id=snap.scene_id,
-        seed=call_seed(spec.seed, 0),
-        params=env.params,
-        image_rgb=shown.image,
+    text = get_protocol(spec.protocol).som_prompt(
+        instruction=snap.instruction, size=view.sent, frame=frame, marks=drawn
     )
+    req = env.request(shown, text, som_tools(), call_seed(spec.seed, 0))
     by_id = {m.id: m for m in marks}
     out = await _call(env, req, set(by_id))
-    step: Step = base_step(spec, 0, "select", req, out, shown.sha, env.model_identity)
+    step: Step = base_step(spec, 0, "select", req, out, shown.sha, env.model_identity, view)
     res.steps = [step]
     if out.error is not None:
         return Selection(res, None, "error", out.error)
@@ -182,27 +177,20 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
 async def fallback_click(spec: TrialSpec, env: TrialEnv, res: TrialResult, error: str) -> TrialResult:
     """The seed's fallback for ``som``: one ``click_at`` on the plain screenshot, the error stated."""
     snap = env.snapshot
-    shown = await env.clean_frame()
+    view = env.view()
+    shown = await env.clean_frame(view)
     frame = Frame(spec.coord_frame)
-    req = ModelRequest(
-        text=som_fallback_prompt(instruction=snap.instruction, size=snap.size, frame=frame, error=error),
-        image_png=shown.png,
-        image_size=snap.size,
-        tools=tools_for("point"),
-        scene_id=snap.scene_id,
-        seed=call_seed(spec.seed, 0),
-        params=env.params,
-        image_rgb=shown.image,
-    )
+    text = som_fallback_prompt(instruction=snap.instruction, size=view.sent, frame=frame, error=error)
+    req = env.request(shown, text, tools_for("point"), call_seed(spec.seed, 0))
     out = await call_model(env, req, "point")
-    step = base_step(spec, 0, "click", req, out, shown.sha, env.model_identity)
+    step = base_step(spec, 0, "click", req, out, shown.sha, env.model_identity, view)
     res.steps, res.iterations = [step], 1
     if out.error is not None:
         return finish(set_error(res, out.error.error_class, str(out.error)))
     assert out.parsed is not None
-    answer = to_pixels(out.parsed, "point", spec.coord_frame, req)
+    answer = to_screen(to_pixels(out.parsed, "point", spec.coord_frame, req), view)
     if not isinstance(answer, Point) and get_protocol(spec.protocol).missing_answer_is_zero:
-        answer = Point(0.0, 0.0)
+        answer = view.to_original(Point(0.0, 0.0))
     res.stop_reason = "grounding_error"
     if isinstance(answer, Point):
         step.values_px = {"x": answer.x, "y": answer.y}

@@ -25,7 +25,7 @@ class ModelRequest:
     image_png: bytes | None
     """The PNG the model sees (already annotated), or ``None`` for a text-only call."""
     image_size: Size
-    """Pixel size of the image (the frame every answer is converted to)."""
+    """Pixel size of the image sent (the frame every answer is in; :mod:`dvoc_bench.sending`)."""
     tools: list[dict[str, Any]]
     """Tool schemas in OpenAI format."""
     scene_id: str
@@ -39,6 +39,10 @@ class ModelRequest:
     """Extra sampling parameters (temperature, max_tokens, ...)."""
     image_rgb: Any = None
     """The same image as an ``HxWx3`` uint8 array when the caller has it (saves a PNG decode in-process)."""
+    crop: tuple[float, float, float, float] | None = None
+    """The rectangle ``(x0, y0, x1, y1)`` of the scene's screenshot the image shows (scene pixels), ``None``
+    for the whole screen. Metadata beside ``scene_id``: never sent to a real model, not part of the
+    request hash (the image is); the simulator maps its truth through it."""
 
     def data_url(self) -> str | None:
         if self.image_png is None:
@@ -99,12 +103,6 @@ class Reply:
     """Error class of every failed attempt before this reply."""
     retry_wait_s: float = 0.0
     """Seconds spent waiting in the gate and in backoff for this call."""
-    image_scale: float = 1.0
-    """Sent size / screenshot size when the client resized the image (1.0: sent as it is)."""
-    sent_size: list[int] | None = None
-    """``[width, height]`` of the image sent when the client resized it, else ``None``."""
-    raw_tool_calls: list[ToolCall] | None = None
-    """The provider's own tool calls when the client rewrote their numbers (``pixel_answers: sent``)."""
     finish_reason: str | None = None
     """Provider's finish reason (``stop``, ``tool_calls``, ``length``...), when it gave one."""
     full_chars: int | None = None

@@ -24,46 +24,27 @@ token counts (``cost_source="pricing"``); else ``Reply.cost_usd`` is LiteLLM's `
 (``"litellm_price_map"`` / ``"litellm_price_map:<cost_model>"``); ``None`` with ``cost_source=None``
 when LiteLLM does not know the model (no guess).
 
-**Image resizing (``image.max_side``) and what is undone.** The harness renders, labels and words every
-prompt in the pixels of the screenshot (``request.image_size``); the methods convert answers with that
-size. When ``max_side`` is set and the longer side exceeds it, the client sends a downscaled PNG (aspect
-kept, Lanczos, scale ``s = max_side / max(W, H)``, sent size ``round(W s) x round(H s)``) and changes
-nothing else: the prompt still states ``W x H`` and the crosshair in those pixels, and so do the labels
-drawn in the image. Hence:
-
-- ``norm1000`` / ``norm1`` answers are fractions of the image and do not depend on the raster size:
-  converting with ``request.image_size`` is exact. Nothing to undo.
-- ``pixel`` answers depend on which grid the model uses. ``image.pixel_answers: stated`` (default): the
-  prompt and the labels define the frame (the original ``W x H``), as an instruction-following model
-  answers; nothing to undo. ``image.pixel_answers: sent``: the model answers in the pixels of the raster
-  it received (as computer-use models are trained to); the client maps the numbers of ``click_at`` /
-  ``report_offset`` back to the original grid (factor ``(W-1)/(W'-1)``, the rule of
-  :mod:`dvoc_bench.geometry`) and keeps the provider's own calls in :attr:`Reply.raw_tool_calls`.
-  ``experiment=frame_probe`` with ``image.max_side`` set tells which of the two a model does.
-
-The scale is recorded on every reply (:class:`~dvoc_bench.models.base.Reply` ``image_scale``, ``sent_size``).
+**Images.** The client sends the request's PNG as it is: the harness has already cropped and downscaled it
+to the model's input limits (``image.max_side``, ``image.max_pixels``; :mod:`dvoc_bench.sending`), and the
+prompt states the size sent, so every answer frame refers to the image the model received.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
-import io
-import json
 import logging
 import math
 import os
 import re
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from dvoc_bench.config import ConfigError, ModelConfig
-from dvoc_bench.declare import validate
-from dvoc_bench.geometry import Size
 from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelCallError, ModelRequest, Reply, ToolCall, bound_reply
-from dvoc_bench.models.options import ImageOptions
+from dvoc_bench.models.options import ImageOptions, model_image
 from dvoc_bench.pricing import Pricing, config_pricing
 from dvoc_bench.redaction import (  # re-exported: the client registers keys and redacts what it returns
     NO_KEY,
@@ -85,15 +66,10 @@ __all__ = [
     "redact",
     "redact_value",
     "register_secret",
-    "resize_png",
 ]
 
 ERROR_MAX_CHARS = 300
 """Error strings are cut to this length (after redaction)."""
-
-COORD_FIELDS = {"click_at": ("x", "y"), "report_offset": ("dx", "dy")}
-"""Numbers a ``pixel_answers: sent`` client maps back to the original grid, per tool."""
-
 
 # -------------------------------------------------------------------------------------------- import
 
@@ -117,50 +93,6 @@ def import_litellm() -> Any:
             log.debug("litellm imported in %.2f s", time.perf_counter() - t0)
             _LITELLM.append(litellm)
         return _LITELLM[0]
-
-
-# --------------------------------------------------------------------------------------------- image
-
-
-def resize_png(png: bytes, size: Size, max_side: int | None) -> tuple[bytes, Size]:
-    """The PNG to send and its size: unchanged when it fits ``max_side``, else downscaled (Lanczos)."""
-    if max_side is None or max(size.width, size.height) <= max_side:
-        return png, size
-    import numpy as np
-    from PIL import Image
-
-    from dvoc_bench.render import encode_png
-
-    s = max_side / max(size.width, size.height)
-    w, h = max(1, round(size.width * s)), max(1, round(size.height * s))
-    with Image.open(io.BytesIO(png)) as img:
-        small = img.convert("RGB").resize((w, h), Image.Resampling.LANCZOS)
-    return encode_png(np.asarray(small, dtype=np.uint8)), Size(w, h)
-
-
-def _unscale_calls(calls: list[ToolCall], orig: Size, sent: Size) -> list[ToolCall]:
-    """Tool calls with their pixel numbers mapped from the sent grid back to the original one."""
-    fx = (orig.width - 1) / max(sent.width - 1, 1)
-    fy = (orig.height - 1) / max(sent.height - 1, 1)
-    out = []
-    for c in calls:
-        names = COORD_FIELDS.get(c.name or "")
-        args = c.arguments
-        if names is not None and isinstance(args, str):
-            try:
-                args = json.loads(args)
-            except ValueError:
-                args = c.arguments
-        if names is None or not isinstance(args, dict):
-            out.append(c)
-            continue
-        new = dict(args)
-        for key, f in zip(names, (fx, fy), strict=True):
-            v = new.get(key)
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-                new[key] = v * f
-        out.append(ToolCall(c.name, json.dumps(new) if isinstance(c.arguments, str) else new))
-    return out
 
 
 # -------------------------------------------------------------------------------------------- errors
@@ -319,7 +251,7 @@ class ClientSettings:
     timeout_s: float = 120.0
     """Timeout of one call (model config, else the provider's)."""
     image: ImageOptions = field(default_factory=ImageOptions)
-    """Resizing of the image sent."""
+    """The model's input limits (the harness resizes to them; part of the cache fingerprint)."""
     cost_model: str | None = None
     """LiteLLM price-map entry to price the calls with when LiteLLM does not know ``model_id``."""
     key_env: str | None = None
@@ -334,10 +266,7 @@ class ClientSettings:
         params = raw.get("params") or {}
         if not isinstance(params, dict):
             raise ConfigError(f"{where}: params must be a mapping, got {params!r}")
-        if raw.get("image") is not None:
-            image = validate(
-                ImageOptions, {**(image or ImageOptions()).model_dump(), **raw["image"]}, f"{where}: image."
-            )
+        image = model_image(raw, image, f"{where}: ")
         tc = raw.get("tool_choice")
         if tc not in (None, "auto", "required", "none"):
             raise ConfigError(
@@ -370,7 +299,7 @@ class LiteLLMModel:
         self.simulated = cfg.simulated
         """True for ``simulated: true`` configs (``local-sim``): the answers come from the simulator."""
         self.coord_frame = cfg.coord_frame
-        """The declared answer frame (``pixel_answers: sent`` rescales only pixel answers)."""
+        """The declared answer frame."""
         self.identity = cfg.identity
         """Model id + api base."""
         self.settings = ClientSettings.from_config(cfg, image)
@@ -398,18 +327,14 @@ class LiteLLMModel:
             "params": s.params,
             "send_seed": s.send_seed,
             "tool_choice": s.tool_choice,
-            "max_side": s.image.max_side,
-            "pixel_answers": s.image.pixel_answers if s.image.max_side else None,
+            "max_side": s.image.max_side,  # as before the harness resized: old cache entries stay valid
+            "pixel_answers": None,
+            **({"max_pixels": s.image.max_pixels} if s.image.max_pixels else {}),
         }
 
-    def request_kwargs(self, req: ModelRequest) -> tuple[dict[str, Any], Size | None]:
-        """The ``litellm.acompletion`` arguments for ``req`` (no key) and the size of the image sent."""
+    def request_kwargs(self, req: ModelRequest) -> dict[str, Any]:
+        """The ``litellm.acompletion`` arguments for ``req`` (no key)."""
         s = self.settings
-        sent_size: Size | None = None
-        if req.image_png is not None:
-            png, sent_size = resize_png(req.image_png, req.image_size, s.image.max_side)
-            if png is not req.image_png:
-                req = replace(req, image_png=png, image_size=sent_size, image_rgb=None)
         kw: dict[str, Any] = {"model": s.model_id, "messages": req.messages()}
         if s.api_base:
             kw["api_base"] = s.api_base
@@ -423,12 +348,12 @@ class LiteLLMModel:
         if s.send_seed:
             kw["seed"] = int(req.seed)
         kw.update(timeout=s.timeout_s, num_retries=0, max_retries=0, drop_params=True)
-        return kw, sent_size
+        return kw
 
     async def complete(self, request: ModelRequest) -> Reply:
         # the first call imports LiteLLM off the event loop (about 2 s), later calls find it loaded
         litellm = _LITELLM[0] if _LITELLM else await asyncio.to_thread(import_litellm)
-        kw, sent_size = self.request_kwargs(request)
+        kw = self.request_kwargs(request)
         t0 = time.perf_counter()
         try:
             resp = await litellm.acompletion(api_key=self._key, **kw)
@@ -438,14 +363,12 @@ class LiteLLMModel:
             raise err from None
         latency = time.perf_counter() - t0
         try:
-            return self._reply(litellm, resp, request, sent_size, latency)
+            return self._reply(litellm, resp, request, latency)
         except Exception as e:  # a response LiteLLM accepted but that has no readable shape
             msg = redact(f"unreadable response: {type(e).__name__}: {e}")[:ERROR_MAX_CHARS]
             raise ModelCallError("server", msg) from None
 
-    def _reply(
-        self, litellm: Any, resp: Any, req: ModelRequest, sent_size: Size | None, latency: float
-    ) -> Reply:
+    def _reply(self, litellm: Any, resp: Any, req: ModelRequest, latency: float) -> Reply:
         if not resp.choices:  # no candidate at all (e.g. a blocked prompt): an empty reply, parsed as such
             empty = bound_reply(Reply(text=None), self.max_reply_chars)
             return Reply(
@@ -474,16 +397,6 @@ class LiteLLMModel:
             getattr(usage, "completion_tokens", None),
         )
         cost, source = self._cost(litellm, resp, tokens_in, tokens_out, int(req.image_png is not None))
-        scale = 1.0 if sent_size is None else sent_size.width / req.image_size.width
-        raw_calls = None
-        s = self.settings
-        if (
-            sent_size is not None
-            and scale != 1.0
-            and s.image.pixel_answers == "sent"
-            and self.coord_frame == "pixel"
-        ):
-            raw_calls, calls = calls, _unscale_calls(calls, req.image_size, sent_size)
         return Reply(
             text=text if text else None,
             tool_calls=calls,
@@ -492,9 +405,6 @@ class LiteLLMModel:
             cost_usd=cost,
             cost_source=source,
             latency_s=latency,
-            image_scale=scale,
-            sent_size=sent_size.as_list() if sent_size else None,
-            raw_tool_calls=raw_calls,
             finish_reason=getattr(choice, "finish_reason", None),
             full_chars=bounded.full_chars,
             full_sha256=bounded.full_sha256,

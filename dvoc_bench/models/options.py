@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import Field
 
-from dvoc_bench.declare import Declared
+from dvoc_bench.declare import Declared, validate
 
 
 class CacheOptions(Declared):
@@ -21,9 +22,24 @@ class CacheOptions(Declared):
 
 
 class ImageOptions(Declared):
-    """The ``image:`` block (global, overridden by a model config's own ``image:``)."""
+    """The ``image:`` block: a model's input limits (global, overridden key by key by a model config's own
+    ``image:``). The harness downscales every frame it sends to fit them, for every model kind (simulated
+    ones too), and states the size sent in the prompt (:mod:`dvoc_bench.sending`)."""
 
     max_side: int | None = Field(None, ge=16)
-    """Longest side of the image sent, pixels; ``None`` sends the screenshot as it is (never upscaled)."""
-    pixel_answers: Literal["stated", "sent"] = "stated"
-    """``stated`` | ``sent``: which grid a pixel-frame model answers in when the image was downscaled."""
+    """Longest side of the image sent, pixels; ``None``: no limit (never upscaled)."""
+    max_pixels: int | None = Field(None, ge=256)
+    """Most pixels (width x height) of the image sent; ``None``: no limit (never upscaled)."""
+
+
+def model_image(
+    raw: Mapping[str, Any] | None, default: ImageOptions | None = None, where: str = ""
+) -> ImageOptions:
+    """The input limits of one model: its config's own ``image:`` block (``raw`` is the model config
+    mapping) over the global ``default``; a bad value is a one-line ``ConfigError`` naming
+    ``<where>image.<key>``."""
+    base = (default or ImageOptions()).model_dump()
+    own = raw.get("image") if isinstance(raw, Mapping) else None
+    if not own:
+        return default or ImageOptions()
+    return validate(ImageOptions, {**base, **dict(own)}, f"{where}image.")

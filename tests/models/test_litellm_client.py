@@ -1,4 +1,5 @@
-"""The LiteLLM client without a server: request building, resizing, error classes, redaction, keys, cost."""
+"""The LiteLLM client without a server: request building, error classes, redaction, keys, cost (resizing is
+the harness's: tests/test_sending.py)."""
 
 import json
 import os
@@ -14,20 +15,18 @@ import pytest
 from dvoc_bench.config import ConfigError, default_conf_dir, load_model_config
 from dvoc_bench.declare import validate
 from dvoc_bench.geometry import Size
-from dvoc_bench.models.base import ModelRequest, ToolCall
+from dvoc_bench.models.base import ModelRequest
 from dvoc_bench.models.litellm_client import (
     LiteLLMModel,
-    _unscale_calls,
     classify_exception,
     import_litellm,
     parse_retry_after,
     redact,
     register_secret,
-    resize_png,
 )
 from dvoc_bench.models.options import ImageOptions
 from dvoc_bench.protocol import tools_for
-from dvoc_bench.render import decode_png, encode_png
+from dvoc_bench.render import encode_png
 from tests.conftest import ROOT
 
 GOOGLE_LIKE = "AIza" + "SyFAKEFAKEFAKEFAKE12345"  # split so no scanner mistakes it for a key
@@ -64,7 +63,7 @@ def sim_cfg(**raw):
 def test_request_carries_text_image_tools_params_seed_and_no_key(png, monkeypatch):
     monkeypatch.setenv("DVOC_SIM_API_KEY", "sk-test-not-in-kwargs-0000")
     m = LiteLLMModel(sim_cfg(params={"temperature": 0.2, "max_tokens": 64}, tool_choice="required"))
-    kw, sent = m.request_kwargs(request(png, params={"temperature": 0.7}))
+    kw = m.request_kwargs(request(png, params={"temperature": 0.7}))
     (msg,) = kw["messages"]
     assert msg["role"] == "user"
     text, image = msg["content"]
@@ -76,49 +75,28 @@ def test_request_carries_text_image_tools_params_seed_and_no_key(png, monkeypatc
     assert kw["num_retries"] == 0 and kw["max_retries"] == 0  # retries are the scheduler's job
     assert kw["model"] == "openai/sim-gemma-4-26b"
     assert "api_key" not in kw and "sk-test" not in json.dumps(kw)
-    assert sent == Size(800, 600)
-    kw2, _ = LiteLLMModel(sim_cfg(send_seed=False, timeout_s=5)).request_kwargs(
-        request(png, tool_choice="auto")
-    )
+    kw2 = LiteLLMModel(sim_cfg(send_seed=False, timeout_s=5)).request_kwargs(request(png, tool_choice="auto"))
     assert "seed" not in kw2 and kw2["timeout"] == 5.0 and kw2["tool_choice"] == "auto"
     assert "LiteLLMModel('local-sim'" in repr(m) and "sk-" not in repr(m)
 
 
-def test_resize_keeps_aspect_and_never_upscales(png):
-    same, size = resize_png(png, Size(800, 600), 1024)
-    assert same is png and size == Size(800, 600)
-    small, size = resize_png(png, Size(800, 600), 400)
-    assert size == Size(400, 300) and decode_png(small).shape == (300, 400, 3)
-    m = LiteLLMModel(sim_cfg(), ImageOptions(max_side=400))
-    kw, sent = m.request_kwargs(request(png))
-    url = kw["messages"][0]["content"][1]["image_url"]["url"]
-    assert sent == Size(400, 300) and url == request(small).data_url()
-    # a model config's own image block wins over the global one
-    kw, sent = LiteLLMModel(sim_cfg(image={"max_side": 200}), ImageOptions(max_side=400)).request_kwargs(
-        request(png)
-    )
-    assert sent == Size(200, 150)
-
-
-def test_sent_pixel_answers_are_mapped_back_and_everything_else_is_left_alone():
-    calls = [
-        ToolCall("click_at", '{"x": 399, "y": 299, "confidence": 0.9}'),
-        ToolCall("report_offset", {"dx": -40, "dy": 10, "confidence": 1}),
-        ToolCall("report_offset", "not json"),
-        ToolCall("select_element", '{"id": 3}'),
-    ]
-    out = _unscale_calls(calls, Size(800, 600), Size(400, 300))
-    assert json.loads(out[0].arguments) == pytest.approx({"x": 799.0, "y": 599.0, "confidence": 0.9})
-    assert out[1].arguments == pytest.approx({"dx": -40 * 799 / 399, "dy": 10 * 599 / 299, "confidence": 1})
-    assert out[2:] == calls[2:]
+def test_the_client_sends_the_harness_image_as_it_is(png):
+    """The harness resized already: the client never resizes again, whatever its limits."""
+    m = LiteLLMModel(sim_cfg(image={"max_side": 200}), ImageOptions(max_side=400))
+    kw = m.request_kwargs(request(png))
+    assert kw["messages"][0]["content"][1]["image_url"]["url"] == request(png).data_url()
+    assert m.settings.image.max_side == 200  # a model config's own image block wins over the global one
+    assert m.cache_fingerprint()["max_side"] == 200 and "max_pixels" not in m.cache_fingerprint()
 
 
 def test_image_options_are_validated():
     assert validate(ImageOptions, None) == ImageOptions()
     with pytest.raises(ConfigError, match="^image.max_side: must be greater than or equal to 16"):
         validate(ImageOptions, {"max_side": 4}, "image.")
-    with pytest.raises(ConfigError, match="^image.pixel_answers: unknown value .raster.; allowed: stated"):
-        validate(ImageOptions, {"pixel_answers": "raster"}, "image.")
+    with pytest.raises(ConfigError, match="^image.max_pixels: must be greater than or equal to 256"):
+        validate(ImageOptions, {"max_pixels": 10}, "image.")
+    with pytest.raises(ConfigError, match="^image.pixel_answers: unknown key"):  # gone: the harness resizes
+        validate(ImageOptions, {"pixel_answers": "sent"}, "image.")
     with pytest.raises(ConfigError, match="^image.maxside: unknown key"):
         validate(ImageOptions, {"maxside": 512}, "image.")
     with pytest.raises(ConfigError, match="tool_choice"):

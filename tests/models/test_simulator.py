@@ -354,8 +354,9 @@ def test_profile_yaml_loads(path: Path) -> None:
     cfg = yaml.safe_load(path.read_text())
     assert cfg["kind"] == "simulator" and cfg["provider"] == "simulator" and cfg["api_base"] is None
     assert cfg["model_id"] == "sim/" + path.stem.removeprefix("sim-") and cfg["name"] == path.stem
-    assert cfg["coord_frame"] == ("pixel" if path.stem == "sim-ideal" else "norm1000")
-    assert "v0" in path.read_text() or path.stem == "sim-ideal"
+    ideal = path.stem in ("sim-ideal", "sim-ideal-1568")  # hand-set, pixel-native
+    assert cfg["coord_frame"] == ("pixel" if ideal else "norm1000")
+    assert "v0" in path.read_text() or ideal
     model = SimulatedModel.from_config(cfg, lambda scene_id: TRUTH)
     reply = model.respond(_req(_with_crosshair((100, 80)), _text()))
     assert reply.text is not None or reply.tool_calls
@@ -374,6 +375,7 @@ COMMITTED_DIGESTS = {
     "sim-gemma-4-26b": "abf52e3bc17e433e",
     "sim-gemma-4-31b": "69d4799ebcbb8cd9",
     "sim-ideal": "aa45aac9192bd0a9",
+    "sim-ideal-1568": "aa45aac9192bd0a9",  # the same profile behind a 1568-px input limit
 }
 
 

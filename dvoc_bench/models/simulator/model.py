@@ -113,7 +113,7 @@ class SimulatedModel:
             return self._reply(NO_TOOL_TEXT, None)
         size = req.image_size
         scene = self.truth(req.scene_id)
-        truth = truth_in_image(scene, size)
+        truth = truth_in_image(scene, size, req.crop)
         prof = for_canvas(prof, scene.size)
         rng = self.situation_rng(req, prof, mode, truth, rng)
         centre, aimed = aim(truth, req.text, prof, rng)

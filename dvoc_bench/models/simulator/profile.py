@@ -374,6 +374,7 @@ ASSUMPTION_LABELS = {
     "frame": "frame request assumed",
     "overlay": "overlay effect assumed",
     "overlay_style": "overlay style assumed",
+    "crops": "crops/zoom assumed",
 }
 """The marker text of each assumed knob (``[SIMULATED; overlay effect assumed]``)."""
 
@@ -466,11 +467,17 @@ class SimProfile(Declared):
 
 
 def assumed_knobs(
-    sim: Mapping[str, Any] | None, *, protocol: str, overlay: str, default_style: bool = True
+    sim: Mapping[str, Any] | None,
+    *,
+    protocol: str,
+    overlay: str,
+    default_style: bool = True,
+    crops: bool = False,
 ) -> list[str]:
     """The assumption markers of one trial of a profile (a raw ``sim:`` mapping): the knobs among the
-    trial's that the profile's ``fitted_for`` does not list (``-`` = the knob does not apply). Empty for a
-    profile without ``fitted_for``."""
+    trial's that the profile's ``fitted_for`` does not list (``-`` = the knob does not apply); ``crops``:
+    the trial sends zoom crops, which no profile was fitted on. Empty for a profile without
+    ``fitted_for``."""
     ff = (sim or {}).get("fitted_for") if isinstance(sim, Mapping) else None
     if not ff:
         return []
@@ -482,6 +489,8 @@ def assumed_knobs(
         out.append(ASSUMPTION_LABELS["overlay"])
     if overlay != "-" and not default_style and f.overlay_style == "default":
         out.append(ASSUMPTION_LABELS["overlay_style"])
+    if crops:
+        out.append(ASSUMPTION_LABELS["crops"])
     return out
 
 

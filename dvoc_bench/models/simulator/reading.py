@@ -160,20 +160,25 @@ def tool_names(tools: Sequence[Mapping[str, Any]]) -> set[str]:
     return names
 
 
-def _scale_box(b: Box, sx: float, sy: float) -> Box:
-    return Box(b.x0 * sx, b.y0 * sy, b.x1 * sx, b.y1 * sy)
+def _map_box(b: Box, ox: float, oy: float, sx: float, sy: float) -> Box:
+    return Box((b.x0 - ox) * sx, (b.y0 - oy) * sy, (b.x1 - ox) * sx, (b.y1 - oy) * sy)
 
 
-def truth_in_image(truth: SceneTruth, size: Size) -> SceneTruth:
-    """Ground truth in pixels of the image sent (differs from the scene's when the harness resized it)."""
-    if size == truth.size:
+def truth_in_image(
+    truth: SceneTruth, size: Size, crop: tuple[float, float, float, float] | None = None
+) -> SceneTruth:
+    """Ground truth in pixels of the image sent: the scene's truth mapped through the request's crop
+    (``ModelRequest.crop``; ``None``: the whole screen) and scaled to the size sent, the map of
+    :class:`dvoc_bench.sending.View`. Boxes outside the crop keep their (outside) coordinates."""
+    if crop is None and size == truth.size:
         return truth
-    sx, sy = size.width / truth.size.width, size.height / truth.size.height
+    x0, y0, x1, y1 = crop if crop is not None else (0.0, 0.0, truth.size.width, truth.size.height)
+    sx, sy = size.width / (x1 - x0), size.height / (y1 - y0)
     return dataclasses.replace(
         truth,
         size=size,
-        target_box=_scale_box(truth.target_box, sx, sy),
-        elements=tuple(dataclasses.replace(e, box=_scale_box(e.box, sx, sy)) for e in truth.elements),
+        target_box=_map_box(truth.target_box, x0, y0, sx, sy),
+        elements=tuple(dataclasses.replace(e, box=_map_box(e.box, x0, y0, sx, sy)) for e in truth.elements),
     )
 
 
