@@ -2,10 +2,11 @@
 
 A 4K frame is a few MB; 1,581 ScreenSpot-Pro samples x several steps is tens of GB. Three modes:
 
-- ``all``: every frame the harness drew, full size (the default for the paper's scenes and web pages);
-- ``sent``: what a model saw, downscaled as sent: with ``image.max_side`` set, the frame is stored at the
-  size the client sends (the same Lanczos resize, :func:`dvoc_bench.models.litellm_client.resize_png`);
-  without it, as drawn (the default for datasets);
+- ``all``: every frame a model was sent, and the full-resolution screenshot of each task when a model's
+  input limits (``image.max_side``/``max_pixels``) downscale it (the default for the paper's scenes, web
+  pages and desktop scenes);
+- ``sent``: only what a model saw: the frames as sent (the harness draws every overlay on the downscaled
+  image, :mod:`dvoc_bench.sending`, so they are stored at the sent size) (the default for datasets);
 - ``none``: nothing is written; every step still records the ``frame_sha`` of the frame it used.
 
 The step's ``frame_sha`` always names the stored file when there is one (``frames/<sha>.png``).
@@ -14,13 +15,8 @@ The step's ``frame_sha`` always names the stored file when there is one (``frame
 from __future__ import annotations
 
 import hashlib
-import io
 import threading
 from collections.abc import Callable
-
-from PIL import Image
-
-from dvoc_bench.geometry import Size
 
 FRAME_MODES = ("all", "sent", "none")
 """Values of ``run.frames`` once ``auto`` is resolved."""
@@ -30,10 +26,10 @@ class FrameSaver:
     """``save(png) -> sha`` for :class:`~dvoc_bench.methods.common.TrialEnv`, per ``run.frames``, counting
     the files and bytes this sweep wrote."""
 
-    def __init__(self, save: Callable[[bytes], str], mode: str = "all", max_side: int | None = None) -> None:
+    def __init__(self, save: Callable[[bytes], str], mode: str = "all") -> None:
         if mode not in FRAME_MODES:
             raise ValueError(f"run.frames: unknown value {mode!r}; allowed: {', '.join(FRAME_MODES)}")
-        self._save, self.mode, self.max_side = save, mode, max_side
+        self._save, self.mode = save, mode
         self.files = 0
         """Frames written by this sweep (a frame already stored is not counted again)."""
         self.bytes = 0
@@ -44,12 +40,6 @@ class FrameSaver:
     def __call__(self, png: bytes) -> str:
         if self.mode == "none":
             return hashlib.sha256(png).hexdigest()
-        if self.mode == "sent" and self.max_side is not None:
-            from dvoc_bench.models.litellm_client import resize_png
-
-            with Image.open(io.BytesIO(png)) as im:
-                size = Size(*im.size)
-            png, _ = resize_png(png, size, self.max_side)
         sha = self._save(png)
         with self._lock:
             if sha not in self._seen:

@@ -84,8 +84,6 @@ class SweepSetup:
     """``run.plan_from``: an earlier run whose recorded calls and tokens the plan expects."""
     frames: str = "all"
     """``run.frames`` resolved: ``all | sent | none`` (:func:`frame_saver`)."""
-    image_max_side: int | None = None
-    """``image.max_side``: frames stored with ``run.frames=sent`` are downscaled to it, as sent."""
 
 
 def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str | None = None) -> SweepSetup:
@@ -183,7 +181,6 @@ def setup_from_config(cfg: Mapping[str, Any], experiment: str, model_choice: str
         plan_only=s.run.plan_only,
         plan_from=s.run.plan_from,
         frames=frames,
-        image_max_side=s.image.max_side,
     )
 
 
@@ -425,7 +422,7 @@ def run_sweep(
         log.info("%d trials planned, %d to run, run dir %s", len(specs), todo, run_dir)
         if on_start is not None:
             on_start(todo)
-        saver = FrameSaver(store.save_frame, setup.frames, setup.image_max_side)
+        saver = FrameSaver(store.save_frame, setup.frames)
         gates = _run_coroutine(lambda: _run_trials(specs, setup, store, factory, on_done, gates, saver))
         keys = {s.trial_key for s in specs}
         trials = [t for t in store.trials() if t["trial_key"] in keys]
@@ -508,7 +505,7 @@ async def _run_trials(
     gates = gates if gates is not None else build_gates(setup)
     models: dict[str, Model] = {}
     envs: dict[tuple[str, str], TrialEnv] = {}
-    saver = frames if frames is not None else FrameSaver(store.save_frame, setup.frames, setup.image_max_side)
+    saver = frames if frames is not None else FrameSaver(store.save_frame, setup.frames)
     by_name = {m.name: m for m in setup.models}
     detector = DetectorService(setup.detector) if setup.detector is not None else None
     renderer = FrameRenderer(setup.render_workers, in_flight=setup.max_in_flight)  # closed below
@@ -542,6 +539,8 @@ async def _run_trials(
                     setup.model_options.get("image"),
                 ),
             )
+            if saver.mode == "all" and not envs[k].view().identity:  # the original beside the sent frames
+                saver(envs[k].clean_png())
         return envs[k]
 
     sem = asyncio.Semaphore(setup.max_in_flight)

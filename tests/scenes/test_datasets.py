@@ -186,7 +186,7 @@ def test_cli_screenspot_pro_4k_oneshot_start_and_report(tmp_path, cli):
     assert r.returncode == 0, r.stderr[-2000:]
     assert "frames: " in r.stdout and "MB per task" in r.stdout
     trials = list(read_jsonl(run / "trials.jsonl"))
-    assert len(trials) == 4 * 2 and {t["method"] for t in trials} == {"oneshot", "dvoc"}
+    assert len(trials) == 4 * 3 and {t["method"] for t in trials} == {"oneshot", "dvoc", "zoom"}
     steps = list(read_jsonl(run / "steps.jsonl"))
     for t in trials:
         assert close(Box.from_list(t["target_box"]), expected[t["task"]].box)
@@ -197,9 +197,9 @@ def test_cli_screenspot_pro_4k_oneshot_start_and_report(tmp_path, cli):
             assert mine[0]["kind"] == "click" and mine[1]["kind"] == "verify"
             assert mine[1]["draft"] == mine[0]["next_draft"]
             assert t["model_calls"] == t["iterations"] + 1
-    frames = list((run / "frames").glob("*.png"))
-    with Image.open(frames[0]) as im:
-        assert im.size == (3840, 2160)  # run.frames=sent without image.max_side: as sent, full size
+    sizes = {Image.open(p).size for p in (run / "frames").glob("*.png")}
+    assert (3840, 2160) in sizes  # run.frames=sent without image.max_side: as sent, full size
+    assert all(t["hit"] for t in trials if t["method"] == "zoom")  # sim-ideal through every crop
     rep = tmp_path / "report"
     r = cli_report(run, rep)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -242,9 +242,8 @@ def test_frames_none_and_sent_downscaled(tmp_path):
         assert im.size == (1000, 562)  # stored as a model with image.max_side=1000 is sent it
     assert res.frame_bytes == png.stat().st_size
     res = run_sweep(quick_setup([*base, "run.frames=all", "image.max_side=1000"]), tmp_path / "all")
-    (png,) = (tmp_path / "all" / "frames").glob("*.png")
-    with Image.open(png) as im:
-        assert im.size == (3840, 2160)
+    sizes = sorted(Image.open(p).size for p in (tmp_path / "all" / "frames").glob("*.png"))
+    assert sizes == [(1000, 562), (3840, 2160)]  # what was sent, and the original screenshot
 
 
 def test_starts_on_a_4k_screen_and_defaults(tmp_path):
