@@ -172,6 +172,8 @@ def ocr_model_from_config(name: str, raw: dict[str, Any]) -> OcrModel:
         kw["passes"] = tuple(kw["passes"])
     try:
         engine = OcrEngine(**kw)
+    except ConfigError as e:  # the binary or its data is missing
+        raise ConfigError(f"model {name}: {e}") from None
     except (TypeError, ValueError) as e:
         raise ConfigError(f"model {name}: ocr: {e}".splitlines()[0]) from None
     return OcrModel(name, engine, float(block.get("min_score", MIN_SCORE)))

@@ -55,14 +55,16 @@ def find_tesseract(binary: str = "tesseract", lang: str = "eng") -> str:
     """Path of the binary, checked to have ``lang`` data; a :class:`ConfigError` of one line otherwise."""
     path = shutil.which(binary)
     if path is None:
-        raise ConfigError(f"model ocr: {MISSING}")
+        raise ConfigError(MISSING)
     try:
         out = subprocess.run([path, "--list-langs"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
-        raise ConfigError(f"model ocr: {MISSING}") from None
+        raise ConfigError(MISSING) from None
     langs = {s.strip() for s in (out.stdout + out.stderr).splitlines()}
     if lang not in langs:
-        raise ConfigError(f"model ocr: no '{lang}' data for tesseract: {MISSING}")
+        raise ConfigError(
+            f"tesseract has no '{lang}' data: install the Debian packages tesseract-ocr tesseract-ocr-{lang}"
+        )
     return path
 
 
