@@ -22,7 +22,7 @@ DEFAULT_TASKS = ("S1", "S2", "S3", "S4", "S5", "S6", "W1", "W2", "W3", "W4", "W5
 
 
 def measure(
-    tasks: Sequence[str], psms: Sequence[int], upscales: Sequence[int], overrides: Sequence[str] = ()
+    tasks: Sequence[str], psms: Sequence[int], upscales: Sequence[int | str], overrides: Sequence[str] = ()
 ) -> list[tuple]:
     """Rows ``(psm, upscale, labelled, landed, words, median_s)`` over ``tasks``."""
     from dvoc_bench.cli_support import quick_setup
@@ -56,12 +56,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m dvoc_bench.models.ocr.measure", description=__doc__)
     p.add_argument("--tasks", default=",".join(DEFAULT_TASKS))
     p.add_argument("--psm", default="3,6,11,12")
-    p.add_argument("--upscale", default="1,2,3")
+    p.add_argument("--upscale", default="1,2,auto")
     p.add_argument("overrides", nargs="*", help="config overrides (e.g. web.task_files=[...])")
     a = p.parse_args(argv)
     rows = measure(
-        a.tasks.split(","), [int(v) for v in a.psm.split(",")], [int(v) for v in a.upscale.split(",")],
-        a.overrides,
+        a.tasks.split(","), [int(v) for v in a.psm.split(",")],
+        [v if v == "auto" else int(v) for v in a.upscale.split(",")], a.overrides,
     )  # fmt: skip
     print("| psm | upscale | labelled targets | match lands in target | words read | median s/call |")
     print("|---|---|---|---|---|---|")
