@@ -12,6 +12,8 @@ request, plus the scene registry for ground truth:
   image: the sha256 of the clean screenshot's PNG, then the clean screenshot with the most identical pixels
   (the annotated frame differs from it only under the overlay; a downscaled image is compared with the
   clean screenshot downscaled the same way).
+- The OCR model (``conf/model/ocr-tesseract.yaml``, ``kind: ocr``) is served too (``model=local-ocr``): it is
+  truth-blind, so no scene is identified for it; it answers from the request alone.
 - ``GET /v1/models``: the profiles it can serve. ``GET /health``: ``ok``.
 
 The simulator is deterministic in (profile, seed, text, sha256 of the PNG bytes), so a request that reaches

@@ -3,8 +3,8 @@
 Per method: hits / trials (with the project's interval, :func:`~dvoc_bench.analysis.intervals.rate_interval`)
 on ``text`` targets, on ``icon`` targets (:data:`~dvoc_bench.models.ocr.docs.SPLIT`) and on all, the model
 calls, and the median wall seconds per model call (``latency_s`` of every step that called the model; a
-call on an image OCRed before is a cache hit), and over the distinct images the median of the slowest call
-on each (the one that ran Tesseract).
+call on an image OCRed before is a cache hit, a call without a label runs no OCR), and over the distinct
+images with a label to look for the median of the slowest call on each (the one that ran Tesseract).
 Then the hits of every task per method. Markdown on stdout. Results of ``ocr-tesseract`` are real (not
 simulated): the model never reads the truth; the split only groups the tasks.
 """
@@ -40,14 +40,16 @@ def table(run_dir: Path) -> str:
     for s in steps:
         if s.get("trial_key") in method_of and s.get("reply_tool_calls") is not None and s.get("latency_s"):
             lat[method_of[s["trial_key"]]].append(float(s["latency_s"]))
-            f = str(s.get("frame_sha"))
-            per_frame[f] = max(per_frame.get(f, 0.0), float(s["latency_s"]))
+            if not str(s.get("reply_text") or "").startswith("no match for ''"):  # no label: no OCR ran
+                f = str(s.get("frame_sha"))
+                per_frame[f] = max(per_frame.get(f, 0.0), float(s["latency_s"]))
     methods = sorted({t["method"] for t in trials})
     sim = any(t["simulated"] for t in trials)
     ocr_s = f"{statistics.median(per_frame.values()):.2f} s" if per_frame else "–"
     out = [
         f"model(s): {', '.join(sorted({t['model'] for t in trials}))}; simulated: {str(sim).lower()}; "
-        f"median per OCR'd image (slowest call per distinct frame): {ocr_s} over {len(per_frame)} images",
+        f"median per OCR'd image (the slowest call on each distinct image with a label to look for): {ocr_s} "
+        f"over {len(per_frame)} images",
         "",
         "| method | text targets | icon targets | all | model calls | median s/call |",
         "|---|---|---|---|---|---|",
