@@ -49,25 +49,32 @@ DOC_TASKS: dict[str, tuple[str, dict[str, str]]] = {
     "D7": ("/usr/share/doc/python3", {"page": "python-policy.html", "root": "/usr/share",
                                       "selector": "li.nav-item-this > a",
                                       "instruction": "Click the documentation title link"}),
+    "D9": (_RUST, {**_VEC, "selector": "#toggle-all-docs", "instruction": "Click the Summary button"}),
+    "D10": ("/usr/share/doc/libffi8/html", {"page": "Introduction.html", "selector": 'a[rel="index"]',
+                                            "instruction": "Click the Index link"}),
     "D8": (_RUST, {"page": "book/ch01-01-installation.html", "root": "book", "selector": 'a[rel~="next"]',
                    "scroll_to": 'a[rel~="next"] >> nth=0', "instruction": "Go to the next chapter"}),
 }  # fmt: skip
 
 SPLIT: dict[str, str] = {
-    **{t: "text" for t in ("S1", "S3", "W1", "W2", "W3", "W4", "W5", "D1", "D2", "D4", "D5", "D6")},
-    **{t: "icon" for t in ("S2", "S4", "S6", "S5", "D3", "D7", "D8")},
+    **{t: "text" for t in ("S1", "S3", "W1", "W2", "W3", "W4", "W5", "D1", "D2", "D4", "D9", "D10")},
+    **{t: "icon" for t in ("S2", "S4", "S5", "S6", "D3", "D5", "D6", "D7", "D8")},
 }
 """Text vs icon, by inspection of each target: ``text`` when it shows the words the instruction names it by;
-``icon`` for an icon or a target described by colour, position or role (S5: an empty input whose label
-stands beside it; D7: the title link, described as such; D8: the book's arrow)."""
+``icon`` for an icon or a target described by colour, position or role: S2, S4, S6 (colour, size,
+position), S5 (an empty input whose label stands beside it), D3 (a copy icon), D5 (Valgrind's "next" is
+an arrow), D6 (libffi's next link reads "Using libffi"; the word "Next:" stands before it), D7 (the title
+link, described as such), D8 (the book's arrow)."""
 
 
-def write_tasks(out_dir: Path) -> tuple[list[Path], list[str]]:
+def write_tasks(out_dir: Path, only: list[str] | None = None) -> tuple[list[Path], list[str]]:
     """Write the task files of the pages present into ``out_dir``; returns them and why others are absent."""
     out_dir.mkdir(parents=True, exist_ok=True)
     rust = rust_docs()
     files, absent = [], []
     for tid, (base, task) in DOC_TASKS.items():
+        if only is not None and tid not in only:
+            continue
         folder = rust if base == _RUST else Path(base)
         if folder is None or not (folder / task["page"]).is_file():
             absent.append(f"{tid}: {folder or 'rustup docs'}/{task['page']} is not installed")
@@ -83,10 +90,10 @@ def write_tasks(out_dir: Path) -> tuple[list[Path], list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m dvoc_bench.models.ocr.docs OUT_DIR", file=sys.stderr)
+    if len(args) not in (1, 2):
+        print("usage: python -m dvoc_bench.models.ocr.docs OUT_DIR [D1,D2,...]", file=sys.stderr)
         return 2
-    files, absent = write_tasks(Path(args[0]))
+    files, absent = write_tasks(Path(args[0]), args[1].split(",") if len(args) == 2 else None)
     for a in absent:
         print(a, file=sys.stderr)
     ids = ",".join(p.stem for p in files)

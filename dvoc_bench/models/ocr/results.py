@@ -1,4 +1,4 @@
-"""``python -m dvoc_bench.models.ocr.results RUN_DIR``: the OCR baseline's results table from a run directory.
+"""``python -m dvoc_bench.models.ocr.results RUN_DIR...``: the OCR baseline's results from run directories.
 
 Per method: hits / trials (with the project's interval, :func:`~dvoc_bench.analysis.intervals.rate_interval`)
 on ``text`` targets, on ``icon`` targets (:data:`~dvoc_bench.models.ocr.docs.SPLIT`) and on all, the model
@@ -28,10 +28,10 @@ def _rate(hits: int, n: int) -> str:
     return f"{hits}/{n} = {100 * hits / n:.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]"
 
 
-def table(run_dir: Path) -> str:
-    """The Markdown tables for ``run_dir``."""
-    trials = [t for t in read_jsonl(run_dir / "trials.jsonl") if t["status"] == "ok"]
-    steps = list(read_jsonl(run_dir / "steps.jsonl"))
+def table(*run_dirs: Path) -> str:
+    """The Markdown tables for the trials of ``run_dirs`` together."""
+    trials = [t for d in run_dirs for t in read_jsonl(d / "trials.jsonl") if t["status"] == "ok"]
+    steps = [s for d in run_dirs for s in read_jsonl(d / "steps.jsonl")]
     method_of = {t["trial_key"]: t["method"] for t in trials}
     lat: dict[str, list[float]] = defaultdict(list)
     per_frame: dict[
@@ -75,10 +75,13 @@ def table(run_dir: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1 or not (Path(args[0]) / "trials.jsonl").is_file():
-        print("usage: python -m dvoc_bench.models.ocr.results RUN_DIR (a run directory)", file=sys.stderr)
+    if not args or not all((Path(a) / "trials.jsonl").is_file() for a in args):
+        print(
+            "usage: python -m dvoc_bench.models.ocr.results RUN_DIR [RUN_DIR...] (run directories)",
+            file=sys.stderr,
+        )
         return 2
-    print(table(Path(args[0])))
+    print(table(*(Path(a) for a in args)))
     return 0
 
 
