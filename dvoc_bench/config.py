@@ -13,7 +13,7 @@ import yaml
 from dvoc_bench.declare import ConfigError
 from dvoc_bench.geometry import Frame
 
-MODEL_KINDS = ("simulator", "litellm")
+MODEL_KINDS = ("simulator", "litellm", "ocr")
 
 
 def default_conf_dir() -> Path:
@@ -52,7 +52,7 @@ class ModelConfig:
     name: str
     """Config name."""
     kind: str
-    """``simulator`` (more kinds arrive with the LiteLLM client)."""
+    """``simulator``, ``litellm`` or ``ocr`` (the Tesseract baseline, :mod:`dvoc_bench.models.ocr`)."""
     model_id: str
     """Provider model id or simulator profile id."""
     provider: str

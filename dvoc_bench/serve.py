@@ -12,6 +12,8 @@ request, plus the scene registry for ground truth:
   image: the sha256 of the clean screenshot's PNG, then the clean screenshot with the most identical pixels
   (the annotated frame differs from it only under the overlay; a downscaled image is compared with the
   clean screenshot downscaled the same way).
+- The OCR model (``conf/model/ocr-tesseract.yaml``, ``kind: ocr``) is served too (``model=local-ocr``): it is
+  truth-blind, so no scene is identified for it; it answers from the request alone.
 - ``GET /v1/models``: the profiles it can serve. ``GET /health``: ``ok``.
 
 The simulator is deterministic in (profile, seed, text, sha256 of the PNG bytes), so a request that reaches
@@ -78,6 +80,8 @@ BROWSER_IDLE_S = 60.0
 """Seconds without a request after which the web scenes' browser is closed."""
 MAX_BODY = 64 * 1024 * 1024
 """Largest request body accepted (bytes)."""
+SERVED_KINDS = ("simulator", "ocr")
+"""Model kinds the server answers as: simulator profiles and the OCR model (``conf/model/ocr-*.yaml``)."""
 MIN_PIXEL_MATCH = 0.5
 """Share of identical pixels needed to take an image for a scene's (annotated) screenshot."""
 
@@ -144,7 +148,7 @@ class SimBackend:
         """Idle seconds after which the registry's live resources (the browser) close; ``None``: never."""
         self.browser_closes = 0
         """Times the browser was closed for being idle."""
-        self._models: dict[str, SimulatedModel] = {}
+        self._models: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._index: tuple[dict[str, str], dict[str, str]] | None = None
         self._resized: dict[tuple[str, int, int], np.ndarray] = {}
@@ -201,14 +205,15 @@ class SimBackend:
         out = []
         for p in sorted(self.models_dir.glob("*.yaml")):
             try:
-                if load_model_config(p.stem, self.models_dir, check_key=False).kind == "simulator":
+                if load_model_config(p.stem, self.models_dir, check_key=False).kind in SERVED_KINDS:
                     out.append(p.stem)
             except ConfigError:
                 continue
         return out
 
-    def model(self, name: str) -> SimulatedModel:
-        """The simulator of profile ``name`` (built once). Unknown names raise a 404 :class:`HTTPError`."""
+    def model(self, name: str) -> Any:
+        """The simulator of profile ``name``, or the OCR model of a ``kind: ocr`` config (built once).
+        Unknown names raise a 404 :class:`HTTPError`."""
         name = name.split("/")[-1] if name.startswith(("openai/", "sim/")) else name
         with self._lock:
             if name in self._models:
@@ -217,6 +222,14 @@ class SimBackend:
                 cfg = load_model_config(name, self.models_dir, check_key=False)
             except ConfigError:
                 cfg = None
+            if cfg is not None and cfg.kind == "ocr":  # truth-blind: needs no scene (nor the registry)
+                from dvoc_bench.models.ocr.model import ocr_model_from_config
+
+                try:
+                    self._models[name] = ocr_model_from_config(cfg.name, cfg.raw)
+                except ConfigError as e:
+                    raise HTTPError(500, str(e), "server_error") from None
+                return self._models[name]
             if cfg is None or cfg.kind != "simulator" or "sim" not in cfg.raw:
                 raise HTTPError(
                     404,
@@ -309,8 +322,15 @@ class SimBackend:
         model = self.model(name)
         text, png = _user_turn(body.get("messages"))
         image = _decode(png) if png is not None else None
-        sid = self.identify_scene(text, png, image)
-        size = Size(image.shape[1], image.shape[0]) if image is not None else self.registry.snapshot(sid).size
+        if not model.simulated and image is not None:  # the OCR model: the scene is none of its business
+            sid, size = "", Size(image.shape[1], image.shape[0])
+        else:
+            sid = self.identify_scene(text, png, image)
+            size = (
+                Size(image.shape[1], image.shape[0])
+                if image is not None
+                else self.registry.snapshot(sid).size
+            )
         tools = body.get("tools") or []
         if not isinstance(tools, list):
             raise HTTPError(400, "'tools' must be a list", "invalid_request_error")

@@ -62,4 +62,10 @@ def build_model(
         sim = SimulatedModel(cfg.name, profile, truth)
         sim.max_reply_chars = max_reply_chars
         return wrap(sim)
+    if cfg.kind == "ocr":
+        from dvoc_bench.models.ocr.model import ocr_model_from_config
+
+        ocr = ocr_model_from_config(cfg.name, cfg.raw)  # a missing tesseract: one ConfigError line
+        ocr.max_reply_chars = max_reply_chars
+        return wrap(ocr)
     raise ConfigError(f"model {cfg.name}: kind {cfg.kind!r} is not available")

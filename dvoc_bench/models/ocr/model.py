@@ -1,0 +1,179 @@
+"""The OCR model: a truth-blind grounding baseline that answers like a VLM from the pixels and the prompt.
+
+It sees exactly what a real model is sent: the PNG, the prompt text and the tool schemas (never the scene
+id or its truth). Per call: read the target's label from the instruction (:mod:`.labels`), OCR the image
+(:mod:`.tesseract`, cached by image hash), fuzzy-match the label (:mod:`.match`) and answer the tool offered:
+
+- ``click_at``: the centre of the match;
+- ``report_offset``: from the crosshair position the prompt states (``Crosshair position:`` line, else the
+  paper's last history line; else the red crosshair found in the pixels; else the image centre) to the
+  centre of the match;
+- ``select_element``: the mark (listed in the Set-of-Mark prompt) whose box contains the match's centre
+  (the smallest such; none contains it: the nearest mark).
+
+Answers are in the frame the prompt asks for (``use pixel coordinates`` / ``normalised to 0-1000`` /
+``0-1``), else pixels. The confidence is the fuzzy score / 100. With no label or no match it answers the
+image centre (or the mark nearest it) with confidence 0.05 and says ``no match for '<label>'``. The reply
+text always carries the evidence: the label and its rule, the words matched, score, OCR confidence and box.
+Deterministic: the same request gives the same reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import time
+from typing import Any
+
+from dvoc_bench.geometry import Box, Frame, Point, Size, offset_from_pixels, point_from_pixels
+from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelRequest, Reply, ToolCall, bound_reply
+from dvoc_bench.models.ocr.labels import target_of
+from dvoc_bench.models.ocr.match import MIN_SCORE, Match, best_match
+from dvoc_bench.models.ocr.tesseract import OcrEngine
+from dvoc_bench.models.simulator.reading import (
+    decode_image,
+    history_position,
+    parse_crosshair_line,
+    parse_marks,
+    requested_frame,
+    tool_names,
+)
+from dvoc_bench.render import find_crosshair
+
+__all__ = ["NO_MATCH_CONFIDENCE", "OcrModel", "ocr_model_from_config"]
+
+NO_MATCH_CONFIDENCE = 0.05
+"""Confidence of the centre guess made when the label is not found."""
+
+OCR_KEYS = ("psm", "upscale", "passes", "lang", "binary", "timeout_s", "min_score", "cache_size")
+"""Keys of a model config's ``ocr:`` block."""
+
+
+def _round(v: float, frame: str) -> float:
+    return round(v, 4) if frame == "norm1" else float(round(v))
+
+
+class OcrModel:
+    """Tesseract OCR + fuzzy label matching, behind the model protocol (``simulated`` is False)."""
+
+    simulated = False
+
+    def __init__(self, name: str, engine: OcrEngine, min_score: float = MIN_SCORE):
+        self.name = name
+        """Config name of the model."""
+        self.engine = engine
+        """The OCR engine (its cache lives as long as this model: one run)."""
+        self.min_score = min_score
+        """Lowest fuzzy score taken as a match."""
+        self.max_reply_chars = MAX_REPLY_CHARS
+        """Characters kept of a reply's text and tool arguments (``run.max_reply_chars``)."""
+
+    async def complete(self, request: ModelRequest) -> Reply:
+        t0 = time.perf_counter()
+        reply = await asyncio.to_thread(self.respond, request)
+        reply = dataclasses.replace(reply, latency_s=time.perf_counter() - t0)
+        return bound_reply(reply, self.max_reply_chars)
+
+    def respond(self, req: ModelRequest) -> Reply:
+        """Answer one request synchronously (deterministic in the request)."""
+        names = tool_names(req.tools)
+        image = decode_image(req)
+        size = Size(image.shape[1], image.shape[0]) if image is not None else req.image_size
+        target = target_of(req.text)
+        match: Match | None = None
+        if target.label is not None and image is not None:
+            match = best_match(self.engine.words(image), target.label, target.anchor, self.min_score)
+        if match is not None:
+            point, conf = match.box.centre, round(match.score / 100.0, 2)
+            b = match.box
+            evidence = (
+                f"OCR found '{match.text}' for '{target.label}' (label rule: {target.rule}; score "
+                f"{match.score:.0f}/100, OCR confidence {match.conf:.0f}/100, box [{b.x0:.0f}, {b.y0:.0f}, "
+                f"{b.x1:.0f}, {b.y1:.0f}] px)."
+            )
+        else:
+            point, conf = size.centre, NO_MATCH_CONFIDENCE
+            why = "no image" if image is None else f"label rule: {target.rule}"
+            evidence = f"no match for '{target.label or ''}' ({why}); guessing the screen centre."
+        frame = requested_frame(req.text) or "pixel"
+        if "report_offset" in names:
+            return self._offset(req, image, size, point, conf, frame, evidence)
+        if "click_at" in names:
+            p = point_from_pixels(point, Frame(frame), size)
+            args = {"x": _round(p.x, frame), "y": _round(p.y, frame), "confidence": conf}
+            return self._reply(evidence, ToolCall("click_at", json.dumps(args)))
+        if "select_element" in names:
+            return self._select(req, size, point, conf, match is not None, evidence)
+        return self._reply(evidence + " No tool I can answer with was offered.", None)
+
+    def _offset(
+        self, req: ModelRequest, image: Any, size: Size, point: Point, conf: float, frame: str, evidence: str
+    ) -> Reply:
+        cross, source = parse_crosshair_line(req.text, size), "the prompt's crosshair position"
+        if cross is None:
+            cross, source = history_position(req.text), "the last history line"
+        if cross is None and image is not None:
+            cross, source = find_crosshair(image, width=3), "the crosshair drawn on the screenshot"
+        if cross is None:
+            cross, source = size.centre, "the screen centre (no crosshair position given)"
+        d = offset_from_pixels(point - cross, Frame(frame), size)
+        args = {"dx": _round(d.dx, frame), "dy": _round(d.dy, frame), "confidence": conf}
+        text = f"{evidence} Offset measured from {source} ({cross.x:.0f}, {cross.y:.0f}) px."
+        return self._reply(text, ToolCall("report_offset", json.dumps(args)))
+
+    def _select(
+        self, req: ModelRequest, size: Size, point: Point, conf: float, matched: bool, evidence: str
+    ) -> Reply:
+        marks = parse_marks(req.text, size)
+        if not marks:
+            return self._reply(evidence + " The prompt lists no marks.", None)
+        inside = [(b.area, i) for i, (_, b) in enumerate(marks) if b.contains(point)]
+        if inside:
+            pick, how = min(inside)[1], "contains"
+        else:
+            pick = min(range(len(marks)), key=lambda i: (_box_distance(marks[i][1], point), i))
+            how = "is nearest to"
+            conf = NO_MATCH_CONFIDENCE if not matched else round(conf / 2, 2)
+        text = f"{evidence} Mark {marks[pick][0]} {how} ({point.x:.0f}, {point.y:.0f}) px."
+        args = {"id": marks[pick][0], "confidence": conf}
+        return self._reply(text, ToolCall("select_element", json.dumps(args)))
+
+    @staticmethod
+    def _reply(text: str, call: ToolCall | None) -> Reply:
+        return Reply(
+            text=text,
+            tool_calls=[call] if call is not None else [],
+            tokens_in=None,
+            tokens_out=None,
+            cost_usd=0.0,
+            cost_source="local",
+        )
+
+
+def _box_distance(b: Box, p: Point) -> float:
+    dx = max(b.x0 - p.x, 0.0, p.x - b.x1)
+    dy = max(b.y0 - p.y, 0.0, p.y - b.y1)
+    return (dx * dx + dy * dy) ** 0.5
+
+
+def ocr_model_from_config(name: str, raw: dict[str, Any]) -> OcrModel:
+    """The model of a ``kind: ocr`` config (its ``ocr:`` block, every key optional)."""
+    from dvoc_bench.declare import ConfigError
+
+    block = raw.get("ocr") or {}
+    if not isinstance(block, dict):
+        raise ConfigError(f"model {name}: ocr: expected a mapping")
+    for k in block:
+        if k not in OCR_KEYS:
+            raise ConfigError(f"model {name}: ocr.{k}: unknown key; allowed: {', '.join(OCR_KEYS)}")
+    kw = {k: block[k] for k in OCR_KEYS if k in block and k != "min_score"}
+    if "passes" in kw:
+        kw["passes"] = tuple(kw["passes"])
+    try:
+        engine = OcrEngine(**kw)
+    except ConfigError as e:  # the binary or its data is missing
+        raise ConfigError(f"model {name}: {e}") from None
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"model {name}: ocr: {e}".splitlines()[0]) from None
+    return OcrModel(name, engine, float(block.get("min_score", MIN_SCORE)))

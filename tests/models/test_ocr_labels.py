@@ -1,0 +1,92 @@
+"""The OCR model's reading of the prompt: the instruction in every prompt kind, and the label of every
+instruction in scenes/ (synthetic and web) and of the real documentation pages' tasks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dvoc_bench.geometry import Box, Frame, Offset, Point, Size
+from dvoc_bench.models.ocr.labels import instruction_of, target_of
+from dvoc_bench.protocol import paper, prompts
+from dvoc_bench.protocol.som import som_prompt
+from dvoc_bench.som_render import Mark
+
+SCENES = Path(__file__).resolve().parents[2] / "scenes"
+
+# every instruction in scenes/ -> (label, rule, anchor). A new scene must be added here: its instruction is
+# read by the rules in dvoc_bench/models/ocr/labels.py, and the label decided on purpose.
+EXPECTED = {
+    "Click the CLICK ME button": ("CLICK ME", "phrase", None),
+    "Click the small green button": (None, "none", None),
+    "Click the button labeled 'Submit'": ("Submit", "quoted", None),
+    "Click the button in the top-left corner": (None, "none", None),
+    "Click inside the username input field": ("username", "phrase", None),
+    "Click the BLUE button": (None, "none", None),
+    "Click the Sign In button": ("Sign In", "phrase", None),
+    "Click the Docs link in the navigation bar": ("Docs", "phrase", None),
+    "Click the Beta project card": ("Beta", "phrase", None),
+    "Click the Edit button in Bob Martinez's row": ("Edit", "phrase", "Bob Martinez"),
+    "Click the Profile entry in the menu": ("Profile", "phrase", None),
+}
+# the documentation pages' tasks (README "OCR baseline", tests/scenes/test_web_docs.py) and other wordings
+MORE = {
+    "Click the Help button": ("Help", "phrase", None),
+    "Click the Settings button": ("Settings", "phrase", None),
+    "Open the Buffer documentation": ("Buffer", "phrase", None),
+    "Go to the next page of the manual": ("next", "phrase", None),
+    "Click the link to the next section": ("next", "nav", None),
+    "Go to the next chapter": ("next", "phrase", None),
+    "Click the button that copies the item path": (None, "none", None),
+    "Click the documentation title link": (None, "none", None),
+    'Press the "Save changes" button': ("Save changes", "quoted", None),
+    "Click the link named Getting Started": ("Getting Started", "named", None),
+    "Tap on the Log Out entry": ("Log Out", "phrase", None),
+    "Click the Edit button in the row of Alice Chen": ("Edit", "phrase", "Alice Chen"),
+    "Click the Beta button": ("Beta", "phrase", None),
+}
+
+
+def _scene_instructions() -> dict[str, str]:
+    out = {}
+    for p in sorted(SCENES.glob("*/*.yaml")):
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+        out[p.stem] = doc["instruction"]
+    return out
+
+
+def test_every_scene_instruction_has_its_decided_label() -> None:
+    found = _scene_instructions()
+    assert len(found) >= 11 and {"S1", "S6", "W1", "W5"} <= set(found)
+    for sid, instr in found.items():
+        assert instr in EXPECTED, f"{sid}: decide the OCR label of {instr!r} in EXPECTED"
+        t = target_of(f"Instruction: {instr}")
+        assert (t.label, t.rule, t.anchor) == EXPECTED[instr], (sid, t)
+
+
+@pytest.mark.parametrize("instr", sorted(MORE))
+def test_label_rules(instr: str) -> None:
+    t = target_of(f"Instruction: {instr}")
+    assert (t.label, t.rule, t.anchor) == MORE[instr]
+
+
+def test_the_instruction_is_found_in_every_prompt_kind() -> None:
+    size, instr = Size(800, 600), "Click the button labeled 'Submit'"
+    v1 = prompts.dvoc_prompt(
+        instruction=instr, size=size, frame=Frame.PIXEL, overlay="full", predict="relative",
+        draft=Point(100, 100), iteration=0, history=[],
+    )  # fmt: skip
+    one = prompts.oneshot_prompt(instruction=instr, size=size, frame=Frame.NORM1000, attempt=1, previous=None)
+    h = prompts.HistoryEntry(Point(100, 100), Offset(5, 5), 0.5, Point(103, 103))
+    pap = paper.dvoc_prompt(instruction=instr, overlay="none", predict="relative", history=[h])
+    retry = paper.oneshot_prompt(instruction=instr, attempt=1, previous=Point(3, 4))
+    som = som_prompt(
+        instruction=instr, size=size, frame=Frame.PIXEL, marks=[Mark(1, Box(1, 2, 30, 40), 0.9, (255, 0, 0))]
+    )
+    for text in (v1, one, pap, retry, som):
+        assert instruction_of(text) == instr, text
+        assert target_of(text).label == "Submit"
+    first = paper.oneshot_prompt(instruction=instr, attempt=0, previous=None)  # the paper's: no task at all
+    assert instruction_of(first) is None and target_of(first).rule == "no-instruction"
