@@ -1,5 +1,5 @@
 """The OCR model's reading of the prompt: the instruction in every prompt kind, and the label of every
-instruction in scenes/ (synthetic and web) and of the real documentation pages' tasks."""
+instruction in scenes/ (synthetic, web and desktop) and of the real documentation pages' tasks."""
 
 from __future__ import annotations
 
@@ -30,6 +30,15 @@ EXPECTED = {
     "Click the Beta project card": ("Beta", "phrase", None),
     "Click the Edit button in Bob Martinez's row": ("Edit", "phrase", "Bob Martinez"),
     "Click the Profile entry in the menu": ("Profile", "phrase", None),
+    # desktop scenes (scenes/desktop/D1-D4.yaml)
+    "Click the OK button of the Settings dialog": ("OK", "phrase", None),
+    "Click the trash-can (delete) button in the editor's toolbar": ("trash-can", "phrase", None),
+    "Click the output port (the small circle on the right edge) of the Threshold node": (None, "none", None),
+    "Click the Open button in the row of the file report-2024-02-16.csv": (
+        "Open",
+        "phrase",
+        "report-2024-02-16.csv",
+    ),
 }
 # the documentation pages' tasks (README "OCR baseline", tests/scenes/test_web_docs.py) and other wordings
 MORE = {

@@ -20,8 +20,11 @@ The label, by the first rule that applies (the rules are tested on every instruc
 4. **Navigation words**: with no label yet, ``next``/``previous``/``prev``/``back``/``home``/``up`` in the
    instruction -> that word (``Go to the next page of the manual`` -> ``next``).
 
-An anchor narrows several matches of the label: ``in X's row`` / ``in the row of X`` -> prefer the match on
-the line nearest X (``the Edit button in Bob Martinez's row``: anchor ``Bob Martinez``).
+Rules 2-4 read the instruction without its parentheses (``the trash-can (delete) button`` -> ``trash-can``):
+a parenthesis describes, it is not the text on the control.
+
+An anchor narrows several matches of the label: ``in X's row`` / ``in the row of [the file] X`` -> prefer
+the match on the line nearest X (``the Edit button in Bob Martinez's row``: anchor ``Bob Martinez``).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ ROLE_NOUNS = _set(
     "button buttons link links tab tabs field fields input inputs entry entries item items card cards menu "
     "menus icon icons checkbox checkboxes option options project projects documentation docs-page page "
     "pages section sections chapter chapters heading headings title box textbox area row column toggle "
-    "switch radio dropdown list panel element control label labels"
+    "switch radio dropdown list panel element control label labels port ports node nodes handle"
 )
 """Nouns that name what kind of element the target is, not what it says."""
 
@@ -54,7 +57,7 @@ DESCRIPTORS = _set(
     "a an the this that its small smaller smallest large larger largest big bigger biggest tiny little "
     "red green blue yellow orange purple pink black white grey gray dark light primary secondary main "
     "top bottom left right upper lower middle centre center first second third last top-left top-right "
-    "bottom-left bottom-right corner highlighted selected active round square rectangular"
+    "bottom-left bottom-right corner highlighted selected active round square rectangular output"
 )
 """Words that describe an element (colour, size, position) rather than quote its text."""
 
@@ -63,10 +66,14 @@ _PREPS = _set("in on at of to from for with inside under near beside below above
 _QUOTE_RE = re.compile(r"'([^']+)'|\"([^\"]+)\"|\u201c([^\u201d]+)\u201d|\u2018([^\u2019]+)\u2019")
 _NAMED_RE = re.compile(r"\b(?:labell?ed|named|called|titled|saying|reading|that says)\s+(.+)$", re.IGNORECASE)
 _HEAD_RE = re.compile(rf"^\s*{_VERBS}\b\s*(?:on|inside|into|in)?\s*", re.IGNORECASE)
+_PAREN_RE = re.compile(r"\s*\([^)]*\)")
 _NAV = ("next", "previous", "prev", "back", "home", "up")
 _ANCHOR_RES = (
     re.compile(r"\bin\s+(?:the\s+)?(.+?)'s\s+row\b", re.IGNORECASE),
-    re.compile(r"\bin\s+the\s+row\s+(?:of|for)\s+(.+?)\s*$", re.IGNORECASE),
+    re.compile(
+        r"\bin\s+the\s+row\s+(?:of|for)\s+(?:the\s+)?(?:(?:file|folder|user|item|entry)\s+)?(.+?)\s*$",
+        re.IGNORECASE,
+    ),
 )
 
 
@@ -130,16 +137,17 @@ def target_of(prompt: str) -> Target:
         text = next(g for g in q.groups() if g is not None).strip()
         if text:
             return Target(instruction, text, "quoted", anchor)
-    n = _NAMED_RE.search(instruction)
+    instruction_bare = _PAREN_RE.sub("", instruction)
+    n = _NAMED_RE.search(instruction_bare)
     if n is not None:
         words = _until_role(_words(n.group(1)))
         if words:
             return Target(instruction, " ".join(words), "named", anchor)
-    rest = _HEAD_RE.sub("", instruction, count=1)
+    rest = _HEAD_RE.sub("", instruction_bare, count=1)
     words = _drop_descriptors(_until_role(_words(rest)))
     if words and len(words) <= 6:
         return Target(instruction, " ".join(words), "phrase", anchor)
-    lowered = [w.lower().strip(".,;:!?") for w in _words(instruction)]
+    lowered = [w.lower().strip(".,;:!?") for w in _words(instruction_bare)]
     for nav in _NAV:
         if nav in lowered:
             return Target(instruction, nav, "nav", anchor)
