@@ -86,6 +86,14 @@ def _short(v: Any) -> str:
     return s if len(s) <= 40 else s[:37] + "..."
 
 
+def _defaults() -> dict[str, Any]:
+    """The fingerprint settings of the default config (a setting newer than a run compares to these; a
+    config group's key, e.g. ``detector.*``, has none here and is taken as its group's default)."""
+    from dvoc_bench.settings import Settings
+
+    return fingerprint(Settings().model_dump(mode="json"), {}).settings
+
+
 def check_resume(run_dir: Path, fp: Fingerprint, allow_new_trials: bool) -> ResumeCheck:
     """Compare ``fp`` with the run's ``run_meta.json`` (if any) and write the fingerprint. Raises
     :class:`ConfigError` (one line) when the settings differ, or when trials would be added without
@@ -103,7 +111,14 @@ def check_resume(run_dir: Path, fp: Fingerprint, allow_new_trials: bool) -> Resu
     if old_raw is not None:
         old = Fingerprint(dict(old_raw.get("lists", {})), dict(old_raw.get("settings", {})))
         keys = sorted(set(old.settings) | set(fp.settings))
-        changed = [k for k in keys if old.settings.get(k) != fp.settings.get(k)]
+        defaults = _defaults()
+        changed = [
+            k
+            for k in keys
+            if old.settings.get(k) != fp.settings.get(k)
+            # a setting added after the run was made: the run behaved as its default does
+            and not (k not in old.settings and (k not in defaults or defaults[k] == fp.settings.get(k)))
+        ]
         if changed:
             shown = ", ".join(
                 f"{k}: {_short(old.settings.get(k))} -> {_short(fp.settings.get(k))}" for k in changed[:6]
