@@ -20,6 +20,9 @@
 - ``inflight``: only that 8-in-flight sweep (a minute instead of three), e.g. to compare
   ``--set run.render_workers=0`` (frames drawn on the event loop) with the default pool. Last line:
   ``inflight8_ratio=<wall/ideal> cores=<n> load=<1-min load average>``.
+- ``overlay``: the overlay style sweep of the simulator (:mod:`dvoc_bench.bench_overlay`): five crosshair
+  colours red to green and five sizes, Gemini-like DVOC on S1-S6; success with clustered 95 % intervals.
+  Last line: ``max_step_colour_pp=<x> max_step_size_pp=<y>`` (neighbouring conditions; target <= 15).
 - ``loader``: the run loader (target: 100,000 steps load in < 5 s). A small simulated sweep, its records
   replicated (fresh trial keys) until the run holds ``--steps`` step lines, then ``load_runs`` timed: the
   first parse (which also writes the parquet cache), a parse without cache, and the cached load. Last
@@ -276,13 +279,22 @@ def bench_inflight(n_flight: int = 8, d: Path | None = None, overrides: list[str
     }
 
 
+def _overlay(repeats: int) -> dict[str, float]:
+    from dvoc_bench.bench_overlay import bench_overlay
+
+    return bench_overlay(repeats)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m dvoc_bench.bench",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("which", choices=["overhead", "sweep", "scheduler", "inflight", "loader", "readme"])
+    ap.add_argument(
+        "which", choices=["overhead", "sweep", "scheduler", "inflight", "loader", "overlay", "readme"]
+    )
+    ap.add_argument("--repeats", type=int, default=6, help="repeats per start point (overlay)")
     ap.add_argument("-n", type=int, default=300, help="steps to time (overhead)")
     ap.add_argument("--steps", type=int, default=100_000, help="step lines to load (loader)")
     ap.add_argument(
@@ -300,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         "scheduler": bench_scheduler,
         "loader": lambda: bench_loader(args.steps),
         "inflight": lambda: bench_inflight(8, overrides=args.set),
+        "overlay": lambda: _overlay(args.repeats),
     }
     r = fns[args.which]()
     last = ("ratio", "n429", "wasted", "inflight8_ratio", "cores", "load")
