@@ -22,8 +22,8 @@ Mechanism of one call (every random draw comes from a per-call generator, see *D
    whose error and miss rate grow as the marker's contrast against its local background falls, as it
    shrinks and as clutter overlaps it; the draws come from a child generator of the call's); if it is
    not seen or none is drawn, the ``Crosshair position: (X, Y) UNIT`` line of the text, converted to
-   pixels per its unit (``px``, ``in 0-1000 units``, ``in 0-1 units``; the rule of ``geometry.point_to_pixels``), else the
-   point after the arrow of the prompt's last history line (the paper's text-only mode: the undamped point
+   pixels per its unit (``px``, ``in 0-1000 units``, ``in 0-1 units``; the rule of
+   ``geometry.point_to_pixels``), else the point after the arrow of the prompt's last history line (the paper's text-only mode: the undamped point
    its history prints). With none of these, the model does not know where the crosshair is and answers
    ``(0, 0)`` (``unknown_position: zero``) or assumes the image centre (``guess_centre``).
 5. **Native frame** per call from the mixture ``frames`` over ``pixel``, ``norm1000``, ``norm1`` and
