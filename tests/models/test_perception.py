@@ -20,7 +20,7 @@ BG = (40, 43, 48)  # the synthetic scenes' background
 SIZE = Size(400, 300)
 PER = {
     "sigma_px": 4.0,
-    "detect_salience": 0.65,
+    "detect_salience": 0.55,
     "detect_slope": 4.0,
     "clutter_weight": 2.0,
     "min_salience": 0.7,

@@ -371,9 +371,9 @@ def test_all_four_profiles_exist() -> None:
 # pairs) and written exactly as `python -m dvoc_bench.calibrate` writes them; then sim.perception (the
 # localiser of the crosshair, set by hand: calibration/overlay.py).
 COMMITTED_DIGESTS = {
-    "sim-gemini-3.1-flash-lite": "18d4d674e2e78bba",
-    "sim-gemma-4-26b": "4a691e389778ddd5",
-    "sim-gemma-4-31b": "2b932c9cced6d54e",
+    "sim-gemini-3.1-flash-lite": "774038c23b0822fb",
+    "sim-gemma-4-26b": "f25caab8a7ef9003",
+    "sim-gemma-4-31b": "db81f45d5d6230c6",
     "sim-ideal": "aa45aac9192bd0a9",
 }
 
