@@ -24,6 +24,9 @@ assertions.
 - ``dataset``: peak RSS of a ``run.frames=sent`` ScreenSpot-Pro sweep over a 4K fixture at 50 and at 500
   samples, and the frame bytes per sample (:mod:`dvoc_bench.bench_dataset`; target: growth <= 200 MB).
   Last line: ``rss50_mb=<a> rss500_mb=<b> growth_mb=<b-a> frame_mb_per_sample=<c>``.
+- ``overlay``: the overlay style sweep of the simulator (:mod:`dvoc_bench.bench_overlay`): five crosshair
+  colours red to green and five sizes, Gemini-like DVOC on S1-S6; success with clustered 95 % intervals.
+  Last line: ``max_step_colour_pp=<x> max_step_size_pp=<y>`` (neighbouring conditions; target <= 15).
 - ``loader``: the run loader (target: 100,000 steps load in < 5 s). A small simulated sweep, its records
   replicated (fresh trial keys) until the run holds ``--steps`` step lines, then ``load_runs`` timed: the
   first parse (which also writes the parquet cache), a parse without cache, and the cached load. Last
@@ -294,6 +297,12 @@ def _hires() -> dict[str, float]:
     return bench_hires()
 
 
+def _overlay(repeats: int) -> dict[str, float]:
+    from dvoc_bench.bench_overlay import bench_overlay
+
+    return bench_overlay(repeats)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m dvoc_bench.bench",
@@ -302,8 +311,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "which",
-        choices=["overhead", "sweep", "scheduler", "inflight", "loader", "dataset", "hires", "readme"],
+        choices=[
+            "overhead",
+            "sweep",
+            "scheduler",
+            "inflight",
+            "loader",
+            "dataset",
+            "hires",
+            "overlay",
+            "readme",
+        ],
     )
+    ap.add_argument("--repeats", type=int, default=6, help="repeats per start point (overlay)")
     ap.add_argument("-n", type=int, default=300, help="steps to time (overhead)")
     ap.add_argument("--steps", type=int, default=100_000, help="step lines to load (loader)")
     ap.add_argument(
@@ -323,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         "inflight": lambda: bench_inflight(8, overrides=args.set),
         "dataset": lambda: _dataset(args.set),
         "hires": _hires,
+        "overlay": lambda: _overlay(args.repeats),
     }
     r = fns[args.which]()
     last = ("ratio", "n429", "wasted", "inflight8_ratio", "cores", "load")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,15 +96,17 @@ def start_points(kind: str, n: int, size: Size, task: str, seed: int) -> list[Po
 
 
 def _assumptions(
-    model: ModelConfig, protocol: str, overlay: str, default_style: bool, crops: bool = False
+    model: ModelConfig, protocol: str, overlay: str, default_style: bool, crops: bool, scene_kind: str
 ) -> list[str]:
-    """The assumption markers of a simulated profile's trial (none for real models)."""
+    """The assumption markers of a simulated profile's trial (none for real models): the registered knobs
+    of :mod:`dvoc_bench.assumptions`, with zoom crops and the kind of screen."""
     if model.kind != "simulator":
         return []
     from dvoc_bench.models.simulator.profile import assumed_knobs
 
     sim = model.raw.get("sim")
-    return assumed_knobs(sim, protocol=protocol, overlay=overlay, default_style=default_style, crops=crops)
+    extra = {"crops": "zoom" if crops else "none", "scene": scene_kind}
+    return assumed_knobs(sim, protocol=protocol, overlay=overlay, default_style=default_style, extra=extra)
 
 
 NONE_MODEL = ModelConfig(name="none", kind="none", model_id="none", provider="none", coord_frame="pixel")
@@ -117,6 +119,7 @@ def build_plan(
     models: Sequence[ModelConfig],
     scenes: dict[str, tuple[str, Size]],
     detector: str = NA,
+    kinds: Mapping[str, str] | None = None,
 ) -> list[TrialSpec]:
     """Every trial of the sweep, deduplicated by key, in a stable order.
 
@@ -127,6 +130,8 @@ def build_plan(
     counter (the authors did the same). Methods that use the ``detector`` knob carry it (backend +
     settings digest) in their key, so a resume with another detector runs them again. The protocol object
     decides the frame answers are read in (``paper`` reads every answer as pixels, the paper's reading).
+    ``kinds`` maps task id -> scene kind (for the simulated profiles' assumption markers; default
+    ``synthetic``).
     """
     specs: dict[str, TrialSpec] = {}
     kind, n = knobs.starts
@@ -164,7 +169,10 @@ def build_plan(
                     fields["zoom"] = knobs.zoom
                 key = trial_key({**fields, "sweep_seed": knobs.seed})
                 crops = "zoom" in uses  # crops: no simulated profile was fitted on them
-                assumed = _assumptions(model, protocol, overlay, knobs.overlay_style_default, crops)
+                scene_kind = (kinds or {}).get(task, "synthetic")
+                assumed = _assumptions(
+                    model, protocol, overlay, knobs.overlay_style_default, crops, scene_kind
+                )
                 specs.setdefault(
                     key,
                     TrialSpec(

@@ -27,7 +27,10 @@ from typing import Any
 RULES = ("hit", "within_eps", "hit_radius")
 SIM_NOTE = (
     "Rows marked **[SIMULATED]** and figures titled **SIMULATED** come from the simulated VLM (calibrated on "
-    "the authors' records), not from a real model."
+    "the authors' records), not from a real model. A marker that names an assumption, e.g. "
+    "**[SIMULATED; overlay effect assumed]**, means the row was produced under a knob the profile was not "
+    "fitted for (its `sim.fitted_for`): the simulator's answer to that knob is an assumption, not a "
+    "measurement."
 )
 
 
@@ -125,7 +128,9 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
     rep.h(3, f"Success by model and method{''.join(f' and {k}' for k in split)} — rule `{rule}`")
     rep.p(
         f"Rule: {honest.RULE_TEXT[rule]}. Rate over valid trials with a {honest.RATE_INTERVAL} interval "
-        "(Wilson score, exact at 0 % and 100 %); raw rate over all trials that ran (errors count as "
+        "(Wilson score on the effective sample size: trials with an identical first input, the same model, "
+        "task and start point for DVOC or the same first prompt and image for one-shot and the baselines, "
+        "are not independent; exact at 0 % and 100 %); raw rate over all trials that ran (errors count as "
         "failures); mean distance with a percentile bootstrap 95 % interval "
         f"(seed {seed}, {n_boot} resamples)."
     )

@@ -50,11 +50,11 @@ def summarise(trials: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 def simulated_label(trials: Iterable[dict[str, Any]]) -> str:
     """`` [SIMULATED]`` for simulated trials, with every assumption a row rests on (the records'
     ``simulated_assumptions``), e.g. `` [SIMULATED; overlay effect assumed]``; empty for real models."""
+    from dvoc_bench.assumptions import marker
+
     trials = list(trials)
-    if not any(t.get("simulated") for t in trials):
-        return ""
-    assumed = sorted({a for t in trials for a in (t.get("simulated_assumptions") or [])})
-    return " [SIMULATED" + "".join(f"; {a}" for a in assumed) + "]"
+    tag = marker(any(t.get("simulated") for t in trials), (t.get("simulated_assumptions") for t in trials))
+    return f" [{tag}]" if tag else ""
 
 
 def _rate(k: int, n: int) -> float | None:

@@ -271,7 +271,8 @@ def plan(setup: SweepSetup) -> list[TrialSpec]:
             scenes[t] = (UNRENDERED, getattr(e, "size", None) or Size(800, 600))
     det = setup.detector
     detector = f"{det.backend}:{det.digest()}" if det is not None else "-"
-    return build_plan(setup.experiment, setup.knobs, setup.models, scenes, detector)
+    kinds = {t: setup.registry.kind(t) for t in setup.knobs.tasks}
+    return build_plan(setup.experiment, setup.knobs, setup.models, scenes, detector, kinds)
 
 
 def provider_limits(model: ModelConfig, setup: SweepSetup) -> ProviderLimits:

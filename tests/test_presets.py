@@ -82,9 +82,15 @@ def test_frames_preset_shows_oneshot_going_from_near_zero_to_high(tmp_path):
     assert report([str(tmp_path), "--out", str(out), "--no-figures", "--n-boot", "200"]) == 0
     md = (out / "report.md").read_text()
     assert "Success by model and method and protocol" in md
-    rows = [ln for ln in md.splitlines() if ln.startswith("| sim-gemma-4-26b [SIMULATED] | oneshot |")]
+    # the report's rows carry the same markers as the summary (issue 16 item 3): v1's is an assumption
+    starts = (
+        "| sim-gemma-4-26b [SIMULATED] | oneshot |",
+        "| sim-gemma-4-26b [SIMULATED; frame request assumed] | oneshot |",
+    )
+    rows = [ln for ln in md.splitlines() if ln.startswith(starts)]
     by_protocol = {ln.split("|")[3].strip(): ln for ln in rows[:2]}
     assert set(by_protocol) == {"paper", "v1"}
+    assert "frame request assumed" in by_protocol["v1"] and "assumed" not in by_protocol["paper"]
     assert "| 100.0% [" in by_protocol["v1"]
 
 

@@ -12,7 +12,8 @@ hold. Here the clusters are the trials whose first model input is identical:
 design effect ``deff`` comes from the between-cluster variance of the ratio estimator (floored at 1). At the
 exact edges (every trial a success, or none) the variance says nothing about the correlation, and the
 interval is the Wilson interval over clusters (the worst case: every cluster one observation).
-:func:`dvoc_bench.analysis.honest.wilson` stays available under its name for independent trials.
+:func:`dvoc_bench.analysis.intervals.wilson` (``PLAIN_INTERVAL``) stays available for independent trials;
+the computation lives in :func:`~dvoc_bench.analysis.intervals.rate_interval` (``clusters=``).
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from dvoc_bench.analysis.honest import wilson
+from dvoc_bench.analysis.intervals import design_effect as _deff
+from dvoc_bench.analysis.intervals import rate_interval
 
-__all__ = ["START_METHODS", "cluster_keys", "clustered_rate_interval", "design_effect"]
+__all__ = ["START_METHODS", "cluster_counts", "cluster_keys", "clustered_rate_interval", "design_effect"]
 
 START_METHODS = ("dvoc", "som_dvoc", "zoom")
 """Methods whose first input depends on the start point (the first frame shows the crosshair there)."""
@@ -46,34 +48,27 @@ def cluster_keys(trials: pd.DataFrame) -> pd.Series:
     return base + np.where(uses_start, "|" + knobs, "")
 
 
+def cluster_counts(
+    success: Sequence[float] | np.ndarray, clusters: Sequence[object] | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(successes, trials)`` per cluster (one label per trial), the ``clusters=`` argument of
+    :func:`~dvoc_bench.analysis.intervals.rate_interval`."""
+    g = pd.Series(np.asarray(success, dtype=float)).groupby(np.asarray(clusters, dtype=object), sort=True)
+    return g.sum().to_numpy(), g.size().to_numpy().astype(float)
+
+
 def design_effect(success: Sequence[float] | np.ndarray, clusters: Sequence[object] | np.ndarray) -> float:
     """Variance of the clustered ratio estimator over the binomial variance (>= 1; ``nan`` at the edges
     or with a single cluster)."""
-    y = np.asarray(success, dtype=float)
-    g = pd.Series(y).groupby(np.asarray(clusters, dtype=object), sort=False)
-    ys, ms = g.sum().to_numpy(), g.size().to_numpy().astype(float)
-    n, c = float(ms.sum()), len(ms)
-    p = ys.sum() / n if n else math.nan
-    if c < 2 or not (0.0 < p < 1.0):
-        return math.nan
-    var = c / (c - 1) * float(((ys - p * ms) ** 2).sum()) / n**2
-    return max(1.0, var / (p * (1 - p) / n))
+    return _deff(*cluster_counts(success, clusters))
 
 
 def clustered_rate_interval(
     success: Sequence[float] | np.ndarray, clusters: Sequence[object] | np.ndarray
 ) -> tuple[float, float]:
-    """95 % interval of a success rate whose trials fall in ``clusters`` (one label per trial): Wilson on
-    the effective sample size; at the exact edges Wilson over the number of clusters."""
+    """95 % interval of a success rate whose trials fall in ``clusters`` (one label per trial): the one
+    interval function, :func:`~dvoc_bench.analysis.intervals.rate_interval`, clustered."""
     y = np.asarray(success, dtype=float)
-    n = len(y)
-    if n == 0:
+    if len(y) == 0:
         return math.nan, math.nan
-    k = float(y.sum())
-    deff = design_effect(y, clusters)
-    if math.isnan(deff):
-        n_eff = float(len(set(np.asarray(clusters, dtype=object).tolist())))
-    else:
-        n_eff = n / deff
-    lo, hi = wilson(k / n * n_eff, n_eff)  # type: ignore[arg-type]  (an effective count)
-    return (0.0 if k == 0 else lo), (1.0 if k == n else hi)
+    return rate_interval(float(y.sum()), len(y), clusters=cluster_counts(y, clusters))

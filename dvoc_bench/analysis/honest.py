@@ -7,7 +7,8 @@ Everything here states its rule and never mixes rules:
 - ``hit_radius``: distance < max(w/2, h/2, 30) (the rule of the authors' code; generous for wide targets).
 
 Rates are over *valid* trials (status ``ok``), with :func:`~dvoc_bench.analysis.intervals.rate_interval`
-(Wilson 95 % score intervals, exact at 0 % and 100 %); ``raw_rate`` divides by
+clustered by identical first input (``RATE_INTERVAL``: Wilson 95 % on the effective sample size, exact at
+0 % and 100 %); ``raw_rate`` divides by
 every trial that ran (errors count as failures). Mean distances carry percentile-bootstrap intervals from
 a ``numpy.random.Generator`` seeded per group from ``seed`` and the group's name, so a table does not
 depend on row order. :func:`paired` compares two settings on the same start points (McNemar's exact
@@ -26,8 +27,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-# the one interval function and its name, re-exported (``honest.wilson`` is the plain Wilson interval)
-from dvoc_bench.analysis.intervals import RATE_INTERVAL, Z95, rate_interval, wilson  # noqa: F401
+from dvoc_bench.analysis.clustered import cluster_counts, cluster_keys
+
+# the one interval function and its names, re-exported (``honest.wilson`` is the plain Wilson interval)
+from dvoc_bench.analysis.intervals import PLAIN_INTERVAL, RATE_INTERVAL, Z95, rate_interval, wilson  # noqa: F401
+from dvoc_bench.assumptions import labels_of
 
 RULES = ("hit", "within_eps", "hit_radius")
 """Success rules a table can use (columns of the trials frame)."""
@@ -97,8 +101,11 @@ def _rows(g: pd.DataFrame, rule: str, rng: np.random.Generator, n_boot: int) -> 
     valid = ran[ran["valid"]]
     k = int(valid[rule].sum())
     n, n_ran = len(valid), len(ran)
-    lo, hi = rate_interval(k, n)
-    rlo, rhi = rate_interval(k, n_ran)
+    # the clustered interval: trials with an identical first input are not independent
+    lo, hi = rate_interval(k, n, clusters=cluster_counts(valid[rule].astype(float), cluster_keys(valid)))
+    rlo, rhi = rate_interval(
+        k, n_ran, clusters=cluster_counts((ran["valid"] & ran[rule]).astype(float), cluster_keys(ran))
+    )
     dist = valid["final_dist_px"].to_numpy(dtype=float)
     dist = dist[np.isfinite(dist)]
     dlo, dhi = bootstrap_ci(dist, rng, n_boot=n_boot)
@@ -106,8 +113,10 @@ def _rows(g: pd.DataFrame, rule: str, rng: np.random.Generator, n_boot: int) -> 
     calls = ran["model_calls"].fillna(0)
     cost_known = len(ran) > 0 and bool((ran["cost_usd"].notna() | (calls == 0)).all())
     cost = float(ran["cost_usd"].fillna(0.0).sum()) if cost_known else math.nan
+    assumed = g.get("simulated_assumptions", ())
     return {
         "simulated": bool(g["simulated"].any()),
+        "assumed": "; ".join(sorted({a for c in assumed for a in labels_of(c)})),
         "total": len(g),
         "errors": int((g["status"] == "error").sum()),
         "skipped": int((g["status"] == "skipped").sum()),
@@ -137,6 +146,7 @@ def _rows(g: pd.DataFrame, rule: str, rng: np.random.Generator, n_boot: int) -> 
 SUMMARY_VALUES = frozenset(
     {
         "simulated",
+        "assumed",
         "total",
         "errors",
         "skipped",
@@ -187,7 +197,8 @@ def summary(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """One row per group: counts, the rate under ``rule`` with its :func:`rate_interval` (Wilson 95 %; over
+    """One row per group: counts, the rate under ``rule`` with its :func:`rate_interval` (``RATE_INTERVAL``:
+    Wilson 95 % clustered by first input; over
     valid trials and over all trials that ran), mean distance with a bootstrap interval, median distance,
     mean iterations, calls, tokens, cost and cost per success. ``simulated`` marks simulated groups."""
     check_rule(rule)

@@ -6,12 +6,20 @@
 (The textbook formula gives 0.9999999999999999 at ``k = n`` for many ``n``; a bar chart then refuses the
 negative error.) :func:`error_bars` turns a rate and its bounds into matplotlib's ``yerr``.
 
-``clusters=`` is reserved for a cluster-robust interval (trials that share a start point or a scene are not
-independent): the signature takes the per-cluster counts already, the computation is not implemented yet.
+With ``clusters=(k_per_cluster, n_per_cluster)`` the interval is *clustered* (issue 16 item 2): trials
+with an identical first input (:func:`dvoc_bench.analysis.clustered.cluster_keys`: model, task and start
+point for DVOC; the first prompt and image for one-shot and the baselines) are correlated when a model
+repeats itself, real or simulated alike. The interval is then the Wilson interval on the effective sample
+size ``n / deff``, the design effect ``deff`` (>= 1) from the between-cluster variance of the ratio
+estimator; at the exact edges (``k = 0`` or ``k = n``, where that variance says nothing) it is the Wilson
+interval over the number of clusters, the worst case. Tables name the interval they use with
+:func:`interval_name` (:data:`RATE_INTERVAL`: the clustered default of the tables; :data:`PLAIN_INTERVAL`:
+plain Wilson, for independent trials).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -59,36 +67,70 @@ def wilson(k: Any, n: Any, z: float = Z95) -> tuple[Any, Any]:
     return lo, hi
 
 
+def design_effect(k_per_cluster: Sequence[float], n_per_cluster: Sequence[float]) -> float:
+    """Variance of the clustered ratio estimator over the binomial variance (>= 1); ``nan`` with fewer than
+    two clusters or at the edges (rate 0 or 1)."""
+    ys = np.asarray(k_per_cluster, dtype=float)
+    ms = np.asarray(n_per_cluster, dtype=float)
+    n, c = float(ms.sum()), len(ms)
+    p = ys.sum() / n if n else math.nan
+    if c < 2 or not (0.0 < p < 1.0):
+        return math.nan
+    var = c / (c - 1) * float(((ys - p * ms) ** 2).sum()) / n**2
+    return max(1.0, var / (p * (1 - p) / n))
+
+
+def _clustered(k: float, n: float, kc: Sequence[float], nc: Sequence[float], z: float) -> tuple[float, float]:
+    if n <= 0:
+        return math.nan, math.nan
+    if abs(float(np.sum(kc)) - k) > 1e-9 or abs(float(np.sum(nc)) - n) > 1e-9:
+        raise ValueError(
+            f"rate_interval: the clusters hold {np.sum(kc):g} of {np.sum(nc):g}, not k={k:g} of n={n:g}"
+        )
+    deff = design_effect(kc, nc)
+    n_eff = float(len(nc)) if math.isnan(deff) else n / deff
+    lo, hi = wilson(k / n * n_eff, n_eff, z)
+    return (0.0 if k == 0 else min(lo, k / n)), (1.0 if k == n else max(hi, k / n))
+
+
 def rate_interval(
     k: Any,
     n: Any,
     *,
     level: float = 0.95,
     method: str = "wilson",
-    clusters: tuple[Sequence[int], Sequence[int]] | None = None,
+    clusters: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> tuple[Any, Any]:
-    """The interval of a success rate ``k / n`` used everywhere (see :data:`RATE_INTERVAL`).
+    """The interval of a success rate ``k / n`` used everywhere (see :func:`interval_name`).
 
     ``k``, ``n``: counts, scalars or arrays (broadcast; one interval per element). ``level``: coverage.
-    ``method``: ``"wilson"`` (the score interval, :func:`wilson`). ``clusters``: reserved for a
-    cluster-robust interval, as ``(k_per_cluster, n_per_cluster)`` summing to ``k`` and ``n`` (e.g. per
-    scene x start point); not implemented yet, passing it raises ``NotImplementedError``.
-    Bounds: exactly 0 / 1 at ``k = 0`` / ``k = n``, ``lo <= k/n <= hi``; NaN when ``n == 0``."""
+    ``method``: ``"wilson"`` (the score interval, :func:`wilson`). ``clusters``: ``(k_per_cluster,
+    n_per_cluster)`` summing to ``k`` and ``n`` (scalar ``k``, ``n`` only): the clustered interval (module
+    docstring), named :data:`RATE_INTERVAL`; without it the plain Wilson interval, named
+    :data:`PLAIN_INTERVAL`. Bounds: exactly 0 / 1 at ``k = 0`` / ``k = n``, ``lo <= k/n <= hi``; NaN when
+    ``n == 0``."""
     if method not in METHODS:
         raise ValueError(f"unknown interval method {method!r}; allowed: {', '.join(METHODS)}")
     if clusters is not None:
-        raise NotImplementedError("rate_interval(clusters=...): the cluster-robust interval is not built yet")
+        if np.ndim(k) or np.ndim(n):
+            raise ValueError("rate_interval(clusters=...) takes one rate (scalar k and n)")
+        kc, nc = clusters
+        return _clustered(float(k), float(n), kc, nc, _z(level))
     return wilson(k, n, _z(level))
 
 
-def interval_name(level: float = 0.95, method: str = "wilson") -> str:
+def interval_name(level: float = 0.95, method: str = "wilson", clustered: bool = False) -> str:
     """How an interval from :func:`rate_interval` with these arguments is named in text."""
     pct = f"{100 * level:g}"
-    return f"{method.capitalize()} {pct} %"
+    name = f"{method.capitalize()} {pct} %"
+    return f"{name}, clustered by first input" if clustered else name
 
 
-RATE_INTERVAL = interval_name()
-"""How :func:`rate_interval` with its defaults is named in tables and figure titles: ``Wilson 95 %``."""
+RATE_INTERVAL = interval_name(clustered=True)
+"""The name of the interval every table and figure of success rates uses: ``Wilson 95 %, clustered by
+first input``."""
+PLAIN_INTERVAL = interval_name()
+"""The name of the plain Wilson interval (independent trials): ``Wilson 95 %``."""
 
 
 def error_bars(rate: Any, lo: Any, hi: Any) -> np.ndarray:

@@ -40,7 +40,7 @@ from dvoc_bench.records import read_jsonl
 log = logging.getLogger(__name__)
 
 CACHE_DIR = ".analysis_cache"
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 RUN_DIR_ENV = "DVOC_RUN_DIR"
 """Environment variable naming the run directory notebooks read (else the newest under ``runs/``)."""
 
@@ -175,6 +175,8 @@ def flatten_trial(r: Mapping[str, Any]) -> dict[str, Any]:
         d["target_x0"], d["target_y0"], d["target_x1"], d["target_y1"] = box
     d["target_cx"], d["target_cy"] = _xy(d.pop("target_centre", None))
     d["valid"] = d.get("status") == "ok"
+    assumed = d.get("simulated_assumptions")  # a list in the record: text joined with "; " in the frame
+    d["simulated_assumptions"] = "; ".join(assumed) if isinstance(assumed, list | tuple) else assumed
     d["scene_kind"] = d.get("scene_kind") or legacy_scene_kind(d.get("task"))
     som = d.pop("som", None)
     if isinstance(som, Mapping):  # Set-of-Mark trials: the nested record becomes som_* columns

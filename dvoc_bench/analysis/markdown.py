@@ -61,14 +61,21 @@ def usd(v: Any) -> str:
 
 
 def label_models(df: pd.DataFrame, paper_names: bool = False) -> pd.DataFrame:
-    """Mark the model of every simulated row ``[SIMULATED]`` and drop the ``simulated`` column."""
+    """Mark the model of every simulated row ``[SIMULATED]``, with the assumptions the row rests on (column
+    ``assumed`` or ``simulated_assumptions``, e.g. ``[SIMULATED; overlay effect assumed]``), and drop
+    those columns."""
+    from dvoc_bench.assumptions import marker
+
     out = df.copy()
+    col = next((c for c in ("assumed", "simulated_assumptions") if c in out), None)
     if "model" in out and "simulated" in out:
+        cells = out[col] if col else [None] * len(out)
+        tags = [marker(bool(s), [a]) for s, a in zip(out["simulated"], cells, strict=True)]
         out["model"] = [
-            (PAPER_LABELS.get(m, m) if paper_names else str(m)) + (" [SIMULATED]" if s else "")
-            for m, s in zip(out["model"], out["simulated"], strict=True)
+            (PAPER_LABELS.get(m, m) if paper_names else str(m)) + (f" [{t}]" if t else "")
+            for m, t in zip(out["model"], tags, strict=True)
         ]
-    return out.drop(columns=["simulated"], errors="ignore")
+    return out.drop(columns=["simulated", "assumed", "simulated_assumptions"], errors="ignore")
 
 
 def summary_view(s: pd.DataFrame) -> pd.DataFrame:
@@ -77,7 +84,7 @@ def summary_view(s: pd.DataFrame) -> pd.DataFrame:
     if s.empty:
         return s
     keys = summary_keys(s)
-    out = label_models(s[[*keys, "simulated"]])
+    out = label_models(s[[*keys, "simulated", *(["assumed"] if "assumed" in s else [])]])
     out["valid/total"] = [f"{v}/{t}" for v, t in zip(s["valid"], s["total"], strict=True)]
     out["errors"] = s["errors"].to_numpy()
     out["rate [95% CI]"] = [

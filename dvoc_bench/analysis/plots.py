@@ -33,8 +33,11 @@ _PLAIN = ("model", "method", "task")
 """Key columns shown by value alone in labels; other keys show as ``knob=value``."""
 
 
-def titled(text: str, simulated: bool) -> str:
-    """``text`` with the SIMULATED tag when the data is simulated."""
+def titled(text: str, simulated: bool | str) -> str:
+    """``text`` with the SIMULATED tag when the data is simulated; ``simulated`` may be the whole tag
+    (:func:`_sim`: ``SIMULATED; overlay effect assumed`` when the data rests on an assumption)."""
+    if isinstance(simulated, str):
+        return f"{simulated}: {text}" if simulated else text
     return f"{SIM_TAG}: {text}" if simulated else text
 
 
@@ -43,8 +46,16 @@ def title_of(fig: Figure) -> str:
     return fig.get_suptitle()
 
 
-def _sim(df: pd.DataFrame) -> bool:
-    return bool(len(df)) and "simulated" in df and bool(df["simulated"].astype(bool).any())
+def _sim(df: pd.DataFrame) -> str:
+    """The figure's tag: empty for real data, ``SIMULATED`` with every assumption of the simulated rows
+    (``assumed`` or ``simulated_assumptions`` column; :func:`dvoc_bench.assumptions.marker`)."""
+    from dvoc_bench.assumptions import marker
+
+    if not (len(df) and "simulated" in df and bool(df["simulated"].astype(bool).any())):
+        return ""
+    col = next((c for c in ("assumed", "simulated_assumptions") if c in df), None)
+    sim = df[df["simulated"].astype(bool)]
+    return marker(True, sim[col].tolist() if col else ())
 
 
 def save(fig: Figure, path: Path | str, dpi: int = 110) -> Path:
@@ -55,7 +66,7 @@ def save(fig: Figure, path: Path | str, dpi: int = 110) -> Path:
     return path
 
 
-def _empty(title: str, simulated: bool, note: str) -> Figure:
+def _empty(title: str, simulated: bool | str, note: str) -> Figure:
     fig = Figure(figsize=(6, 2.5), layout="constrained")
     ax = fig.add_subplot()
     ax.set_axis_off()

@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from dvoc_bench.analysis import honest
-from dvoc_bench.analysis.intervals import RATE_INTERVAL, error_bars, interval_name, rate_interval, wilson
+from dvoc_bench.analysis.intervals import (
+    PLAIN_INTERVAL,
+    RATE_INTERVAL,
+    error_bars,
+    interval_name,
+    rate_interval,
+    wilson,
+)
 
 N_MAX = 500
 
@@ -76,11 +83,31 @@ def test_known_values_empty_and_bad_counts():
         rate_interval(3, 2)
     with pytest.raises(ValueError, match="method"):
         rate_interval(1, 2, method="clopper")
-    with pytest.raises(NotImplementedError, match="cluster"):
-        rate_interval(3, 4, clusters=([1, 2], [2, 2]))
+    with pytest.raises(ValueError, match="clusters hold"):
+        rate_interval(3, 4, clusters=([1, 1], [2, 2]))  # the clusters must add up to k and n
+    with pytest.raises(ValueError, match="scalar"):
+        rate_interval(np.array([1, 2]), np.array([2, 2]), clusters=([1], [2]))
     # another level is wider / narrower, and named so
     assert rate_interval(5, 10, level=0.99)[0] < rate_interval(5, 10)[0] < rate_interval(5, 10, level=0.8)[0]
-    assert RATE_INTERVAL == "Wilson 95 %" and interval_name(0.9) == "Wilson 90 %"
+    assert RATE_INTERVAL == "Wilson 95 %, clustered by first input" and PLAIN_INTERVAL == "Wilson 95 %"
+    assert interval_name(0.9) == "Wilson 90 %"
+
+
+@pytest.mark.parametrize("k_per", [[3, 3, 0, 0], [2, 1, 2, 1]])
+def test_the_clustered_interval_widens_with_repeats_that_agree(k_per: list[int]) -> None:
+    """Four clusters of three trials, 6 of 12 successes: all-or-nothing clusters carry the information of
+    at most four trials (as wide as the Wilson interval over the clusters, or wider with the small-sample
+    factor c / (c - 1)), mixed clusters that of twelve."""
+    lo, hi = rate_interval(6, 12, clusters=(k_per, [3, 3, 3, 3]))
+    plo, phi = rate_interval(6, 12)
+    assert lo <= 0.5 <= hi
+    if k_per == [3, 3, 0, 0]:
+        wlo, whi = wilson(2, 4)
+        assert lo <= wlo and hi >= whi
+    else:
+        assert (lo, hi) == pytest.approx((plo, phi))
+    # edges: every trial a success is the Wilson interval over the clusters
+    assert rate_interval(12, 12, clusters=([3] * 4, [3] * 4)) == pytest.approx((wilson(4, 4)[0], 1.0))
 
 
 def test_the_tables_use_it():

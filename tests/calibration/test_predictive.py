@@ -25,7 +25,7 @@ INSTANCES, REPEATS = 2, 3
 
 KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("gemini-3.1-flash-lite", "dvoc"): "issue 16 item 4: the Gemini profile under-predicts DVOC success "
-    "(recorded 79 of 90, SIMULATED 95 % predictive interval about [61, 75])",
+    "(recorded 79 of 90, SIMULATED 95 % predictive interval about [60, 75] with the perception model)",
 }
 """(model, method) the committed profiles are known to miss, with the reason (strict xfail: a fix must
 remove the entry)."""

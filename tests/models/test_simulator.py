@@ -369,11 +369,12 @@ def test_all_four_profiles_exist() -> None:
 
 # The digests of the committed profiles: the digest seeds every call, so a change here changes every
 # simulated reply of that model. Simulator v2 (issue 16): profiles re-fitted (repeat rate from identical-input
-# pairs) and written exactly as `python -m dvoc_bench.calibrate` writes them.
+# pairs) and written exactly as `python -m dvoc_bench.calibrate` writes them; then sim.perception (the
+# localiser of the crosshair, set by hand: calibration/overlay.py).
 COMMITTED_DIGESTS = {
-    "sim-gemini-3.1-flash-lite": "9a724ccf6077b3c3",
-    "sim-gemma-4-26b": "abf52e3bc17e433e",
-    "sim-gemma-4-31b": "69d4799ebcbb8cd9",
+    "sim-gemini-3.1-flash-lite": "774038c23b0822fb",
+    "sim-gemma-4-26b": "f25caab8a7ef9003",
+    "sim-gemma-4-31b": "db81f45d5d6230c6",
     "sim-ideal": "aa45aac9192bd0a9",
     "sim-ideal-1568": "aa45aac9192bd0a9",  # the same profile behind a 1568-px input limit
 }

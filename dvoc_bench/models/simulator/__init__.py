@@ -17,12 +17,15 @@ Mechanism of one call (every random draw comes from a per-call generator, see *D
    Student-t, ``noise.scale_px``), clamped to the canvas. With probability ``outlier.p`` the centre is
    replaced first: by another interactive element's centre (share ``outlier.wrong_element_share``) or by a
    displacement of uniform magnitude in ``[min_px, max_px]`` in a uniformly random direction.
-4. **Crosshair** ``P^`` (offset mode): the red crosshair found in the pixels (``render.find_crosshair``);
-   if none is drawn, the ``Crosshair position: (X, Y) UNIT`` line of the text, converted to pixels per its
-   unit (``px``, ``in 0-1000 units``, ``in 0-1 units``; the rule of ``geometry.point_to_pixels``), else the
-   point after the arrow of the prompt's last history line (the paper's text-only mode: the undamped point
-   its history prints). With none of these, the model does not know where the crosshair is and answers
-   ``(0, 0)`` (``unknown_position: zero``) or assumes the image centre (``guess_centre``).
+4. **Crosshair** ``P^`` (offset mode): where the call perceives the crosshair in the pixels
+   (:mod:`~dvoc_bench.models.simulator.perception`, ``sim.perception``: a localiser that knows no colour,
+   whose error and miss rate grow as the marker's contrast against its local background falls, as it shrinks
+   and as clutter overlaps it; the draws come from a child generator of the call's); if it is not seen or
+   none is drawn, the ``Crosshair position: (X, Y) UNIT`` line of the text, converted to pixels per its unit
+   (``px``, ``in 0-1000 units``, ``in 0-1 units``; the rule of ``geometry.point_to_pixels``), else the point
+   after the arrow of the prompt's last history line (the paper's text-only mode: the undamped point its
+   history prints). With none of these, the model does not know where the crosshair is and answers ``(0,
+   0)`` (``unknown_position: zero``) or assumes the image centre (``guess_centre``).
 5. **Native frame** per call from the mixture ``frames`` over ``pixel``, ``norm1000``, ``norm1`` and
    ``mixed``. ``mixed`` is upstream-facts §9.1 H2: the target read in 0-1000 units, the crosshair read in
    pixels from the drawn label, ``r = g*T^ - P^`` with ``g = 1000/(W-1), 1000/(H-1)``. It needs a prompt that

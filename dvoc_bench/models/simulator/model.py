@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -25,9 +26,11 @@ from dvoc_bench.models.simulator.behaviour import (
     round_in_frame,
     sample_frame,
 )
+from dvoc_bench.models.simulator.perception import MarkerEvidence, find_marker, localise
 from dvoc_bench.models.simulator.profile import SimProfile, for_canvas, load_profile, plain
 from dvoc_bench.models.simulator.reading import (
     crosshair_position,
+    decode_image,
     image_digest,
     parse_marks,
     position_stated,
@@ -41,6 +44,9 @@ __all__ = ["NOT_SUPPORTED", "NO_TOOL_TEXT", "SimulatedModel"]
 
 NOT_SUPPORTED = "not supported by the simulator"
 """Text of the reply when only ``select_element`` is offered."""
+
+EVIDENCE_CACHE = 256
+"""Images whose marker evidence a simulated model remembers (by image digest)."""
 
 NO_TOOL_TEXT = "I looked at the screenshot but I am not sure where the target is."
 """Text of a reply without a tool call (``p_no_tool_call``)."""
@@ -59,6 +65,8 @@ class SimulatedModel:
         self.truth = truth
         """Ground-truth lookup by scene id."""
         self._identity = f"{name}|{profile.digest()}".encode()
+        self._evidence: dict[bytes, MarkerEvidence | None] = {}
+        self._lock = threading.Lock()
         self.max_reply_chars = MAX_REPLY_CHARS
         """Characters kept of a reply's text and tool arguments (``run.max_reply_chars``), as a client."""
 
@@ -200,7 +208,7 @@ class SimulatedModel:
     ) -> Reply:
         prof = self.profile if prof is None else prof
         t_hat = perceive(truth, centre, aimed, prof.noise, None, prof.outlier, prof.outlier.p, rng)
-        p_hat = crosshair_position(req)
+        p_hat = crosshair_position(req, self._seen(req, prof, rng))
         weights = prof.frames.weights(position_stated=position_stated(req.text))
         frame = self._frame(req.text, prof, weights, rng)
         if p_hat is None:
@@ -223,6 +231,39 @@ class SimulatedModel:
             "confidence": conf,
         }
         return self._reply(None, ToolCall("report_offset", json.dumps(args)))
+
+    def evidence(self, req: ModelRequest) -> MarkerEvidence | None:
+        """What the image shows of the crosshair (:func:`~dvoc_bench.models.simulator.perception.find_marker`,
+        deterministic in the pixels; the last ``EVIDENCE_CACHE`` images are remembered, so the identical
+        first frames of repeats are analysed once)."""
+        key = image_digest(req)
+        hit = self._evidence.get(key, self._evidence)
+        if hit is not self._evidence:
+            return hit  # type: ignore[return-value]
+        image = decode_image(req)
+        ev = find_marker(image) if image is not None else None
+        with self._lock:
+            if len(self._evidence) >= EVIDENCE_CACHE:
+                self._evidence.pop(next(iter(self._evidence)))
+            self._evidence[key] = ev
+        return ev
+
+    def _seen(self, req: ModelRequest, prof: SimProfile, rng: np.random.Generator) -> Point | None:
+        """Where this call perceives the crosshair in the image (``None``: no image, or not seen). The draws
+        come from a child of the call's generator, so the rest of the reply's stream is unchanged."""
+        if req.image_png is None and req.image_rgb is None:
+            return None
+        per = prof.perception
+        return localise(
+            self.evidence(req),
+            rng.spawn(1)[0],
+            sigma_px=per.sigma_px,
+            detect_salience=per.detect_salience,
+            detect_slope=per.detect_slope,
+            clutter_weight=per.clutter_weight,
+            min_salience=per.min_salience,
+            min_contrast=per.min_contrast,
+        )
 
     @staticmethod
     def _frame(text: str, prof: SimProfile, weights: Mapping[str, float], rng: np.random.Generator) -> str:

@@ -19,6 +19,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import numpy as np
 from pydantic import BeforeValidator, Field, StrictBool, ValidationInfo, field_validator, model_validator
 
+from dvoc_bench.assumptions import assumed_labels, registered_knobs
 from dvoc_bench.declare import Declared, NonNegFloat, NonNegInt, PosFloat, PosInt, Prob, validate
 from dvoc_bench.geometry import Size
 
@@ -37,6 +38,7 @@ __all__ = [
     "NoiseSpec",
     "OneShotSpec",
     "OutlierSpec",
+    "PerceptionSpec",
     "SimProfile",
     "SomSpec",
     "TokensSpec",
@@ -356,6 +358,29 @@ class ConsistencySpec(Declared):
     """``click_at`` calls (one-shot, absolute mode)."""
 
 
+class PerceptionSpec(Declared):
+    """How the crosshair is perceived in the pixels (:mod:`dvoc_bench.models.simulator.perception`): the
+    localiser finds the most cross-like structure and its effective salience ``s`` (contrast against the
+    local background x sqrt(arm length), divided by ``1 + clutter_weight * clutter``); the defaults read
+    a visible marker exactly."""
+
+    sigma_px: NonNegFloat = 0.0
+    """Localisation error: per-axis Gaussian sd of ``sigma_px / s`` px (0 = exact)."""
+    detect_salience: NonNegFloat = 0.0
+    """Effective salience at which the marker is seen half the time (0 = always seen above
+    ``min_salience``); a missed marker leaves the model to the prompt text, as with no overlay."""
+    detect_slope: PosFloat = 4.0
+    """Steepness of the seen probability ``1 / (1 + (detect_salience / s) ** detect_slope)``."""
+    clutter_weight: NonNegFloat = 0.0
+    """How much line energy around the marker (circle, labels, nearby text) lowers its salience."""
+    min_salience: NonNegFloat = 1.0
+    """Below this salience nothing in the image counts as a marker (a screenshot without overlay still
+    has crossing strokes: about 0.6 at most on S1-S6, up to about 2.4 on the web pages)."""
+    min_contrast: Prob = 0.0
+    """Below this contrast (0-1) nothing counts as a marker either: long faint crossing lines of a page
+    (contrast about 0.17 on S5) are not taken for the crosshair."""
+
+
 class FittedFor(Declared):
     """The knobs a profile's parameters were fitted for. A trial under any other value rests on an assumption
     of the profile, and its records and table rows say so (:func:`assumed_knobs`)."""
@@ -368,15 +393,15 @@ class FittedFor(Declared):
     """Overlay modes seen in the fitted records. Others rest on the perception model's assumptions."""
     overlay_style: Literal["default", "any"] = "default"
     """``default``: fitted for the authors' colours and sizes only; another ``overlay_style`` is assumed."""
+    knobs: dict[str, tuple[str, ...]] = {}
+    """Fitted values of further knobs registered with
+    :func:`dvoc_bench.assumptions.register_assumed_knob` (by their ``fitted_key``); a registered knob not
+    named here counts as fitted for its ``default_fitted`` values only."""
 
 
-ASSUMPTION_LABELS = {
-    "frame": "frame request assumed",
-    "overlay": "overlay effect assumed",
-    "overlay_style": "overlay style assumed",
-    "crops": "crops/zoom assumed",
-}
-"""The marker text of each assumed knob (``[SIMULATED; overlay effect assumed]``)."""
+ASSUMPTION_LABELS = {k.name.replace("protocol", "frame"): k.label for k in registered_knobs()}
+"""The marker text of each built-in assumed knob (``[SIMULATED; overlay effect assumed]``); the registry
+is :mod:`dvoc_bench.assumptions`."""
 
 
 class SimProfile(Declared):
@@ -419,6 +444,8 @@ class SimProfile(Declared):
     """Sampled per-call latency (calibration; off while ``latency.scale`` is 0)."""
     consistency: ConsistencySpec = Field(default_factory=ConsistencySpec)
     """Same situation, same answer (calibration; 0 = every call draws afresh)."""
+    perception: PerceptionSpec = Field(default_factory=PerceptionSpec)
+    """How the crosshair is perceived in the pixels (a localiser that knows no colour)."""
     obeys_requested_frame: Prob = 0.0
     """ASSUMPTION (no record tests it): probability that a call answers in the frame the prompt requests
     explicitly (the v1 frame statement: pixels of a stated image size, 0-1000, or 0-1) instead of the native
@@ -459,6 +486,8 @@ class SimProfile(Declared):
         d.pop("fitted_for")  # a label, not behaviour
         if self.obeys_requested_frame == 0:
             d.pop("obeys_requested_frame")
+        if self.perception == PerceptionSpec():
+            d.pop("perception")
         for drop in [d["axis_drop"], *(c["axis_drop"] for c in d["canvas"] if c.get("axis_drop"))]:
             if drop.get("max_axis_px") == math.inf:
                 drop.pop("max_axis_px")  # the default: older profiles keep their digest
@@ -472,26 +501,19 @@ def assumed_knobs(
     protocol: str,
     overlay: str,
     default_style: bool = True,
-    crops: bool = False,
+    extra: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The assumption markers of one trial of a profile (a raw ``sim:`` mapping): the knobs among the
-    trial's that the profile's ``fitted_for`` does not list (``-`` = the knob does not apply); ``crops``:
-    the trial sends zoom crops, which no profile was fitted on. Empty for a profile without
-    ``fitted_for``."""
+    trial's that the profile's ``fitted_for`` does not list (``-`` = the knob does not apply), through
+    :func:`dvoc_bench.assumptions.assumed_labels`. ``extra``: values of further registered knobs (issue 20:
+    crops, zoom, datasets). Empty for a profile without ``fitted_for``."""
     ff = (sim or {}).get("fitted_for") if isinstance(sim, Mapping) else None
     if not ff:
         return []
-    f = FittedFor.model_validate(ff)
-    out = []
-    if protocol not in ("-", *f.protocols):
-        out.append(ASSUMPTION_LABELS["frame"])
-    if overlay not in ("-", *f.overlays):
-        out.append(ASSUMPTION_LABELS["overlay"])
-    if overlay != "-" and not default_style and f.overlay_style == "default":
-        out.append(ASSUMPTION_LABELS["overlay_style"])
-    if crops:
-        out.append(ASSUMPTION_LABELS["crops"])
-    return out
+    f = FittedFor.model_validate(ff).model_dump()
+    style = "-" if overlay == "-" else ("default" if default_style else "custom")
+    values = {"protocol": protocol, "overlay": overlay, "overlay_style": style, **dict(extra or {})}
+    return assumed_labels(f, values)
 
 
 def for_canvas(prof: SimProfile, size: Size) -> SimProfile:

@@ -17,7 +17,6 @@ import numpy as np
 
 from dvoc_bench.geometry import Box, Frame, Point, Size, point_to_pixels
 from dvoc_bench.models.base import ModelRequest
-from dvoc_bench.render import find_crosshair
 from dvoc_bench.scenes.types import SceneTruth
 
 __all__ = [
@@ -100,11 +99,11 @@ def history_position(text: str) -> Point | None:
     return None if last is None else Point(float(last.group(3)), float(last.group(4)))
 
 
-def crosshair_position(req: ModelRequest) -> Point | None:
-    """The crosshair in pixels: found in the image (``render.find_crosshair``), else read from the text (a
-    ``Crosshair position:`` line, else the last history line's arrow); ``None`` when nothing shows it."""
-    image = decode_image(req)
-    p = find_crosshair(image, width=3) if image is not None else None
+def crosshair_position(req: ModelRequest, seen: Point | None = None) -> Point | None:
+    """The crosshair in pixels: ``seen`` (what the localiser read in the image,
+    :mod:`~dvoc_bench.models.simulator.perception`), else read from the text (a ``Crosshair position:``
+    line, else the last history line's arrow); ``None`` when nothing shows it."""
+    p = seen
     if p is None:
         p = parse_crosshair_line(req.text, req.image_size)
     return p if p is not None else history_position(req.text)

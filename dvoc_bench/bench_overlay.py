@@ -1,0 +1,111 @@
+"""Overlay style sweep (``python -m dvoc_bench.bench overlay``): does the simulator's success move smoothly
+with the crosshair's colour and size (issue 16 item 1)?
+
+Five crosshair colours from red to green and five sizes (arm, bar width), each a sweep of the Gemini-like
+profile, DVOC under ``protocols=[paper]`` on S1-S6 from the paper's 5 start points, ``repeats`` repeats
+(``6 x 5 x repeats`` trials per condition; 180 at the default 6). Per condition: success under the paper's
+radius rule with its 95 % interval *clustered by identical first input* (task x start point; a simulated
+model repeats itself on identical input, so repeats are not independent), the share of calls that saw the
+marker is not recorded (the records hold only replies). The last line is the largest difference between
+neighbouring conditions in percentage points (``max_step_colour_pp``, ``max_step_size_pp``; the issue asks
+for at most 15). Figures, not assertions; every result is SIMULATED.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "sim-gemini-3.1-flash-lite"
+COLOURS: tuple[tuple[int, int, int], ...] = (
+    (255, 0, 0),
+    (192, 64, 0),
+    (128, 128, 0),
+    (64, 192, 0),
+    (0, 255, 0),
+)
+"""Red to green in equal steps."""
+SIZES: tuple[tuple[int, int], ...] = ((5, 1), (10, 2), (15, 3), (20, 4), (25, 5))
+"""(arm, bar width) in px; the authors' style is (15, 3)."""
+
+
+def _sweep(run_dir: Path, repeats: int, overrides: Sequence[str]) -> list[dict]:
+    args = [
+        sys.executable,
+        "-m",
+        "dvoc_bench",
+        "experiment=paper_main",
+        f"models=[{MODEL}]",
+        "methods=[dvoc]",
+        f"repeats={repeats}",
+        *overrides,
+        f"hydra.run.dir={run_dir}",
+        "run.quiet=true",
+    ]
+    p = subprocess.run(
+        args, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True
+    )
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(args[2:])} failed:\n{p.stderr[-2000:]}")
+    lines = (run_dir / "trials.jsonl").read_text().splitlines()
+    return [t for t in map(json.loads, lines) if t["status"] == "ok"]
+
+
+def condition(trials: list[dict]) -> dict[str, float]:
+    """Success (hit radius) and its clustered 95 % interval of one condition's trials."""
+    from dvoc_bench.analysis.clustered import clustered_rate_interval
+
+    y = [1.0 if t["hit_radius"] else 0.0 for t in trials]
+    clusters = [f"{t['task']}|{t.get('start_index')}" for t in trials]
+    lo, hi = clustered_rate_interval(y, clusters)
+    from dvoc_bench.summary import simulated_label
+
+    return {
+        "n": len(y),
+        "k": int(sum(y)),
+        "rate": sum(y) / len(y),
+        "lo": lo,
+        "hi": hi,
+        "tag": simulated_label(trials),
+    }
+
+
+def bench_overlay(repeats: int = 6, out=print) -> dict[str, float]:
+    """Run the ten conditions; print one line each; return the largest neighbour steps."""
+    rows: dict[str, list[dict[str, float]]] = {"colour": [], "size": []}
+    with tempfile.TemporaryDirectory(prefix="dvoc-overlay-") as tmp:
+        d = Path(tmp)
+        plan = [
+            (
+                "colour",
+                f"crosshair_color={list(c)}",
+                [f"overlay_style.crosshair_color=[{c[0]},{c[1]},{c[2]}]"],
+            )
+            for c in COLOURS
+        ]
+        plan += [
+            (
+                "size",
+                f"arm={a} width={w}",
+                [f"overlay_style.crosshair_arm={a}", f"overlay_style.crosshair_width={w}"],
+            )
+            for a, w in SIZES
+        ]
+        for i, (kind, label, ov) in enumerate(plan):
+            r = condition(_sweep(d / f"c{i}", repeats, ov))
+            rows[kind].append(r)
+            out(
+                f"{kind:<6} {label:<30} DVOC hit {100 * r['rate']:5.1f} % "
+                f"[{100 * r['lo']:.1f}, {100 * r['hi']:.1f}] ({r['k']} / {r['n']}){r['tag']}"
+            )
+    steps = {
+        k: max(abs(a["rate"] - b["rate"]) for a, b in zip(v, v[1:], strict=False)) * 100
+        for k, v in rows.items()
+    }
+    return {"max_step_colour_pp": steps["colour"], "max_step_size_pp": steps["size"]}
