@@ -65,3 +65,22 @@ def test_the_report_table_and_the_plot_title_carry_the_marker() -> None:
     assert simulated_label([{"simulated": True, "simulated_assumptions": ["overlay effect assumed"]}]) == (
         " [SIMULATED; overlay effect assumed]"
     )
+
+
+def test_the_plan_marks_zoom_crops_and_screens_the_profiles_were_not_fitted_on(tmp_path) -> None:
+    """Issue 20 item 3: a calibrated profile's zoom trials and its trials on web, desktop or dataset screens
+    rest on assumptions; its plain trials on the drawn scenes carry none beyond the frame request."""
+    from dvoc_bench.cli_support import quick_setup
+    from dvoc_bench.scenes.dataset_fixture import write_fixture
+    from dvoc_bench.sweep import plan
+
+    base = ["models=[sim-gemma-4-26b,sim-ideal]", "protocols=[paper]", "repeats=1"]
+    specs = plan(quick_setup([*base, "methods=[dvoc,zoom]", "tasks=[S1]"]))
+    by = {(s.model, s.method): s.simulated_assumptions for s in specs}
+    assert by["sim-gemma-4-26b", "dvoc"] == []  # fitted: paper protocol, full overlay, drawn scenes
+    assert by["sim-gemma-4-26b", "zoom"] == ["crops/zoom assumed"]
+    assert by["sim-ideal", "zoom"] == []  # a hand-set profile declares nothing
+    write_fixture(tmp_path, "manifest", screens=1, per_screen=1)
+    ds = quick_setup([*base, "methods=[dvoc]", "dataset=manifest", f"dataset.root={tmp_path}"])
+    marks = {s.model: s.simulated_assumptions for s in plan(ds)}
+    assert marks == {"sim-gemma-4-26b": ["screen kind assumed"], "sim-ideal": []}

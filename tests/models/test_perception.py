@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from dvoc_bench.calibration.overlay import PERCEPTION
 from dvoc_bench.geometry import Box, Point, Size
 from dvoc_bench.models.base import ModelRequest
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel
@@ -18,14 +19,7 @@ from dvoc_bench.scenes.types import Element, SceneTruth
 
 BG = (40, 43, 48)  # the synthetic scenes' background
 SIZE = Size(400, 300)
-PER = {
-    "sigma_px": 4.0,
-    "detect_salience": 0.55,
-    "detect_slope": 4.0,
-    "clutter_weight": 2.0,
-    "min_salience": 0.7,
-    "min_contrast": 0.2,
-}
+PER = dict(PERCEPTION)  # the hand-set values the profiles carry (calibration/overlay.py)
 
 
 def _blank(size: Size = SIZE, colour: tuple[int, int, int] = BG) -> np.ndarray:

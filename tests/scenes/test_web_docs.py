@@ -9,14 +9,13 @@ machine has all six. Without the root, rustdoc's failure names the 7 blocked fil
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
 from dvoc_bench.cli_support import quick_setup
+from dvoc_bench.models.ocr.docs import rust_docs
 from dvoc_bench.scenes.web import SceneError, WebOptions, WebScenes, load_task
 from dvoc_bench.sweep import run_sweep
 from dvoc_bench.web.browser import url_to_path
@@ -28,16 +27,7 @@ except ChromiumNotFoundError as e:  # pragma: no cover - CI always has one
     pytest.skip(f"web tests need a Chromium: {e}", allow_module_level=True)
 
 
-def _rust_docs() -> Path | None:
-    rustc = shutil.which("rustc")
-    if rustc is None:
-        return None
-    out = subprocess.run([rustc, "--print", "sysroot"], capture_output=True, text=True, timeout=30)
-    docs = Path(out.stdout.strip()) / "share" / "doc" / "rust" / "html"
-    return docs if out.returncode == 0 and docs.is_dir() else None
-
-
-RUST = _rust_docs()
+RUST = rust_docs()
 
 PAGES = {
     # id: (task, where it comes from)
