@@ -104,6 +104,9 @@ def test_429_bursts_are_retried_after_retry_after_and_counted(tmp_path, models_d
         "methods=[oneshot]",
         "tasks=[S1,S2]",
         "run.max_in_flight=8",
+        # a loaded machine bunches the calls into fewer windows: with the default 3 retries a trial could
+        # run out of them (a flake seen at load 4+); what is tested is that 429s are retried and counted
+        "retry.rate_limit_retries=10",
     )  # the client is not told the server's limit: it learns from 429s
     assert wrapped["prov-a"].counts["429"] > 0
     assert all(t["status"] == "ok" for t in trials)
