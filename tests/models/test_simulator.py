@@ -332,6 +332,40 @@ def test_near_target_and_no_tool_call_rates() -> None:
     assert all(c["dx"] in (0, 60, -60) for c in mid_calls)
 
 
+def test_zero_rule_box_stops_on_the_element_not_by_distance() -> None:
+    """``near.zero_rule: box``: (0, 0) only while the crosshair is on the box aimed at (or at most 10 px off
+    it), whatever the distance to the centre; the distance rates are not used."""
+    sim = {
+        **EXACT_PIXEL,
+        "near": {"zero_rule": "box", "p_zero_in_box": 0.6, "p_zero_box_near": 0.2, "p_zero_below_30": 1.0},
+    }
+    model = _model(sim)
+    n = 300
+
+    def zeros(at: tuple[int, int]) -> int:
+        img = _with_crosshair(at)
+        calls = [_args(model, _req(img, _text(), seed=s)) for s in range(n)]
+        return sum(c["dx"] == 0 and c["dy"] == 0 for c in calls)
+
+    # SAVE is (300, 230)-(360, 260): inside but 28 px from the centre / 5 px outside / 12 px outside
+    assert _binom_ok(zeros((302, 245)), n, 0.6)
+    assert _binom_ok(zeros((295, 245)), n, 0.2)
+    assert zeros((288, 245)) == 0  # 42 px from the centre, 12 px off the box: never (0, 0)
+    assert zeros((330, 272)) == 0  # 27 px below the centre, outside: the distance rate (1.0) is not used
+
+
+def test_axis_drop_in_span_applies_while_aligned_with_the_box() -> None:
+    """``axis_drop.p_x_in_span``: dx is reported 0 at that rate while the crosshair lies within the x span of
+    the box aimed at (at most 10 px outside it), whatever the offset; the rule of ``p_x`` otherwise."""
+    model = _model({**EXACT_PIXEL, "axis_drop": {"p_x": 0.0, "p_y": 0.0, "p_x_in_span": 1.0}})
+    aligned = [_args(model, _req(_with_crosshair((292, 150)), _text(), seed=s)) for s in range(20)]
+    assert {(a["dx"], a["dy"]) for a in aligned} == {(0, 95)}  # 8 px left of SAVE's x span: dx 38 dropped
+    a = _args(model, _req(_with_crosshair((320, 150)), _text()))
+    assert (a["dx"], a["dy"]) == (0, 95)  # within the span, 10 px off: dropped too
+    off = [_args(model, _req(_with_crosshair((280, 150)), _text(), seed=s)) for s in range(20)]
+    assert {(a["dx"], a["dy"]) for a in off} == {(50, 95)}  # 20 px left of it: never
+
+
 def test_shrink_axis_drop_and_informative_confidence() -> None:
     sim = {
         **EXACT_PIXEL,
@@ -405,7 +439,8 @@ NAN, INF = float("nan"), float("inf")
         (
             {"near": {"p_zero_below_40": 0.1}},
             "sim.near.p_zero_below_40: unknown key; "
-            "allowed: p_zero_below_30, p_zero_30_100, p_reverse_30_100, shrink_below_100",
+            "allowed: p_zero_below_30, p_zero_30_100, p_reverse_30_100, shrink_below_100, zero_rule, "
+            "p_zero_in_box, p_zero_box_near",
         ),
         (
             {"confidence": {"by_distance": [{"max_px": 30, "valeus": [1.0]}]}},

@@ -22,9 +22,11 @@ from dvoc_bench.scenes.types import Element, SceneTruth
 
 __all__ = [
     "AXIS_DROP_MIN_PX",
+    "BOX_NEAR_PX",
     "MID_PX",
     "NEAR_PX",
     "aim",
+    "aimed_box",
     "box_distance",
     "frame_of",
     "gain_jitter",
@@ -33,12 +35,15 @@ __all__ = [
     "point_outliers",
     "round_in_frame",
     "sample_frame",
+    "span_distance",
 ]
 
 NEAR_PX = 30.0
 """Inner near-target threshold (px) of §9.2's bins."""
 MID_PX = 100.0
 """Outer near-target threshold (px) of §9.2's bins."""
+BOX_NEAR_PX = 10.0
+"""``near.zero_rule: box``: a crosshair at most this far outside the box aimed at is "near" it."""
 AXIS_DROP_MIN_PX = 30.0
 """Only an axis further off than this can be dropped (§9.3's definition)."""
 
@@ -111,24 +116,57 @@ def sample_frame(weights: Mapping[str, float], rng: np.random.Generator) -> str:
     return names[int(rng.choice(len(names), p=p / p.sum()))]
 
 
-def near_target(o: Offset, near: NearSpec, axis_drop: AxisDropSpec, rng: np.random.Generator) -> Offset:
-    """Apply §9.2/§9.3 near-target behaviour and axis dropping to a perceived offset (px)."""
-    d = o.magnitude
+def _zero_rate(d: float, box_px: float | None, near: NearSpec) -> float:
+    """Probability of a ``(0, 0)`` report: by the perceived offset's bin (``zero_rule: distance``) or by the
+    perceived crosshair's distance to the box aimed at (``box``; ``box_px`` None = unknown, no zero)."""
+    if near.zero_rule == "box":
+        if box_px is None or box_px > BOX_NEAR_PX:
+            return 0.0
+        return near.p_zero_in_box if box_px <= 0 else near.p_zero_box_near
     if d < NEAR_PX:
-        if rng.random() < near.p_zero_below_30:
+        return near.p_zero_below_30
+    return near.p_zero_30_100 if d < MID_PX else 0.0
+
+
+def near_target(
+    o: Offset,
+    near: NearSpec,
+    axis_drop: AxisDropSpec,
+    rng: np.random.Generator,
+    box_px: tuple[float, float] | None = None,
+) -> Offset:
+    """Apply §9.2/§9.3 near-target behaviour and axis dropping to a perceived offset (px); ``box_px`` is
+    the perceived crosshair's distance to the span of the box aimed at on each axis (used by ``near.zero_rule:
+    box`` and ``axis_drop.p_x_in_span`` / ``p_y_in_span``)."""
+    d = o.magnitude
+    span = (False, False) if box_px is None else (box_px[0] <= BOX_NEAR_PX, box_px[1] <= BOX_NEAR_PX)
+    box_d = None if box_px is None else math.hypot(*box_px)
+    by_box = near.zero_rule == "box"
+    if by_box and rng.random() < _zero_rate(d, box_d, near):
+        return Offset(0.0, 0.0)
+    if d < NEAR_PX:
+        if not by_box and rng.random() < near.p_zero_below_30:
             return Offset(0.0, 0.0)
     elif d < MID_PX:
-        if rng.random() < near.p_zero_30_100:
+        if not by_box and rng.random() < near.p_zero_30_100:
             return Offset(0.0, 0.0)
         if rng.random() < near.p_reverse_30_100:
             o = o.scaled(-1.0)
     if d < MID_PX:
         o = o.scaled(near.shrink_below_100)
     p_x, p_y = axis_drop.per_axis()
-    if (p_x > 0 or p_y > 0) and d < axis_drop.max_px:
+    in_x = span[0] and axis_drop.p_x_in_span is not None
+    in_y = span[1] and axis_drop.p_y_in_span is not None
+    if (p_x > 0 or p_y > 0 or in_x or in_y) and d < axis_drop.max_px:
         reach = axis_drop.max_axis_px
-        drop_x = abs(o.dx) > AXIS_DROP_MIN_PX and rng.random() < p_x and abs(o.dx) <= reach
-        drop_y = abs(o.dy) > AXIS_DROP_MIN_PX and rng.random() < p_y and abs(o.dy) <= reach
+        if in_x:  # aligned with the box on x: "dx = 0" whatever the offset
+            drop_x = o.dx != 0 and rng.random() < float(axis_drop.p_x_in_span or 0.0)
+        else:
+            drop_x = abs(o.dx) > AXIS_DROP_MIN_PX and rng.random() < p_x and abs(o.dx) <= reach
+        if in_y:
+            drop_y = o.dy != 0 and rng.random() < float(axis_drop.p_y_in_span or 0.0)
+        else:
+            drop_y = abs(o.dy) > AXIS_DROP_MIN_PX and rng.random() < p_y and abs(o.dy) <= reach
         if drop_x and drop_y:  # never both: keep the larger component
             drop_x, drop_y = abs(o.dx) < abs(o.dy), abs(o.dx) >= abs(o.dy)
         o = Offset(0.0 if drop_x else o.dx, 0.0 if drop_y else o.dy)
@@ -158,8 +196,20 @@ def frame_of(name: str) -> Frame:
     return Frame.PIXEL if name == "mixed" else Frame(name)
 
 
+def aimed_box(truth: SceneTruth, aimed_id: str | None) -> Box:
+    """The box of the element aimed at (the target box when ``aimed_id`` is the target's or ``None``)."""
+    if aimed_id is not None and aimed_id != truth.target_id:
+        for e in truth.elements:
+            if e.id == aimed_id:
+                return e.box
+    return truth.target_box
+
+
 def box_distance(b: Box, p: Point) -> float:
     """Distance from ``p`` to the box (0 inside)."""
-    dx = max(b.x0 - p.x, 0.0, p.x - b.x1)
-    dy = max(b.y0 - p.y, 0.0, p.y - b.y1)
-    return math.hypot(dx, dy)
+    return math.hypot(*span_distance(b, p))
+
+
+def span_distance(b: Box, p: Point) -> tuple[float, float]:
+    """Distance from ``p`` to the box's x span and to its y span (0 within)."""
+    return max(b.x0 - p.x, 0.0, p.x - b.x1), max(b.y0 - p.y, 0.0, p.y - b.y1)

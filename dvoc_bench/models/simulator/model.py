@@ -17,6 +17,7 @@ from dvoc_bench.geometry import Box, Frame, Point, Size, offset_from_pixels, poi
 from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelRequest, Reply, ToolCall, bound_reply
 from dvoc_bench.models.simulator.behaviour import (
     aim,
+    aimed_box,
     box_distance,
     frame_of,
     gain_jitter,
@@ -25,6 +26,7 @@ from dvoc_bench.models.simulator.behaviour import (
     point_outliers,
     round_in_frame,
     sample_frame,
+    span_distance,
 )
 from dvoc_bench.models.simulator.perception import MarkerEvidence, find_marker, localise
 from dvoc_bench.models.simulator.profile import SimProfile, for_canvas, load_profile, plain
@@ -216,12 +218,15 @@ class SimulatedModel:
                 args = {"dx": 0, "dy": 0, "confidence": prof.confidence.sample(rng, 0.0)}
                 return self._reply(None, ToolCall("report_offset", json.dumps(args)))
             p_hat = size.centre
+        box_px = span_distance(aimed_box(truth, aimed), p_hat)
         if frame == "mixed":  # H2: target in 0-1000 units, crosshair in pixels; believed to be pixels
             g_t = point_from_pixels(t_hat, Frame.NORM1000, size)
-            belief = near_target(gain_jitter(g_t - p_hat, prof.noise, rng), prof.near, prof.axis_drop, rng)
+            o = gain_jitter(g_t - p_hat, prof.noise, rng)
+            belief = near_target(o, prof.near, prof.axis_drop, rng, box_px)
             native = belief
         else:
-            belief = near_target(gain_jitter(t_hat - p_hat, prof.noise, rng), prof.near, prof.axis_drop, rng)
+            o = gain_jitter(t_hat - p_hat, prof.noise, rng)
+            belief = near_target(o, prof.near, prof.axis_drop, rng, box_px)
             native = offset_from_pixels(belief, frame_of(frame), size)
         gx, gy = prof.gain
         conf = prof.confidence.sample(rng, belief.magnitude)

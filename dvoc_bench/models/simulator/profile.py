@@ -159,6 +159,17 @@ class NearSpec(Declared):
     """Probability of reversing the direction at 30-100 px (among non-zero reports)."""
     shrink_below_100: NonNegFloat = 1.0
     """Gain factor applied to perceived offsets below 100 px (under-reporting near the target)."""
+    zero_rule: Literal["distance", "box"] = "distance"
+    """What decides a ``(0, 0)`` report: ``distance``, the perceived offset's bins above; ``box``, whether
+    the perceived crosshair lies on the element aimed at (calibration: 112 of Gemini 3.1 FL's 118 zero
+    reports came with the crosshair inside the target box or within 10 px of it, none 30-100 px off it,
+    so a large button stops the loop early and a small one never does). Under ``box`` the two distance
+    rates are not used."""
+    p_zero_in_box: Prob = 0.0
+    """``zero_rule: box``: probability of ``(0, 0)`` when the perceived crosshair lies inside the box."""
+    p_zero_box_near: Prob = 0.0
+    """``zero_rule: box``: probability of ``(0, 0)`` when it lies outside, at most ``BOX_NEAR_PX`` (10 px)
+    from the box; further off the report is never ``(0, 0)``."""
 
 
 class AxisDropSpec(Declared):
@@ -177,6 +188,13 @@ class AxisDropSpec(Declared):
     max_axis_px: Bound = math.inf
     """An axis further off than this (its own component, px) is never dropped (calibration: Gemini dropped
     x only while x was at most 100 px off); ``null`` / ``.inf`` = no bound."""
+    p_x_in_span: Prob | None = None
+    """Probability of reporting ``dx = 0`` while the perceived crosshair lies within the x span of the box
+    aimed at (at most ``BOX_NEAR_PX`` outside it), whatever the offset and reach; ``None`` = the rule of
+    ``p_x`` (calibration: Gemini on 800x600 said dx = 0 in 33 % of such non-zero replies, and dropped x in
+    6 % of the others: it is "aligned with the button")."""
+    p_y_in_span: Prob | None = None
+    """The same for the y axis and the box's y span; ``None`` = ``p_y``."""
 
     def per_axis(self) -> tuple[float, float]:
         """``(p for x, p for y)``."""
@@ -491,6 +509,17 @@ class SimProfile(Declared):
         for drop in [d["axis_drop"], *(c["axis_drop"] for c in d["canvas"] if c.get("axis_drop"))]:
             if drop.get("max_axis_px") == math.inf:
                 drop.pop("max_axis_px")  # the default: older profiles keep their digest
+            for k in ("p_x_in_span", "p_y_in_span"):
+                if k in drop and drop[k] is None:
+                    drop.pop(k)
+        for near in [d["near"], *(c["near"] for c in d["canvas"] if c.get("near"))]:
+            if (
+                near.get("zero_rule") == "distance"
+                and not near.get("p_zero_in_box")
+                and not near.get("p_zero_box_near")
+            ):  # the defaults: profiles with the distance rule keep their digest
+                for k in ("zero_rule", "p_zero_in_box", "p_zero_box_near"):
+                    near.pop(k, None)
         blob = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
