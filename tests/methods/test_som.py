@@ -275,6 +275,13 @@ def test_simulator_keeps_its_old_behaviour():
         for drop in [d["axis_drop"], *(c["axis_drop"] for c in d["canvas"] if c.get("axis_drop"))]:
             if drop.get("max_axis_px") == float("inf"):
                 drop.pop("max_axis_px")  # no per-axis reach: the older digest
+            for k in ("p_x_in_span", "p_y_in_span"):  # issue 16: no in-span rule, the older digest
+                if drop.get(k, 0) is None:
+                    drop.pop(k)
+        for near in [d["near"], *(c["near"] for c in d["canvas"] if c.get("near"))]:
+            if near.get("zero_rule") == "distance" and not near.get("p_zero_in_box"):
+                for k in ("zero_rule", "p_zero_in_box", "p_zero_box_near"):  # the distance rule: older digest
+                    near.pop(k, None)
         old = hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
         assert prof.digest() == old
     assert SimProfile.from_mapping({"som": {"confusion": 0.2}}).digest() != SimProfile().digest()
