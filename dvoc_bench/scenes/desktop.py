@@ -45,13 +45,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from dvoc_bench.config import ConfigError
 from dvoc_bench.desktop.display import DesktopUnavailable, XDisplay, spawn, stop
 from dvoc_bench.geometry import Box, Point, Size
 from dvoc_bench.records import Probe
-from dvoc_bench.scenes.synthetic import DIFFICULTIES, content_hash, yaml_error_line
+from dvoc_bench.scenes.synthetic import DIFFICULTIES, content_hash, read_task_yaml
 from dvoc_bench.scenes.types import Element, SceneTruth, Snapshot
 from dvoc_bench.scenes.web import SceneError
 
@@ -131,12 +129,7 @@ def task_from_mapping(raw: Any, base: Path, where: str, default_id: str) -> Desk
 def load_task(path: Path) -> DesktopTask:
     """Read one task YAML."""
     path = Path(path).resolve()
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read desktop task: {e}") from e
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {yaml_error_line(e)}") from None
+    raw = read_task_yaml(path, "desktop task")
     return task_from_mapping(raw, path.parent, str(path), path.stem)
 
 

@@ -77,6 +77,17 @@ _DEFAULT_ROLE = {"rect": "button", "input": "input", "text": "text"}
 # ------------------------------------------------------------------------------------------ loading
 
 
+def read_task_yaml(path: Path, what: str) -> Any:
+    """The parsed YAML of a task file; a missing or unreadable file or bad YAML is a one-line
+    :class:`ConfigError` naming the file (``what``: e.g. ``web task``)."""
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read {what}: {e}") from e
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {yaml_error_line(e)}") from None
+
+
 def yaml_error_line(exc: yaml.YAMLError) -> str:
     """A YAML error in one line: the problem and where (PyYAML's own text spans several lines)."""
     problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc)

@@ -44,12 +44,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import yaml
-
 from dvoc_bench.config import ConfigError
 from dvoc_bench.geometry import Point, Size
 from dvoc_bench.records import Probe
-from dvoc_bench.scenes.synthetic import DIFFICULTIES, content_hash, yaml_error_line
+from dvoc_bench.scenes.synthetic import DIFFICULTIES, content_hash, read_task_yaml
 from dvoc_bench.scenes.types import Element, SceneTruth, Snapshot
 from dvoc_bench.web.browser import BrowserHung, WebBrowser, inside, origin_of, url_to_path
 from dvoc_bench.web.page import IDLE_S, PageError, PageRender, WebTask, setup_actions
@@ -232,12 +230,7 @@ def _viewport(value: Any, where: str) -> tuple[Size, float]:
 def load_task(path: str | Path, default_id: str | None = None, origins: tuple[str, ...] = ()) -> WebTask:
     """Read and validate one task YAML (``page`` resolves relative to the file)."""
     path = Path(path).resolve()
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read web task: {e}") from e
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {yaml_error_line(e)}") from None
+    raw = read_task_yaml(path, "web task")
     return task_from_mapping(
         raw, base=path.parent, where=str(path), default_id=default_id or path.stem, origins=origins
     )
