@@ -1,14 +1,14 @@
 """Overlay style sweep (``python -m dvoc_bench.bench overlay``): does the simulator's success move smoothly
 with the crosshair's colour and size (issue 16 item 1)?
 
-Five crosshair colours from red to green and five sizes (arm, bar width), each a sweep of the Gemini-like
-profile, DVOC under ``protocols=[paper]`` on S1-S6 from the paper's 5 start points, ``repeats`` repeats
-(``6 x 5 x repeats`` trials per condition; 180 at the default 6). Per condition: success under the paper's
-radius rule with its 95 % interval *clustered by identical first input* (task x start point; a simulated
-model repeats itself on identical input, so repeats are not independent), the share of calls that saw the
-marker is not recorded (the records hold only replies). The last line is the largest difference between
-neighbouring conditions in percentage points (``max_step_colour_pp``, ``max_step_size_pp``; the issue asks
-for at most 15). Figures, not assertions; every result is SIMULATED.
+Five crosshair colours from red to green, five sizes (arm 5-25 px at the authors' 3 px bars) and five bar
+widths (1-5 px at the authors' 15 px arms), each a sweep of the Gemini-like profile, DVOC under
+``protocols=[paper]`` on S1-S6 from the paper's 5 start points, ``repeats`` repeats (``6 x 5 x repeats``
+trials per condition; 180 at the default 6). Per condition: success under the paper's radius rule with its
+95 % interval *clustered by identical first input* (task x start point; a simulated model repeats itself on
+identical input, so repeats are not independent). The last line is the largest difference between
+neighbouring conditions in percentage points (``max_step_colour_pp``, ``max_step_size_pp``,
+``max_step_width_pp``; the issue asks for at most 15). Figures, not assertions; every result is SIMULATED.
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ COLOURS: tuple[tuple[int, int, int], ...] = (
     (0, 255, 0),
 )
 """Red to green in equal steps."""
-SIZES: tuple[tuple[int, int], ...] = ((5, 1), (10, 2), (15, 3), (20, 4), (25, 5))
-"""(arm, bar width) in px; the authors' style is (15, 3)."""
+ARMS: tuple[int, ...] = (5, 10, 15, 20, 25)
+"""Crosshair sizes: arm length in px at the authors' 3 px bars (the authors' arm is 15)."""
+WIDTHS: tuple[int, ...] = (1, 2, 3, 4, 5)
+"""Bar thickness in px at the authors' 15 px arms (the authors' bars are 3 px)."""
 
 
 def _sweep(run_dir: Path, repeats: int, overrides: Sequence[str]) -> list[dict]:
@@ -78,7 +80,7 @@ def condition(trials: list[dict]) -> dict[str, float]:
 
 def bench_overlay(repeats: int = 6, out=print) -> dict[str, float]:
     """Run the ten conditions; print one line each; return the largest neighbour steps."""
-    rows: dict[str, list[dict[str, float]]] = {"colour": [], "size": []}
+    rows: dict[str, list[dict[str, float]]] = {"colour": [], "size": [], "width": []}
     with tempfile.TemporaryDirectory(prefix="dvoc-overlay-") as tmp:
         d = Path(tmp)
         plan = [
@@ -89,14 +91,8 @@ def bench_overlay(repeats: int = 6, out=print) -> dict[str, float]:
             )
             for c in COLOURS
         ]
-        plan += [
-            (
-                "size",
-                f"arm={a} width={w}",
-                [f"overlay_style.crosshair_arm={a}", f"overlay_style.crosshair_width={w}"],
-            )
-            for a, w in SIZES
-        ]
+        plan += [("size", f"arm={a} width=3", [f"overlay_style.crosshair_arm={a}"]) for a in ARMS]
+        plan += [("width", f"arm=15 width={w}", [f"overlay_style.crosshair_width={w}"]) for w in WIDTHS]
         for i, (kind, label, ov) in enumerate(plan):
             r = condition(_sweep(d / f"c{i}", repeats, ov))
             rows[kind].append(r)
@@ -108,4 +104,4 @@ def bench_overlay(repeats: int = 6, out=print) -> dict[str, float]:
         k: max(abs(a["rate"] - b["rate"]) for a, b in zip(v, v[1:], strict=False)) * 100
         for k, v in rows.items()
     }
-    return {"max_step_colour_pp": steps["colour"], "max_step_size_pp": steps["size"]}
+    return {f"max_step_{k}_pp": v for k, v in steps.items()}

@@ -47,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--validate-only", action="store_true", help="no fit: validate the profiles already in --out"
     )
+    p.add_argument(
+        "--repeat-check",
+        action="store_true",
+        help="no fit: run the paper sweep with seeds 0 and 1 on the profiles in --out and compare identical "
+        "first replies with the fitted repeat rate and identical final points with the records",
+    )
     return p
 
 
@@ -77,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stale: list[str] = []
-    for model in [] if args.validate_only else models:
+    for model in [] if args.validate_only or args.repeat_check else models:
         t0 = time.perf_counter()
         c = cal.calibrate_model(
             data,
@@ -131,6 +137,12 @@ def main(argv: list[str] | None = None) -> int:
         report.write_text("\n".join(text) + "\n", encoding="utf-8")
         print("\n".join(text))
         print(f"\nreport: {report}")
+    if args.repeat_check:
+        from dvoc_bench.calibration.repeats import repeat_check
+
+        rc = repeat_check(data, models, args.runs, models_dir=out, repeats=args.repeats)
+        print("\n# Repeats as samples: seeds 0 and 1 of the paper sweep (SIMULATED; rate / records)\n")
+        print(md_table(rc))
     if stale:
         print("\n".join(["stale profiles (re-run python -m dvoc_bench.calibrate):", *stale]), file=sys.stderr)
         return 1

@@ -35,6 +35,7 @@ from dvoc_bench.analysis.upstream import (
     synthetic_box,
 )
 from dvoc_bench.geometry import Box, Size
+from dvoc_bench.models.simulator.behaviour import BOX_NEAR_PX
 
 CALIBRATED_MODELS = ("gemini-3.1-flash-lite", "gemma-4-26b", "gemma-4-31b")
 """Models with enough valid records to fit (upstream-facts §9: 162-598 DVOC steps each)."""
@@ -157,6 +158,20 @@ def _crosshair(draft: np.ndarray, protocol: pd.Series) -> np.ndarray:
     return np.where(paper, np.floor(draft), np.round(draft))
 
 
+BOX_COLUMNS = ("target_x0", "target_y0", "target_x1", "target_y1")
+
+
+def _box_distance(s: pd.DataFrame, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-axis distance (px) of the drawn crosshair ``p`` to the target box's span on that axis (0 within
+    it; NaN without the box)."""
+    if not all(c in s.columns for c in BOX_COLUMNS):
+        return np.full(len(s), np.nan), np.full(len(s), np.nan)
+    x0, y0, x1, y1 = (s[c].astype(float).to_numpy() for c in BOX_COLUMNS)
+    dx = np.maximum.reduce([x0 - p[:, 0], np.zeros(len(s)), p[:, 0] - x1])
+    dy = np.maximum.reduce([y0 - p[:, 1], np.zeros(len(s)), p[:, 1] - y1])
+    return dx, dy
+
+
 def verify_table(steps: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
     """One row per ``report_offset`` step (relative mode, drawn crosshair), with the true and reported offset.
 
@@ -164,7 +179,8 @@ def verify_table(steps: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
     Columns: ``model, trial_key, task, canvas, index, W, H, gx, gy`` (1000 / (W-1), 1000 / (H-1)), ``px, py``
     (drawn crosshair), ``Tx, Ty`` (target centre), ``tx, ty, d, bin`` (true offset, px), ``rx, ry, conf``,
     ``no_tool`` (no tool call), ``zero`` (a (0, 0) report), ``drop_x, drop_y`` (axis reported 0 while > 30 px
-    off).
+    off), ``bd`` (the drawn crosshair's distance to the target box, px; 0 inside, NaN without a box) and
+    ``bdx, bdy`` (its distance to the box's span on each axis).
     """
     s = steps[(steps["kind"] == "verify") & (steps["predict"].fillna("relative") == "relative")]
     s = s[s["overlay"].fillna("full") != "none"]
@@ -206,6 +222,8 @@ def verify_table(steps: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
         }
     )
     out["bin"] = distance_bin(out["d"])
+    out["bdx"], out["bdy"] = _box_distance(s, p)
+    out["bd"] = np.hypot(out["bdx"], out["bdy"])
     ok = ~out["no_tool"]
     out["zero"] = ok & (out["rx"] == 0) & (out["ry"] == 0)
     out["drop_x"] = ok & ~out["zero"] & (out["rx"] == 0) & (out["tx"].abs() > 30)
@@ -276,14 +294,26 @@ def click_table(steps: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------ discrete shares
 
 
-def discrete_shares(vt: pd.DataFrame) -> dict[str, float]:
-    """Plain shares: ``(0, 0)`` reports per bin, axis drops, reversals at 30-100 px (replies with a tool
-    call)."""
-    ok = vt[~vt["no_tool"]]
+MIN_BIN_REPLIES = 10
+"""The in-box zero shares split by distance (``zero_in_box_below_15``, ``_15_30``, ``_over_30``) are NaN
+below this many replies (1280x720 holds 3 of Gemini's in-box replies within 15 px): the fit then uses the
+pooled share."""
 
-    def share(mask: pd.Series, among: pd.Series) -> float:
+
+def discrete_shares(vt: pd.DataFrame) -> dict[str, float]:
+    """Plain shares: ``(0, 0)`` reports per bin (of the true distance, and of the crosshair's distance to
+    the target box: inside, at most ``BOX_NEAR_PX`` outside, further; inside split again by the true
+    distance: below 15, 15-30, from 30 px), axis drops (split by the
+    crosshair's place against the box's span on that axis: ``*_in_span`` is the share of non-zero replies
+    with that axis 0 whatever its offset, ``*_off_span`` the axis-drop share), reversals at 30-100 px
+    (replies with a tool call)."""
+    ok = vt[~vt["no_tool"]]
+    missing = {c: np.nan for c in ("bd", "bdx", "bdy") if c not in ok.columns}
+    ok = ok.assign(**missing) if missing else ok  # a table without boxes: the box shares are NaN
+
+    def share(mask: pd.Series, among: pd.Series, min_n: int = 1) -> float:
         n = int(among.sum())
-        return float((mask & among).sum() / n) if n else math.nan
+        return float((mask & among).sum() / n) if n >= min_n else math.nan
 
     near = ok["d"] < 30
     mid = (ok["d"] >= 30) & (ok["d"] < 100)
@@ -293,6 +323,7 @@ def discrete_shares(vt: pd.DataFrame) -> dict[str, float]:
     drops = pd.concat([ok["drop_x"], ok["drop_y"]])
     cos = ok["rx"] * ok["tx"] + ok["ry"] * ok["ty"]
     axx, axy = nz & (ok["tx"].abs() > 30), nz & (ok["ty"].abs() > 30)
+    inside = ok["bd"] <= 0
     return {
         "axis_drop_x": float((ok["drop_x"] & axx).sum() / axx.sum()) if axx.sum() else math.nan,
         "axis_drop_y": float((ok["drop_y"] & axy).sum() / axy.sum()) if axy.sum() else math.nan,
@@ -302,7 +333,24 @@ def discrete_shares(vt: pd.DataFrame) -> dict[str, float]:
         "axis_drop": float((drops & ax).sum() / ax.sum()) if ax.sum() else math.nan,
         "reverse_30_100": share(nz & (cos < 0), mid & nz),
         "reverse_below_30": share(nz & (cos < 0), near & nz),
+        "zero_in_box": share(ok["zero"], ok["bd"] <= 0),
+        "zero_in_box_below_15": share(ok["zero"], inside & (ok["d"] < 15), MIN_BIN_REPLIES),
+        "zero_in_box_15_30": share(ok["zero"], inside & (ok["d"] >= 15) & near, MIN_BIN_REPLIES),
+        "zero_in_box_over_30": share(ok["zero"], inside & ~near, MIN_BIN_REPLIES),
+        "zero_box_near": share(ok["zero"], (ok["bd"] > 0) & (ok["bd"] <= BOX_NEAR_PX)),
+        "zero_off_box": share(ok["zero"], ok["bd"] > BOX_NEAR_PX),
+        "axis_drop_x_in_span": share(ok["rx"] == 0, nz & (ok["bdx"] <= BOX_NEAR_PX)),
+        "axis_drop_x_off_span": share(ok["drop_x"], axx & (ok["bdx"] > BOX_NEAR_PX)),
+        "axis_drop_y_in_span": share(ok["ry"] == 0, nz & (ok["bdy"] <= BOX_NEAR_PX)),
+        "axis_drop_y_off_span": share(ok["drop_y"], axy & (ok["bdy"] > BOX_NEAR_PX)),
     }
+
+
+def zeros_on_box(vt: pd.DataFrame) -> tuple[int, int]:
+    """``(zero reports with the crosshair at most BOX_NEAR_PX from the target box, zero reports)`` over the
+    replies whose box distance is known."""
+    z = vt[vt["zero"].astype(bool) & vt["bd"].notna()]
+    return int((z["bd"] <= BOX_NEAR_PX).sum()), len(z)
 
 
 # ------------------------------------------------------------------------------------------ repeats

@@ -39,6 +39,7 @@ from dvoc_bench.calibration.extract import (
     repeat_pairs,
     replay_truths,
     verify_table,
+    zeros_on_box,
 )
 
 MIN_OFFSET_STEPS = 100
@@ -59,6 +60,30 @@ even next to the target, where Gemini's errors stay small and rarely reverse (4 
 the spread goes to the distance-proportional jitter and the heavier-tailed noise instead."""
 
 
+BOX_RULE_SHARE = 0.9
+"""A model's ``(0, 0)`` reports follow the box (``near.zero_rule: box``) when at least this share of them
+came with the crosshair on the target box or at most ``BOX_NEAR_PX`` from it ..."""
+BOX_RULE_MIN_ZEROS = 20
+"""... and there are at least this many of them (Gemma 4 26B has 7: too few to tell, it keeps the distance
+rule)."""
+
+
+IN_BOX_SPLIT = {
+    "p_zero_in_box_below_15": "zero_in_box_below_15",
+    "p_zero_in_box_below_30": "zero_in_box_15_30",
+    "p_zero_in_box": "zero_in_box_over_30",
+}
+"""``zero_rule: box``: the in-box rates by the perceived offset's bin and the recorded shares they start
+from (Gemini 3.1 FL: 19 of 21 within 15 px, 44 of 79 at 15-30, 43 of 113 further)."""
+
+
+def zero_rule(vt: pd.DataFrame) -> str:
+    """``box`` or ``distance``: what decides the model's ``(0, 0)`` reports in the records
+    (:data:`BOX_RULE_SHARE`, :data:`BOX_RULE_MIN_ZEROS`; Gemini 3.1 FL: 112 of 118 on the box)."""
+    on, n = zeros_on_box(vt)
+    return "box" if n >= BOX_RULE_MIN_ZEROS and on >= BOX_RULE_SHARE * n else "distance"
+
+
 # ------------------------------------------------------------------------------------------- offset EM
 
 
@@ -74,7 +99,9 @@ class OffsetFit:
     gain: tuple[float, float]
     """Gain per axis in the native frame."""
     shrink_below_100: float
-    """Gain factor below 100 px."""
+    """Gain factor below ``shrink_below_px``."""
+    shrink_below_px: float
+    """Where the shrink starts (px; the edge of :data:`SHRINK_EDGES` of largest likelihood)."""
     p_reverse_30_100: float
     """Reversal probability at 30-100 px."""
     noise_dist: str
@@ -121,13 +148,13 @@ def _logpdf(e: np.ndarray, scale: float | np.ndarray, family: str, df: float) ->
 
 
 def _residuals(
-    a: Mapping[str, np.ndarray], gain: Sequence[float], shrink: float
+    a: Mapping[str, np.ndarray], gain: Sequence[float], shrink: float, edge: float = 100.0
 ) -> tuple[np.ndarray, np.ndarray]:
     """Perceived-target error ``e`` (px) per (step, frame, reversal, axis) and the log-Jacobian per (step,
     frame, reversal): the simulator's offset path inverted for each component."""
     r, t, p, tt, g, d = a["r"], a["t"], a["P"], a["T"], a["g"], a["d"]
     gain_arr = np.asarray(gain, dtype=float)
-    k = np.where(d < 100.0, shrink, 1.0)[:, None]
+    k = np.where(d < edge, shrink, 1.0)[:, None]
     n = len(r)
     e = np.empty((n, 3, 2, 2))
     jac = np.empty((n, 3, 2))
@@ -152,7 +179,7 @@ def _component_logdens(
     """Log-density per (step, frame, reversal, outlier). The inlier scale of an axis is
     ``sqrt(scale^2 + (rel * |t_axis|)^2)``: the simulator's absolute noise plus its multiplicative gain
     jitter (to first order a noise proportional to that axis's offset; a Laplace with the summed variance)."""
-    e, jac = _residuals(a, prm["gain"], prm["shrink"])
+    e, jac = _residuals(a, prm["gain"], prm["shrink"], prm.get("shrink_px", 100.0))
     sc = np.sqrt(prm["scale"] ** 2 + (prm["rel"] * np.abs(a["t"])) ** 2)[:, None, None, :]
     inl = _logpdf(e, sc, family, df).sum(-1) - jac
     out = _logpdf(e, prm["out_scale"], "laplace", 0.0).sum(-1) - jac
@@ -198,6 +225,12 @@ _START = {
     "rel": 0.0,
     "out_scale": 80.0,
 }
+
+
+SHRINK_EDGES = (45.0, 60.0, 100.0)
+"""Candidate distances (px) below which the model under-reports (``near.shrink_below_px``): the EM runs
+from every start at each edge and the largest likelihood wins (the same number of parameters; 100 px is
+the first profiles' fixed edge)."""
 
 
 _STARTS = (
@@ -280,7 +313,14 @@ def fit_offsets(vt: pd.DataFrame, family: str = "auto", iters: int = 40) -> Offs
         raise ValueError(f"fit_offsets: {len(use)} usable reports, need at least 5")
     a = _offset_arrays(use)
     fits: dict[str, tuple[float, dict[str, Any], np.ndarray, float]] = {}
-    ll, prm, resp = max((_em(a, "laplace", 0.0, iters, start=st) for st in _STARTS), key=lambda f: f[0])
+    ll, prm, resp = max(
+        (
+            _em(a, "laplace", 0.0, iters, start={**st, "shrink_px": edge})
+            for edge in SHRINK_EDGES
+            for st in _STARTS
+        ),
+        key=lambda f: f[0],
+    )
     if family in ("laplace", "auto"):
         fits["laplace"] = (ll, prm, resp, 0.0)
     if family in ("student_t", "auto"):
@@ -298,7 +338,7 @@ def fit_offsets(vt: pd.DataFrame, family: str = "auto", iters: int = 40) -> Offs
         chosen = family
     ll, prm, resp, df = fits[chosen]
     other = [v[0] for k, v in fits.items() if k != chosen]
-    e, _ = _residuals(a, prm["gain"], prm["shrink"])
+    e, _ = _residuals(a, prm["gain"], prm["shrink"], prm.get("shrink_px", 100.0))
     out_w = resp[..., 1]  # (n, frame, rev)
     mags = np.hypot(e[..., 0], e[..., 1])
     lo, hi = _weighted_quantiles(mags.ravel(), out_w.ravel(), (0.1, 0.9))
@@ -309,6 +349,7 @@ def fit_offsets(vt: pd.DataFrame, family: str = "auto", iters: int = 40) -> Offs
         frames=prm["frames"],
         gain=prm["gain"],
         shrink_below_100=prm["shrink"],
+        shrink_below_px=float(prm.get("shrink_px", 100.0)),
         p_reverse_30_100=prm["rho"],
         noise_dist=chosen,
         noise_scale_px=prm["scale"],
@@ -545,10 +586,14 @@ def fit_model(data: CalibrationData, model: str, *, family: str = "auto", iters:
     pooled = fit_offsets(vt, family, iters)
     canvases = {c: fit_offsets(g, family, iters) for c, g in vt.groupby("canvas") if len(g) >= 20}
     shares = {"all": discrete_shares(vt)} | {c: discrete_shares(g) for c, g in vt.groupby("canvas")}
+    rule = zero_rule(vt)
     near = {
         k: {
+            "zero_rule": rule,
             "p_zero_below_30": finite_or_zero(v["zero_below_30"]),
             "p_zero_30_100": finite_or_zero(v["zero_30_100"]),
+            "p_zero_in_box": finite_or_zero(v["zero_in_box"]),
+            "p_zero_box_near": finite_or_zero(v["zero_box_near"]),
             "axis_drop": finite_or_zero(v["axis_drop"]),
             "axis_drop_x": finite_or_zero(v["axis_drop_x"]),
             "axis_drop_y": finite_or_zero(v["axis_drop_y"]),
@@ -557,6 +602,14 @@ def fit_model(data: CalibrationData, model: str, *, family: str = "auto", iters:
         }
         for k, v in shares.items()
     }
+    if rule == "box":  # a model that stops on the button also drops the axis it is aligned on
+        for k, v in shares.items():
+            for ax in ("x", "y"):
+                near[k][f"axis_drop_{ax}"] = finite_or_zero(v[f"axis_drop_{ax}_off_span"])
+                near[k][f"axis_drop_{ax}_in_span"] = finite_or_zero(v[f"axis_drop_{ax}_in_span"])
+            for key, share in IN_BOX_SPLIT.items():  # sparse on a canvas: the pooled share
+                pooled_v, own = shares["all"][share], v[share]
+                near[k][key] = finite_or_zero(own if math.isfinite(own) else pooled_v)
     conf = fit_confidence(vt, pooled.gain, _dominant(pooled.frames))
     ct = click_table(steps, model)
     firsts = {t: first_element_of(t) for t in ct["task"].unique()}

@@ -14,10 +14,10 @@ values below are set by hand, under three constraints, and written into every ca
   which still leaves an 18-point step over 300 trials per size (the small marker is also placed about
   5 px off and confused with label glyphs);
 - Table 5.2 (text only 6 / 17, crosshair only 12 / 12, full 14 / 17) stays inside the simulator's 95 %
-  predictive interval (met for text only and full; crosshair only, 12 / 12 against [6, 11], is not: the
-  profile's DVOC under-prediction, issue 16 item 4, sinks it whatever the perception). Table 5.2 is
-  therefore an **in-sample** check (:data:`dvoc_bench.calibration.predictive.PUBLISHED` marks it so);
-  5.1 and 5.3 stay out of sample.
+  predictive interval (met for all three since the Gemini profile's stopping was fitted, issue 16 item 4;
+  before, crosshair only, 12 / 12 against [6, 11], was not). Table 5.2 is therefore an **in-sample**
+  check (:data:`dvoc_bench.calibration.predictive.PUBLISHED` marks it so); 5.1 and 5.3 stay out of
+  sample.
 """
 
 from __future__ import annotations

@@ -37,7 +37,31 @@ from dvoc_bench.calibration.replay import refine_discrete, replay_clicks, replay
 # -------------------------------------------------------------------------------------------- sim block
 
 
-def _offset_sections(o: OffsetFit, near: Mapping[str, float]) -> dict[str, Any]:
+def _near_section(o: OffsetFit, near: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``near`` section: the zero rule's rates (by distance, or by the box under ``zero_rule: box``),
+    the reversal rate and the shrink."""
+    if near.get("zero_rule", "distance") == "box":
+        zeros: dict[str, Any] = {
+            "zero_rule": "box",
+            "p_zero_in_box_below_15": round_to(near["p_zero_in_box_below_15"]),
+            "p_zero_in_box_below_30": round_to(near["p_zero_in_box_below_30"]),
+            "p_zero_in_box": round_to(near["p_zero_in_box"]),
+            "p_zero_box_near": round_to(near["p_zero_box_near"]),
+        }
+    else:
+        zeros = {
+            "p_zero_below_30": round_to(near["p_zero_below_30"]),
+            "p_zero_30_100": round_to(near["p_zero_30_100"]),
+        }
+    return {
+        **zeros,
+        "p_reverse_30_100": round_to(o.p_reverse_30_100),
+        "shrink_below_100": round_to(o.shrink_below_100, 2),
+        "shrink_below_px": o.shrink_below_px,
+    }
+
+
+def _offset_sections(o: OffsetFit, near: Mapping[str, Any]) -> dict[str, Any]:
     """The offset sections of a profile (top level or one canvas) from an offset fit + near-target rates."""
     noise: dict[str, Any] = {"dist": o.noise_dist, "scale_px": round_to(o.noise_scale_px, 2)}
     if o.noise_dist == "student_t":
@@ -55,18 +79,21 @@ def _offset_sections(o: OffsetFit, near: Mapping[str, float]) -> dict[str, Any]:
             "min_px": round_to(o.outlier_min_px, 1),
             "max_px": round_to(max(o.outlier_max_px, o.outlier_min_px), 1),
         },
-        "near": {
-            "p_zero_below_30": round_to(near["p_zero_below_30"]),
-            "p_zero_30_100": round_to(near["p_zero_30_100"]),
-            "p_reverse_30_100": round_to(o.p_reverse_30_100),
-            "shrink_below_100": round_to(o.shrink_below_100, 2),
-        },
+        "near": _near_section(o, near),
         "axis_drop": {
             "p": round_to(near["axis_drop"]),
             "p_x": round_to(near["axis_drop_x"]),
             "p_y": round_to(near["axis_drop_y"]),
             "max_px": near.get("axis_drop_max_px"),
             "max_axis_px": near.get("axis_drop_max_axis_px"),
+            **(
+                {
+                    "p_x_in_span": round_to(near["axis_drop_x_in_span"]),
+                    "p_y_in_span": round_to(near["axis_drop_y_in_span"]),
+                }
+                if "axis_drop_x_in_span" in near
+                else {}
+            ),
         },
     }
 
@@ -255,7 +282,11 @@ HEADER = """\
 # goodness of fit per statistic (simulator replayed on the recorded inputs vs the records).
 #   frames / gain / noise / outlier / near.shrink / near.p_reverse: EM over the simulator's own paths
 #     (upstream-facts §9.1 model-frame test H0/H1/H2, §9.2 residuals), per canvas (`canvas:`) and pooled.
-#   near.p_zero_* / axis_drop: recorded shares (§9.2, §9.3) corrected by replay until matched.
+#   near.p_zero_* / axis_drop: recorded shares (§9.2, §9.3) corrected by replay until matched;
+#     `near.zero_rule: box` when at least 90 % of the model's (0, 0) reports (20 or more) came with the
+#     crosshair on the target box or at most 10 px off it: then the rates are inside the box (below 15,
+#     15-30, from 30 px off its centre) / near it, and the axis-drop rates are split by whether the
+#     crosshair lies within the box's span on that axis.
 #   confidence: categorical per bucket of the reported magnitude (§9.5). consistency: per-call repeat
 #     rate, sqrt of the share of identical answers over pairs of calls with identical input (same prompt,
 #     same image; §9.6 "fixation"); the trial seed enters every other draw.

@@ -125,18 +125,33 @@ def refine_discrete(
     reps: int = 3,
     seed: int = 0,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Correct the zero-report rates and the axis-drop rate so that the simulator, replayed on the recorded
-    inputs, reproduces the recorded shares per canvas (its rules act on the *perceived* offset in its
-    native frame, the records are binned by the true distance). Multiplicative updates, clipped to [0, 1].
-    Returns the new ``sim`` block and the per-round log."""
+    """Correct the zero-report rates (by distance bin, or inside / near the box under ``near.zero_rule:
+    box``, then with the axis-drop rates split by the box's span) and the axis-drop rates so that the
+    simulator, replayed on the recorded inputs, reproduces the recorded shares per canvas (its rules act
+    on the *perceived* offset in its native frame, the records are binned by the true distance).
+    Multiplicative updates, clipped to [0, 1]. Returns the new ``sim`` block and the per-round log."""
     block = json.loads(json.dumps(block))  # deep copy
     target = {c: discrete_shares(g) for c, g in vt.groupby("canvas")}
     history = []
-    keys = (
-        ("zero_below_30", "near", "p_zero_below_30"),
-        ("zero_30_100", "near", "p_zero_30_100"),
-        ("axis_drop_x", "axis_drop", "p_x"),
-        ("axis_drop_y", "axis_drop", "p_y"),
+    by_box = block.get("near", {}).get("zero_rule") == "box"
+    keys: tuple[tuple[str, str, str], ...] = (
+        (
+            ("zero_in_box_below_15", "near", "p_zero_in_box_below_15"),
+            ("zero_in_box_15_30", "near", "p_zero_in_box_below_30"),
+            ("zero_in_box_over_30", "near", "p_zero_in_box"),
+            ("zero_box_near", "near", "p_zero_box_near"),
+            ("axis_drop_x_off_span", "axis_drop", "p_x"),
+            ("axis_drop_y_off_span", "axis_drop", "p_y"),
+            ("axis_drop_x_in_span", "axis_drop", "p_x_in_span"),
+            ("axis_drop_y_in_span", "axis_drop", "p_y_in_span"),
+        )
+        if by_box
+        else (
+            ("zero_below_30", "near", "p_zero_below_30"),
+            ("zero_30_100", "near", "p_zero_30_100"),
+            ("axis_drop_x", "axis_drop", "p_x"),
+            ("axis_drop_y", "axis_drop", "p_y"),
+        )
     )
     for rnd in range(rounds):
         sim = replay_offsets(block, vt, truths, seed=seed + rnd, reps=reps)

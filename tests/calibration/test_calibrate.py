@@ -421,8 +421,8 @@ def test_axis_drops_stop_beyond_their_axis_reach() -> None:
     truth = cal.replay_truths(["S1"])["S1"]
     tools = [{"type": "function", "function": {"name": "report_offset", "parameters": {}}}]
     img = np.zeros((600, 800, 3), dtype=np.uint8)
-    img[299:302, 200:231] = (255, 0, 0)  # crosshair at (215, 300): x is 185 px off, y 0
-    img[285:316, 214:217] = (255, 0, 0)
+    img[289:292, 200:231] = (255, 0, 0)  # crosshair at (215, 290): x is 185 px off, y 10 (a drop of x
+    img[275:306, 214:217] = (255, 0, 0)  # must not leave (0, 0): that would be a zero report)
 
     def dropped(reach: float | None) -> int:
         sim = {"frames": {"pixel": 1}, "axis_drop": {"p": 1.0, "max_axis_px": reach}}

@@ -53,6 +53,23 @@ def test_gemini_drops_x_far_more_often_than_y(data: cal.CalibrationData) -> None
     assert s["zero_below_30"] == pytest.approx(0.57, abs=0.01)  # §9.2
 
 
+def test_gemini_stops_on_the_button_and_the_fit_says_so(data: cal.CalibrationData) -> None:
+    """Issue 16 item 4: Gemini's (0, 0) reports come with the crosshair on the target box (or at most 10 px
+    off it), not at a distance from its centre, so the fit gives it ``near.zero_rule: box``; the Gemmas
+    (7 zeros; 23 of 31 on the box) keep the distance rule."""
+    from dvoc_bench.calibration.extract import zeros_on_box
+    from dvoc_bench.calibration.fit import zero_rule
+
+    vt = cal.verify_table(data.runs.steps, "gemini-3.1-flash-lite")
+    assert zeros_on_box(vt) == (112, 118)
+    s = cal.discrete_shares(vt[vt["canvas"] == "800x600"])
+    assert s["zero_off_box"] == 0.0 and s["zero_in_box"] == pytest.approx(0.52, abs=0.01)
+    rules = {m: zero_rule(cal.verify_table(data.runs.steps, m)) for m in cal.CALIBRATED_MODELS}
+    assert rules == {"gemini-3.1-flash-lite": "box", "gemma-4-26b": "distance", "gemma-4-31b": "distance"}
+    doc = yaml.safe_load((CONF / "sim-gemini-3.1-flash-lite.yaml").read_text())
+    assert doc["sim"]["near"]["zero_rule"] == "box"
+
+
 @pytest.mark.parametrize("model", cal.CALIBRATED_MODELS)
 def test_committed_profile_records_its_data_and_replays_the_steps(
     data: cal.CalibrationData, model: str

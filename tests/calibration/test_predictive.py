@@ -23,10 +23,7 @@ CONF = ROOT / "conf" / "model"
 INSTANCES, REPEATS = 2, 3
 """Simulated instances x repeats per cell (6 simulated trials per recorded cell)."""
 
-KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("gemini-3.1-flash-lite", "dvoc"): "issue 16 item 4: the Gemini profile under-predicts DVOC success "
-    "(recorded 79 of 90, SIMULATED 95 % predictive interval about [60, 75] with the perception model)",
-}
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
 """(model, method) the committed profiles are known to miss, with the reason (strict xfail: a fix must
 remove the entry)."""
 
@@ -70,6 +67,36 @@ def test_recorded_count_is_inside_the_predictive_interval(
         f"{model} {method}: recorded {r['k']} of {r['n']}, SIMULATED 95 % predictive interval "
         f"[{r['lo']}, {r['hi']}] (mean {r['sim_mean']:.1f})"
     )
+
+
+@pytest.fixture(scope="module")
+def published_check(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
+    need_upstream()
+    root = tmp_path_factory.mktemp("pub")
+    sims = {
+        exp: pr.simulate_instances(
+            exp,
+            ["gemini-3.1-flash-lite"],
+            cal.SYNTHETIC_TASKS,
+            root,
+            repeats=REPEATS,
+            instances=INSTANCES,
+        )
+        for exp in ("ablation_predict", "ablation_overlay", "ablation_alpha")
+    }
+    return pr.check_published(sims)
+
+
+def test_published_ablation_counts_are_inside_the_predictive_interval(published_check: pd.DataFrame) -> None:
+    """Tables 5.1 and 5.3 (out of sample: never fitting inputs) and 5.2 (in sample: it set the perception
+    parameters), Gemini 3.1 FL, each count inside the SIMULATED 95 % predictive interval for the published
+    n."""
+    got = published_check
+    assert set(got["table"]) == {"5.1", "5.2", "5.3"} and len(got) == 8, got.to_string()
+    assert set(got.loc[got["table"] == "5.2", "sample"]) == {"in-sample"}
+    assert set(got.loc[got["table"] != "5.2", "sample"]) == {"out-of-sample"}
+    bad = got[~got["inside"]]
+    assert bad.empty, "outside the SIMULATED predictive interval:\n" + bad.to_string()
 
 
 def test_a_broken_gain_fails_the_check(data: cal.CalibrationData, tmp_path: Path) -> None:

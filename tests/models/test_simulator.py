@@ -354,6 +354,39 @@ def test_zero_rule_box_stops_on_the_element_not_by_distance() -> None:
     assert zeros((330, 272)) == 0  # 27 px below the centre, outside: the distance rate (1.0) is not used
 
 
+def test_zero_rule_box_splits_the_in_box_rate_by_the_distance_to_the_centre() -> None:
+    """``p_zero_in_box_below_15`` / ``_below_30``: on the box, the (0, 0) rate rises as the crosshair nears
+    the box's centre (Gemini 3.1 FL: 19 of 21 within 15 px, 44 of 79 at 15-30, 43 of 113 further); the
+    distance is the crosshair's to the centre, not the noisy perceived offset's."""
+    sim = {
+        **EXACT_PIXEL,
+        "noise": {"scale_px": 40.0},  # a perceived offset far from the truth must not move the bins
+        "near": {
+            "zero_rule": "box",
+            "p_zero_in_box_below_15": 0.9,
+            "p_zero_in_box_below_30": 0.5,
+            "p_zero_in_box": 0.1,
+            "p_zero_box_near": 0.0,
+        },
+    }
+    model = _model(sim)
+    n = 300
+
+    def zeros(at: tuple[int, int]) -> int:
+        img = _with_crosshair(at)
+        calls = [_args(model, _req(img, _text(), seed=s)) for s in range(n)]
+        return sum(c["dx"] == 0 and c["dy"] == 0 for c in calls)
+
+    # SAVE is (300, 230)-(360, 260), centre (330, 245)
+    assert _binom_ok(zeros((325, 248)), n, 0.9)  # 6 px from the centre
+    assert _binom_ok(zeros((310, 245)), n, 0.5)  # 20 px
+    assert _binom_ok(zeros((302, 240)), n, 0.5)  # 28.4 px
+    assert _binom_ok(zeros((359, 236)), n, 0.1)  # 30.4 px: the outer rate
+    without = {**sim, "near": {"zero_rule": "box", "p_zero_in_box": 0.1}}  # no split: one rate
+    model = _model(without)
+    assert _binom_ok(zeros((325, 248)), n, 0.1)
+
+
 def test_axis_drop_in_span_applies_while_aligned_with_the_box() -> None:
     """``axis_drop.p_x_in_span``: dx is reported 0 at that rate while the crosshair lies within the x span of
     the box aimed at (at most 10 px outside it), whatever the offset; the rule of ``p_x`` otherwise."""
@@ -374,10 +407,27 @@ def test_shrink_axis_drop_and_informative_confidence() -> None:
         "confidence": {"by_distance": [{"max_px": 30, "values": [1.0]}, {"max_px": None, "values": [0.8]}]},
     }
     model = _model(sim)
-    a = _args(model, _req(_with_crosshair((270, 245)), _text()))  # 60 px -> 30 px, not dropped (|dx| = 30)
+    a = _args(model, _req(_with_crosshair((270, 205)), _text()))  # (60, 40) px, shrunk to (30, 20)
+    assert (a["dx"], a["dy"], a["confidence"]) == (30, 0, 1.0)  # the axes are judged before the shrink
+    a = _args(model, _req(_with_crosshair((270, 245)), _text()))  # (60, 0): a drop would leave (0, 0)
     assert (a["dx"], a["dy"], a["confidence"]) == (30, 0, 1.0)
     a = _args(model, _req(_with_crosshair((100, 80)), _text()))  # both axes > 30: only the smaller drops
     assert (a["dx"], a["dy"], a["confidence"]) == (230, 0, 0.8)
+
+
+def test_the_shrink_starts_at_its_edge() -> None:
+    """``near.shrink_below_px``: offsets shorter than the edge are shrunk, longer ones reported whole (the
+    default edge is the first profiles' 100 px)."""
+    at = _with_crosshair((270, 245))  # 60 px left of SAVE's centre
+    for edge, expected in ((100.0, 30), (61.0, 30), (60.0, 60), (45.0, 60)):
+        near = {"shrink_below_100": 0.5} | ({} if edge == 100.0 else {"shrink_below_px": edge})
+        a = _args(_model({**EXACT_PIXEL, "near": near}), _req(at, _text()))
+        assert (a["dx"], a["dy"]) == (expected, 0), edge
+    near = {"shrink_below_100": 0.5, "shrink_below_px": 100.0}
+    assert (
+        SimProfile.from_mapping({"near": near}).digest()
+        == SimProfile.from_mapping({"near": {"shrink_below_100": 0.5}}).digest()
+    )
 
 
 # ------------------------------------------------------------------------------------ profiles
@@ -439,8 +489,8 @@ NAN, INF = float("nan"), float("inf")
         (
             {"near": {"p_zero_below_40": 0.1}},
             "sim.near.p_zero_below_40: unknown key; "
-            "allowed: p_zero_below_30, p_zero_30_100, p_reverse_30_100, shrink_below_100, zero_rule, "
-            "p_zero_in_box, p_zero_box_near",
+            "allowed: p_zero_below_30, p_zero_30_100, p_reverse_30_100, shrink_below_100, shrink_below_px, "
+            "zero_rule, p_zero_in_box, p_zero_box_near, p_zero_in_box_below_15, p_zero_in_box_below_30",
         ),
         (
             {"confidence": {"by_distance": [{"max_px": 30, "valeus": [1.0]}]}},

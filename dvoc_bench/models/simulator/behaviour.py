@@ -116,13 +116,22 @@ def sample_frame(weights: Mapping[str, float], rng: np.random.Generator) -> str:
     return names[int(rng.choice(len(names), p=p / p.sum()))]
 
 
-def _zero_rate(d: float, box_px: float | None, near: NearSpec) -> float:
+def _zero_rate(d: float, box_px: float | None, near: NearSpec, centre_px: float | None = None) -> float:
     """Probability of a ``(0, 0)`` report: by the perceived offset's bin (``zero_rule: distance``) or by the
-    perceived crosshair's distance to the box aimed at (``box``; ``box_px`` None = unknown, no zero)."""
+    perceived crosshair's distance to the box aimed at (``box``; ``box_px`` None = unknown, no zero; inside
+    the box by ``centre_px``, the crosshair's distance to the box's centre, when the profile splits the
+    in-box rate)."""
     if near.zero_rule == "box":
         if box_px is None or box_px > BOX_NEAR_PX:
             return 0.0
-        return near.p_zero_in_box if box_px <= 0 else near.p_zero_box_near
+        if box_px > 0:
+            return near.p_zero_box_near
+        c = d if centre_px is None else centre_px
+        if c < 15.0 and near.p_zero_in_box_below_15 is not None:
+            return near.p_zero_in_box_below_15
+        if c < NEAR_PX and near.p_zero_in_box_below_30 is not None:
+            return near.p_zero_in_box_below_30
+        return near.p_zero_in_box
     if d < NEAR_PX:
         return near.p_zero_below_30
     return near.p_zero_30_100 if d < MID_PX else 0.0
@@ -134,15 +143,18 @@ def near_target(
     axis_drop: AxisDropSpec,
     rng: np.random.Generator,
     box_px: tuple[float, float] | None = None,
+    centre_px: float | None = None,
 ) -> Offset:
     """Apply §9.2/§9.3 near-target behaviour and axis dropping to a perceived offset (px); ``box_px`` is
     the perceived crosshair's distance to the span of the box aimed at on each axis (used by ``near.zero_rule:
-    box`` and ``axis_drop.p_x_in_span`` / ``p_y_in_span``)."""
+    box`` and ``axis_drop.p_x_in_span`` / ``p_y_in_span``), ``centre_px`` its distance to that box's centre
+    (the in-box zero rates by distance; the model knows where it stands on the button, its offset estimate
+    carries the noise)."""
     d = o.magnitude
     span = (False, False) if box_px is None else (box_px[0] <= BOX_NEAR_PX, box_px[1] <= BOX_NEAR_PX)
     box_d = None if box_px is None else math.hypot(*box_px)
     by_box = near.zero_rule == "box"
-    if by_box and rng.random() < _zero_rate(d, box_d, near):
+    if by_box and rng.random() < _zero_rate(d, box_d, near, centre_px):
         return Offset(0.0, 0.0)
     if d < NEAR_PX:
         if not by_box and rng.random() < near.p_zero_below_30:
@@ -152,7 +164,8 @@ def near_target(
             return Offset(0.0, 0.0)
         if rng.random() < near.p_reverse_30_100:
             o = o.scaled(-1.0)
-    if d < MID_PX:
+    seen = o  # the axis test reads the offset as perceived, before the shrink (as §9.3 reads the truth)
+    if d < near.shrink_below_px:
         o = o.scaled(near.shrink_below_100)
     p_x, p_y = axis_drop.per_axis()
     in_x = span[0] and axis_drop.p_x_in_span is not None
@@ -162,13 +175,15 @@ def near_target(
         if in_x:  # aligned with the box on x: "dx = 0" whatever the offset
             drop_x = o.dx != 0 and rng.random() < float(axis_drop.p_x_in_span or 0.0)
         else:
-            drop_x = abs(o.dx) > AXIS_DROP_MIN_PX and rng.random() < p_x and abs(o.dx) <= reach
+            drop_x = abs(seen.dx) > AXIS_DROP_MIN_PX and rng.random() < p_x and abs(seen.dx) <= reach
         if in_y:
             drop_y = o.dy != 0 and rng.random() < float(axis_drop.p_y_in_span or 0.0)
         else:
-            drop_y = abs(o.dy) > AXIS_DROP_MIN_PX and rng.random() < p_y and abs(o.dy) <= reach
+            drop_y = abs(seen.dy) > AXIS_DROP_MIN_PX and rng.random() < p_y and abs(seen.dy) <= reach
         if drop_x and drop_y:  # never both: keep the larger component
             drop_x, drop_y = abs(o.dx) < abs(o.dy), abs(o.dx) >= abs(o.dy)
+        drop_x = drop_x and abs(o.dy) >= 1.0  # a drop never makes a (0, 0) report (§9.3 counts non-zero
+        drop_y = drop_y and abs(o.dx) >= 1.0  # replies; a zero is the zero rule's)
         o = Offset(0.0 if drop_x else o.dx, 0.0 if drop_y else o.dy)
     return o
 

@@ -218,15 +218,16 @@ class SimulatedModel:
                 args = {"dx": 0, "dy": 0, "confidence": prof.confidence.sample(rng, 0.0)}
                 return self._reply(None, ToolCall("report_offset", json.dumps(args)))
             p_hat = size.centre
-        box_px = span_distance(aimed_box(truth, aimed), p_hat)
+        box = aimed_box(truth, aimed)
+        box_px, centre_px = span_distance(box, p_hat), box.centre.dist(p_hat)
         if frame == "mixed":  # H2: target in 0-1000 units, crosshair in pixels; believed to be pixels
             g_t = point_from_pixels(t_hat, Frame.NORM1000, size)
             o = gain_jitter(g_t - p_hat, prof.noise, rng)
-            belief = near_target(o, prof.near, prof.axis_drop, rng, box_px)
+            belief = near_target(o, prof.near, prof.axis_drop, rng, box_px, centre_px)
             native = belief
         else:
             o = gain_jitter(t_hat - p_hat, prof.noise, rng)
-            belief = near_target(o, prof.near, prof.axis_drop, rng, box_px)
+            belief = near_target(o, prof.near, prof.axis_drop, rng, box_px, centre_px)
             native = offset_from_pixels(belief, frame_of(frame), size)
         gx, gy = prof.gain
         conf = prof.confidence.sample(rng, belief.magnitude)

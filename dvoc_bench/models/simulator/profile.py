@@ -158,7 +158,12 @@ class NearSpec(Declared):
     p_reverse_30_100: Prob = 0.0
     """Probability of reversing the direction at 30-100 px (among non-zero reports)."""
     shrink_below_100: NonNegFloat = 1.0
-    """Gain factor applied to perceived offsets below 100 px (under-reporting near the target)."""
+    """Gain factor applied to perceived offsets shorter than ``shrink_below_px`` (under-reporting near the
+    target; the name keeps the first profiles' edge of 100 px)."""
+    shrink_below_px: PosFloat = 100.0
+    """Where the shrink starts (px of the perceived offset; calibration: the edge of largest likelihood
+    among :data:`~dvoc_bench.calibration.fit.SHRINK_EDGES`. Gemini 3.1 FL reported 0.8-0.9 of the distance
+    at 30-60 px and all of it from 60 px: a shrink up to 100 px made the simulated model stop early)."""
     zero_rule: Literal["distance", "box"] = "distance"
     """What decides a ``(0, 0)`` report: ``distance``, the perceived offset's bins above; ``box``, whether
     the perceived crosshair lies on the element aimed at (calibration: 112 of Gemini 3.1 FL's 118 zero
@@ -170,6 +175,14 @@ class NearSpec(Declared):
     p_zero_box_near: Prob = 0.0
     """``zero_rule: box``: probability of ``(0, 0)`` when it lies outside, at most ``BOX_NEAR_PX`` (10 px)
     from the box; further off the report is never ``(0, 0)``."""
+    p_zero_in_box_below_15: Prob | None = None
+    """``zero_rule: box``: the in-box rate while the perceived offset is below 15 px; ``None`` =
+    ``p_zero_in_box`` (calibration: Gemini 3.1 FL reported (0, 0) in 19 of 21 in-box replies within 15 px
+    of the centre, 44 of 79 at 15-30 px, 43 of 113 further: the rate rises as the crosshair nears the
+    centre)."""
+    p_zero_in_box_below_30: Prob | None = None
+    """``zero_rule: box``: the in-box rate at 15-30 px (below 30 px when ``p_zero_in_box_below_15`` is
+    ``None``); ``None`` = ``p_zero_in_box``, which then holds from 30 px on."""
 
 
 class AxisDropSpec(Declared):
@@ -520,6 +533,11 @@ class SimProfile(Declared):
             ):  # the defaults: profiles with the distance rule keep their digest
                 for k in ("zero_rule", "p_zero_in_box", "p_zero_box_near"):
                     near.pop(k, None)
+            for k in ("p_zero_in_box_below_15", "p_zero_in_box_below_30"):
+                if k in near and near[k] is None:
+                    near.pop(k)
+            if near.get("shrink_below_px") == 100.0:
+                near.pop("shrink_below_px")  # the first profiles' edge: their digest
         blob = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
