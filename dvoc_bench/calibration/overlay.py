@@ -10,9 +10,10 @@ values below are set by hand, under three constraints, and written into every ca
   S1-S6; a 1 px, 11 px crosshair has 0.84) is seen only some of the time, and is then placed a few pixels
   off. ``detect_salience`` was first 0.9; the overlay sweep (``python -m dvoc_bench.bench overlay``) then
   gave 49 % for that smallest crosshair against 72 % for the next size (a 22-point step); at 0.65, 56 %
-  against 72 % (17 points); it is now 0.55 (the smallest crosshair is seen in about 85 % of calls),
-  which still leaves an 18-point step over 300 trials per size (the small marker is also placed about
-  5 px off and confused with label glyphs);
+  against 72 % (17 points); it is now 0.55 (the smallest crosshair is seen in about 85 % of calls). With
+  the refitted Gemini profile the sweep's arm lengths and bar widths move by at most 5.3 and 8.0 points
+  between neighbours; the 11 px, 1 px crosshair itself (61 % against 85 % for 21 px, 2 px) stays the one
+  steep corner: it is lost among the circle's and labels' strokes in about half the frames;
 - Table 5.2 (text only 6 / 17, crosshair only 12 / 12, full 14 / 17) stays inside the simulator's 95 %
   predictive interval (met for all three since the Gemini profile's stopping was fitted, issue 16 item 4;
   before, crosshair only, 12 / 12 against [6, 11], was not). Table 5.2 is therefore an **in-sample**
