@@ -12,6 +12,10 @@ import logging
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dvoc_bench.calibration import CalibrationData
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,6 +50,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--validate-only", action="store_true", help="no fit: validate the profiles already in --out"
+    )
+    p.add_argument(
+        "--predictive",
+        action="store_true",
+        help="no fit: the recorded and published success counts against the simulated 95 %% predictive "
+        "intervals (protocol=paper, S1-S6, radius rule; --instances, default 4 here, x --repeats per cell)",
     )
     p.add_argument(
         "--repeat-check",
@@ -83,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stale: list[str] = []
-    for model in [] if args.validate_only or args.repeat_check else models:
+    for model in [] if args.validate_only or args.repeat_check or args.predictive else models:
         t0 = time.perf_counter()
         c = cal.calibrate_model(
             data,
@@ -137,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         report.write_text("\n".join(text) + "\n", encoding="utf-8")
         print("\n".join(text))
         print(f"\nreport: {report}")
+    if args.predictive:
+        _predictive(data, models, out, args)
     if args.repeat_check:
         from dvoc_bench.calibration.repeats import repeat_check
 
@@ -147,6 +159,32 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(["stale profiles (re-run python -m dvoc_bench.calibrate):", *stale]), file=sys.stderr)
         return 1
     return 0
+
+
+def _predictive(data: CalibrationData, models: list[str], out: Path, args: argparse.Namespace) -> None:
+    """Print the README's validation table: the recorded counts of ``models`` and Gemini's published
+    ablation counts against the simulated predictive intervals (:mod:`dvoc_bench.calibration.predictive`)."""
+    from dvoc_bench import calibration as cal
+    from dvoc_bench.analysis.markdown import md_table
+    from dvoc_bench.calibration import predictive as pr
+
+    inst = args.instances if args.instances > 1 else 4
+    kw = {"repeats": args.repeats, "instances": inst, "models_dir": out, "seed": args.seed}
+    root = Path(args.runs) / "predictive"
+    sim = pr.simulate_instances("paper_main", models, cal.SYNTHETIC_TASKS, root, **kw)
+    print(
+        f"\n# Recorded counts vs SIMULATED 95 % predictive intervals "
+        f"({inst} instances x {args.repeats} repeats)\n"
+    )
+    print(md_table(pr.check_recorded(data, sim, models=models)))
+    if "gemini-3.1-flash-lite" in models:
+        exps = ("ablation_predict", "ablation_overlay", "ablation_alpha")
+        sims = {
+            e: pr.simulate_instances(e, ["gemini-3.1-flash-lite"], cal.SYNTHETIC_TASKS, root, **kw)
+            for e in exps
+        }
+        print("\n# Published Gemini counts (Tables 5.1-5.3) vs SIMULATED 95 % predictive intervals\n")
+        print(md_table(pr.check_published(sims)))
 
 
 def _diff_lines(a: str, b: str) -> int:

@@ -73,8 +73,8 @@ IN_BOX_SPLIT = {
     "p_zero_in_box_below_30": "zero_in_box_15_30",
     "p_zero_in_box": "zero_in_box_over_30",
 }
-"""``zero_rule: box``: the in-box rates by the perceived offset's bin and the recorded shares they start
-from (Gemini 3.1 FL: 19 of 21 within 15 px, 44 of 79 at 15-30, 43 of 113 further)."""
+"""``zero_rule: box``: the in-box rates by the crosshair's distance to the box centre and the recorded shares
+they start from (Gemini 3.1 FL: 19 of 21 within 15 px, 44 of 79 at 15-30, 43 of 113 further)."""
 
 
 def zero_rule(vt: pd.DataFrame) -> str:

@@ -17,18 +17,12 @@ import pytest
 import yaml
 
 from dvoc_bench import calibration as cal
-from tests.upstream import UPSTREAM, need_upstream, needs_upstream
+from tests.upstream import UPSTREAM, needs_upstream
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf" / "model"
 
 pytestmark = needs_upstream
-
-
-@pytest.fixture(scope="module")
-def data() -> cal.CalibrationData:
-    need_upstream()
-    return cal.load_calibration_data(UPSTREAM)
 
 
 def test_the_fittable_models_are_the_three_with_data(data: cal.CalibrationData) -> None:

@@ -14,7 +14,7 @@ import yaml
 
 from dvoc_bench import calibration as cal
 from dvoc_bench.calibration import predictive as pr
-from tests.upstream import UPSTREAM, need_upstream, needs_upstream
+from tests.upstream import need_upstream, needs_upstream
 
 pytestmark = needs_upstream
 
@@ -26,12 +26,6 @@ INSTANCES, REPEATS = 2, 3
 KNOWN_GAPS: dict[tuple[str, str], str] = {}
 """(model, method) the committed profiles are known to miss, with the reason (strict xfail: a fix must
 remove the entry)."""
-
-
-@pytest.fixture(scope="module")
-def data() -> cal.CalibrationData:
-    need_upstream()
-    return cal.load_calibration_data(UPSTREAM)
 
 
 @pytest.fixture(scope="module")

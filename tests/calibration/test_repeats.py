@@ -14,7 +14,7 @@ import yaml
 
 from dvoc_bench import calibration as cal
 from dvoc_bench.calibration.repeats import binomial_band, recorded_final_repeats, repeat_check
-from tests.upstream import UPSTREAM, need_upstream, needs_upstream
+from tests.upstream import needs_upstream
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf" / "model"
@@ -28,12 +28,6 @@ def test_binomial_band_edges() -> None:
     assert binomial_band(90, 0.1) == (4, 15)
     assert binomial_band(10, 0.0) == (0, 0) and binomial_band(10, 1.0) == (10, 10)
     assert binomial_band(0, 0.5) == (0, 0) and binomial_band(1, 0.5) == (0, 1)
-
-
-@pytest.fixture(scope="module")
-def data() -> cal.CalibrationData:
-    need_upstream()
-    return cal.load_calibration_data(UPSTREAM)
 
 
 @pytest.fixture(scope="module")
