@@ -280,7 +280,8 @@ def cost_table(
     s = summary(trials, rule, by=by, n_boot=1)
     s = s[s["cost_usd"].notna()]
     cols = [*_keys(by), "simulated", "valid", "success", "calls", "tokens_in", "tokens_out", "cost_usd"]
-    return s[[*cols, "cost_per_success", "rule"]].reset_index(drop=True)
+    assumed = ["assumed"] if "assumed" in s else []  # the row's assumption markers reach the report
+    return s[[*cols, "cost_per_success", "rule", *assumed]].reset_index(drop=True)
 
 
 # ------------------------------------------------------------------------------------------------- paired

@@ -40,7 +40,7 @@ from dvoc_bench.records import read_jsonl
 log = logging.getLogger(__name__)
 
 CACHE_DIR = ".analysis_cache"
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 RUN_DIR_ENV = "DVOC_RUN_DIR"
 """Environment variable naming the run directory notebooks read (else the newest under ``runs/``)."""
 
@@ -212,6 +212,10 @@ def flatten_step(r: Mapping[str, Any]) -> dict[str, Any]:
     d["step_raw_dx"], d["step_raw_dy"] = _xy(d.pop("step_raw", None))
     d["step_dx"], d["step_dy"] = _xy(d.pop("step_clamped", None))
     d["next_x"], d["next_y"] = _xy(d.pop("next_draft", None))
+    d["sent_w"], d["sent_h"] = _xy(d.pop("sent_size", None))
+    crop = d.pop("crop", None)
+    d["crop_x0"], d["crop_y0"] = _xy(crop[:2] if crop else None)
+    d["crop_x1"], d["crop_y1"] = _xy(crop[2:] if crop else None)
     calls = d.get("reply_tool_calls")
     d["reply_tool_calls"] = json.dumps(calls, ensure_ascii=False) if calls else None
     return _scalars(d, _STEP_KNOWN)

@@ -127,6 +127,13 @@ STEP_COLUMNS: dict[str, str] = {
     "step_dy": FLOAT,
     "next_x": FLOAT,
     "next_y": FLOAT,
+    "image_scale": FLOAT,  # sent pixels per screenshot pixel (resized or zoomed); <NA> when sent as is
+    "sent_w": INT,  # size of the image actually sent (the answer frame's), when resized or cropped
+    "sent_h": INT,
+    "crop_x0": FLOAT,  # the screenshot region the image showed (zoom rounds); <NA> for the whole screen
+    "crop_y0": FLOAT,
+    "crop_x1": FLOAT,
+    "crop_y1": FLOAT,
     "latency_s": FLOAT,
     "tokens_in": INT,
     "tokens_out": INT,

@@ -240,6 +240,22 @@ def test_cost_per_success(runs):
     assert not ((c2["model"] == m) & (c2["method"] == meth)).any()
 
 
+def test_the_cost_table_keeps_the_rows_assumption_markers(runs):
+    """A zoom row of a calibrated profile reads ``[SIMULATED; crops/zoom assumed]`` in the report's cost
+    table as in every other table (the table used to drop the markers)."""
+    from dvoc_bench.analysis.markdown import label_models
+
+    t = runs.trials.copy()
+    sim = t.index[t["simulated"].astype(bool)]
+    assert len(sim)
+    m, meth = t.loc[sim[0], "model"], t.loc[sim[0], "method"]
+    grp = (t["model"] == m) & (t["method"] == meth)
+    t["simulated_assumptions"] = [["crops/zoom assumed"] if g else [] for g in grp]
+    labelled = label_models(honest.cost_table(t, "hit"))
+    assert f"{m} [SIMULATED; crops/zoom assumed]" in set(labelled["model"])
+    assert "assumed" not in labelled
+
+
 def test_paired_comparison_on_same_starts(runs):
     t = runs.trials
     pr = honest.paired(t, "method", "dvoc", "oneshot", "hit")

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -178,3 +179,21 @@ def test_a_bad_image_block_of_a_simulated_model_is_a_one_line_config_error(tmp_p
         quick_setup([f"paths.models={tmp_path}", "models=[bad]", "tasks=[S1]", "methods=[zoom]"])
     with pytest.raises(ConfigError, match=r"^zoom.factor: must be greater than 1"):
         quick_setup(["models=[sim-ideal]", "tasks=[S1]", "methods=[zoom]", "zoom.factor=1"])
+
+
+def test_the_steps_frame_holds_the_scale_size_and_crop_of_each_image_sent(run):
+    """``load_runs``: the analysis frame carries what the records say of each image sent (``image_scale``,
+    ``sent_w``/``sent_h``, the crop's corners), so a notebook can split errors by zoom round."""
+    from dvoc_bench.analysis.loaders import load_runs
+
+    _, _, _, steps, run_dir = run
+    df = load_runs(run_dir, cache=False).steps.set_index(["trial_key", "index"])
+    for s in steps:
+        row = df.loc[(s["trial_key"], s["index"])]
+        assert row["image_scale"] == pytest.approx(s["image_scale"])
+        assert [row["sent_w"], row["sent_h"]] == s["sent_size"]
+        if s["crop"] is None:
+            assert pd.isna(row["crop_x0"]) and pd.isna(row["crop_y1"])
+        else:
+            assert [row["crop_x0"], row["crop_y0"], row["crop_x1"], row["crop_y1"]] == s["crop"]
+    assert df["crop_x0"].notna().any() and df["crop_x0"].isna().any()
