@@ -7,7 +7,8 @@ request, plus the scene registry for ground truth:
 - ``POST /v1/chat/completions``: the ``model`` field names a simulator profile (``conf/model/<name>.yaml``
   of kind ``simulator``, e.g. ``sim-gemma-4-26b``; LiteLLM's ``openai/`` prefix is stripped by LiteLLM
   itself). The user turn's text and its ``data:image/png`` URL are the prompt and the image; ``tools``,
-  ``tool_choice`` and ``seed`` are passed to the simulator. The scene is identified from the prompt (the
+  ``tool_choice``, ``seed`` and a zoom round's ``dvoc_crop`` (which the client sends for simulated configs
+  only) are passed to the simulator. The scene is identified from the prompt (the
   scene whose instruction occurs in the text; the longest such instruction wins), failing that from the
   image: the sha256 of the clean screenshot's PNG, then the clean screenshot with the most identical pixels
   (the annotated frame differs from it only under the overlay; a downscaled image is compared with the
@@ -66,7 +67,7 @@ import numpy as np
 
 from dvoc_bench.config import ConfigError, default_conf_dir, load_model_config
 from dvoc_bench.geometry import Size
-from dvoc_bench.models.base import ModelRequest, Reply
+from dvoc_bench.models.base import CROP_FIELD, ModelRequest, Reply
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel
 from dvoc_bench.render import encode_png
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
@@ -338,6 +339,7 @@ class SimBackend:
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise HTTPError(400, "'seed' must be an integer", "invalid_request_error")
         tc = body.get("tool_choice")
+        crop = _crop(body.get(CROP_FIELD))
         req = ModelRequest(
             text=text,
             image_png=png,
@@ -347,8 +349,18 @@ class SimBackend:
             seed=seed,
             tool_choice=tc if isinstance(tc, str) else None,
             image_rgb=image,
+            crop=crop,
         )
         return _completion(model.name, model.respond(req), req.sha(model.name))
+
+
+def _crop(v: Any) -> tuple[float, float, float, float] | None:
+    """The zoom crop the client sent (``dvoc_crop``: ``[x0, y0, x1, y1]``, screenshot px); else a 400."""
+    nums = isinstance(v, list) and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
+    if v is not None and not (nums and len(v) == 4 and v[0] < v[2] and v[1] < v[3]):
+        msg = f"'{CROP_FIELD}' must be [x0, y0, x1, y1] with x0 < x1 and y0 < y1"
+        raise HTTPError(400, msg, "invalid_request_error")
+    return None if v is None else (float(v[0]), float(v[1]), float(v[2]), float(v[3]))
 
 
 def _user_turn(messages: Any) -> tuple[str, bytes | None]:

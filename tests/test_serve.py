@@ -11,7 +11,7 @@ import urllib.request
 import numpy as np
 import pytest
 
-from dvoc_bench.geometry import Point
+from dvoc_bench.geometry import Point, Size
 from dvoc_bench.models.base import ModelRequest
 from dvoc_bench.protocol import tools_for
 from dvoc_bench.render import OverlayStyle, draw_overlay, encode_png
@@ -199,3 +199,34 @@ def _copy_s1(dest):
     (dest / "synthetic").mkdir(parents=True)
     src = default_scenes_dir() / "synthetic" / "S1.yaml"
     (dest / "synthetic" / "S1.yaml").write_text(src.read_text())
+
+
+def test_a_zoom_crop_in_the_body_reaches_the_simulator(backend, registry):
+    """``dvoc_crop`` (what the LiteLLM client adds for simulated configs): the server maps its truth through
+    the crop as the in-process simulator does; a malformed crop is a 400 naming the field."""
+    snap = registry.snapshot("S1")
+    crop = (300.0, 200.0, 700.0, 500.0)  # a quarter with S1's button (centre 400, 300) off its centre
+    part = np.ascontiguousarray(snap.image[200:500, 300:700])
+    png = encode_png(part)
+    body = body_for(registry, "S1", png=png, seed=5)
+    with serve_in_thread(backend=backend) as (url, _):
+        status, _, out = post(url, {**body, "dvoc_crop": list(crop)})
+        assert status == 200
+        args = json.loads(out["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"])
+        direct = backend.model("sim-gemma-4-26b").respond(
+            ModelRequest(
+                text=f"Task: {snap.instruction}",
+                image_png=png,
+                image_size=Size(400, 300),
+                tools=tools_for("point"),
+                scene_id="S1",
+                seed=5,
+                crop=crop,
+            )
+        )
+        assert json.loads(direct.tool_calls[0].arguments) == args
+        status, _, whole = post(url, body)  # the same image taken for a whole screen: another answer
+        assert json.loads(whole["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]) != args
+        for bad in ([1, 2, 3], [10, 10, 5, 20], "x", [0, 0, True, 5]):
+            status, _, err = post(url, {**body, "dvoc_crop": bad})
+            assert status == 400 and "dvoc_crop" in err["error"]["message"], bad

@@ -16,6 +16,11 @@ MAX_REPLY_CHARS = 64000
 """Default bound on a reply's text and on each tool call's arguments (``run.max_reply_chars``)."""
 
 
+CROP_FIELD = "dvoc_crop"
+"""Request-body field that carries :attr:`ModelRequest.crop` over HTTP to the local simulator
+(``dvoc_bench.serve``; sent for ``simulated: true`` configs only, never to a real provider)."""
+
+
 @dataclass(frozen=True)
 class ModelRequest:
     """One call: a single ``user`` turn with text and (optionally) one PNG image, plus tool schemas."""

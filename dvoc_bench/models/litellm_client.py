@@ -43,7 +43,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dvoc_bench.config import ConfigError, ModelConfig
-from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelCallError, ModelRequest, Reply, ToolCall, bound_reply
+from dvoc_bench.models.base import (
+    CROP_FIELD,
+    MAX_REPLY_CHARS,
+    ModelCallError,
+    ModelRequest,
+    Reply,
+    ToolCall,
+    bound_reply,
+)
 from dvoc_bench.models.options import ImageOptions, model_image
 from dvoc_bench.pricing import Pricing, config_pricing
 from dvoc_bench.redaction import (  # re-exported: the client registers keys and redacts what it returns
@@ -347,6 +355,8 @@ class LiteLLMModel:
         kw.update(req.params)
         if s.send_seed:
             kw["seed"] = int(req.seed)
+        if self.simulated and req.crop is not None:  # the local simulator maps its truth through the crop;
+            kw["extra_body"] = {CROP_FIELD: [float(v) for v in req.crop]}  # never sent to a real provider
         kw.update(timeout=s.timeout_s, num_retries=0, max_retries=0, drop_params=True)
         return kw
 

@@ -89,6 +89,18 @@ def test_the_client_sends_the_harness_image_as_it_is(png):
     assert m.cache_fingerprint()["max_side"] == 200 and "max_pixels" not in m.cache_fingerprint()
 
 
+def test_a_crop_is_sent_to_the_local_simulator_only(png):
+    """``dvoc_crop`` rides in the body (LiteLLM's ``extra_body``) for ``simulated: true`` configs; a real
+    provider never sees it (it is metadata for the simulator's truth, not for a model)."""
+    crop = (100.0, 50.0, 500.0, 350.0)
+    kw = LiteLLMModel(sim_cfg()).request_kwargs(request(png, crop=crop))
+    assert kw["extra_body"] == {"dvoc_crop": [100.0, 50.0, 500.0, 350.0]}
+    assert "extra_body" not in LiteLLMModel(sim_cfg()).request_kwargs(request(png))
+    real = replace(sim_cfg(), raw={**sim_cfg().raw, "simulated": False})
+    assert not LiteLLMModel(real).simulated
+    assert "extra_body" not in LiteLLMModel(real).request_kwargs(request(png, crop=crop))
+
+
 def test_image_options_are_validated():
     assert validate(ImageOptions, None) == ImageOptions()
     with pytest.raises(ConfigError, match="^image.max_side: must be greater than or equal to 16"):

@@ -94,3 +94,30 @@ def test_a_downscaled_image_still_reaches_the_target(sim_url, tmp_path):
     assert {t["status"] for t in trials.values()} == {"ok"}
     hit = sum(t["hit"] for t in trials.values()) / len(trials)
     assert hit >= 0.75
+
+
+def test_zoom_over_http_sends_its_crops_and_matches_the_in_process_simulator(sim_url, tmp_path):
+    """A zoom round's crop rides in the request body (``dvoc_crop``, simulated configs only) so the local
+    server maps its truth through it as the in-process simulator does; without it the server would take
+    the crop for the whole screen and answer elsewhere."""
+    url, server = sim_url
+    setup = quick_setup(
+        ["model=local-sim", "tasks=[S1,S2,S6]", "methods=[zoom,zoom_dvoc]", "starts=random:1"]
+    )
+    specs = plan(setup)
+    http = _run(
+        tmp_path / "http", setup, specs, lambda m, gate: build_model(m, setup.registry.truth, wrap=gate)
+    )
+    local = _run(
+        tmp_path / "local",
+        setup,
+        specs,
+        lambda m, gate: gate(in_process("sim-gemma-4-26b", setup.registry.truth)),
+    )
+    trials_h, steps_h, _ = http
+    trials_l, steps_l, _ = local
+    assert any(s["crop"] is not None for s in steps_h.values())  # zoom rounds were sent
+    assert {t["status"] for t in trials_h.values()} == {"ok"}
+    assert {k: _strip(t) for k, t in trials_h.items()} == {k: _strip(t) for k, t in trials_l.items()}
+    for k in steps_h:
+        assert _strip(steps_h[k]) == _strip(steps_l[k]), k

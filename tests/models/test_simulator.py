@@ -332,6 +332,13 @@ def test_near_target_and_no_tool_call_rates() -> None:
     assert all(c["dx"] in (0, 60, -60) for c in mid_calls)
 
 
+def _zero_reports(model: SimulatedModel, at: tuple[int, int], n: int) -> int:
+    """How many of ``n`` calls (seeds 0..n-1) with the crosshair at ``at`` answer (0, 0)."""
+    img = _with_crosshair(at)
+    calls = [_args(model, _req(img, _text(), seed=s)) for s in range(n)]
+    return sum(c["dx"] == 0 and c["dy"] == 0 for c in calls)
+
+
 def test_zero_rule_box_stops_on_the_element_not_by_distance() -> None:
     """``near.zero_rule: box``: (0, 0) only while the crosshair is on the box aimed at (or at most 10 px off
     it), whatever the distance to the centre; the distance rates are not used."""
@@ -343,9 +350,7 @@ def test_zero_rule_box_stops_on_the_element_not_by_distance() -> None:
     n = 300
 
     def zeros(at: tuple[int, int]) -> int:
-        img = _with_crosshair(at)
-        calls = [_args(model, _req(img, _text(), seed=s)) for s in range(n)]
-        return sum(c["dx"] == 0 and c["dy"] == 0 for c in calls)
+        return _zero_reports(model, at, n)
 
     # SAVE is (300, 230)-(360, 260): inside but 28 px from the centre / 5 px outside / 12 px outside
     assert _binom_ok(zeros((302, 245)), n, 0.6)
@@ -373,9 +378,7 @@ def test_zero_rule_box_splits_the_in_box_rate_by_the_distance_to_the_centre() ->
     n = 300
 
     def zeros(at: tuple[int, int]) -> int:
-        img = _with_crosshair(at)
-        calls = [_args(model, _req(img, _text(), seed=s)) for s in range(n)]
-        return sum(c["dx"] == 0 and c["dy"] == 0 for c in calls)
+        return _zero_reports(model, at, n)
 
     # SAVE is (300, 230)-(360, 260), centre (330, 245)
     assert _binom_ok(zeros((325, 248)), n, 0.9)  # 6 px from the centre
