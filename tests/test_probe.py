@@ -55,7 +55,10 @@ def test_probe_prompt_names_no_unit_and_no_size():
 def test_norm1000_profiles_are_recognised(registry, name, declared, expected):
     v, answers = verdict(sim(name, registry), registry, declared)
     assert v.verdict == expected and v.agrees is True
-    assert v.usable == len(answers) == 12 and v.telling >= 8
+    assert len(answers) == 12 and v.telling >= 8
+    # every answer with numbers counts; a profile may answer in prose now and then, as the records did
+    # (Gemma 4 26B: 1 of 376 replies without a tool call), and that one is not usable
+    assert v.usable == sum(a.raw is not None for a in answers) >= 10
     assert v.median_dist_px["norm1000"] < 10 < v.median_dist_px["pixel"]
 
 

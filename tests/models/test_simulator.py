@@ -459,9 +459,9 @@ def test_all_four_profiles_exist() -> None:
 # pairs) and written exactly as `python -m dvoc_bench.calibrate` writes them; then sim.perception (the
 # localiser of the crosshair, set by hand: calibration/overlay.py).
 COMMITTED_DIGESTS = {
-    "sim-gemini-3.1-flash-lite": "774038c23b0822fb",
-    "sim-gemma-4-26b": "f25caab8a7ef9003",
-    "sim-gemma-4-31b": "db81f45d5d6230c6",
+    "sim-gemini-3.1-flash-lite": "c16cbcf04511081f",
+    "sim-gemma-4-26b": "4f4f44eb7ab628da",
+    "sim-gemma-4-31b": "ee7aba7735a4851d",
     "sim-ideal": "aa45aac9192bd0a9",
     "sim-ideal-1568": "aa45aac9192bd0a9",  # the same profile behind a 1568-px input limit
 }
