@@ -26,8 +26,9 @@ assertions.
   Last line: ``rss50_mb=<a> rss500_mb=<b> growth_mb=<b-a> frame_mb_per_sample=<c>``.
 - ``overlay``: the overlay style sweep of the simulator (:mod:`dvoc_bench.bench_overlay`): five crosshair
   colours red to green, five arm lengths and five bar widths, Gemini-like DVOC on S1-S6; success with
-  clustered 95 % intervals. Last line: ``max_step_colour_pp=<x> max_step_size_pp=<y>
-  max_step_width_pp=<z>`` (neighbouring conditions; target <= 15).
+  clustered 95 % intervals, and the small corner (arm 5 / bar 1 against arm 10 / bar 2). Last line:
+  ``max_step_colour_pp=<x> max_step_size_pp=<y> max_step_width_pp=<z> max_step_corner_pp=<c>``
+  (neighbouring conditions; target <= 15 on the three axes; the corner is reported).
 - ``loader``: the run loader (target: 100,000 steps load in < 5 s). A small simulated sweep, its records
   replicated (fresh trial keys) until the run holds ``--steps`` step lines, then ``load_runs`` timed: the
   first parse (which also writes the parquet cache), a parse without cache, and the cached load. Last

@@ -38,7 +38,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--validate", action="store_true", help="also simulate the paper's sweeps and compare")
     p.add_argument("--repeats", type=int, default=3, help="repeats per start point in the validation sweeps")
     p.add_argument(
-        "--instances", type=int, default=1, help="simulated instances per model to pool (default 1)"
+        "--instances",
+        type=int,
+        default=None,
+        help="simulated instances per model to pool (default 1 for --validate, 4 for --predictive)",
     )
     p.add_argument("--no-web", action="store_true", help="validate on S1-S6 only")
     p.add_argument("--runs", default="runs/calibration", help="validation run directories (resumable)")
@@ -72,6 +75,13 @@ def main(argv: list[str] | None = None) -> int:
     from dvoc_bench import calibration as cal
     from dvoc_bench.analysis.markdown import md_table
 
+    no_fit = [f for f, on in (("--predictive", args.predictive), ("--repeat-check", args.repeat_check)) if on]
+    if args.check and no_fit:  # these run without a fit: a --check would silently check nothing
+        print(
+            f"error: --check fits and compares; {no_fit[0]} runs on the profiles without a fit",
+            file=sys.stderr,
+        )
+        return 2
     upstream = Path(args.upstream)
     if not upstream.exists():
         print(f"error: --upstream {upstream} does not exist", file=sys.stderr)
@@ -128,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             models_dir=out,
             models=models,
             repeats=args.repeats,
-            instances=args.instances,
+            instances=args.instances or 1,
             web=False if args.no_web else None,
             seed=args.seed,
         )
@@ -168,7 +178,7 @@ def _predictive(data: CalibrationData, models: list[str], out: Path, args: argpa
     from dvoc_bench.analysis.markdown import md_table
     from dvoc_bench.calibration import predictive as pr
 
-    inst = args.instances if args.instances > 1 else 4
+    inst = args.instances or 4
     kw = {"repeats": args.repeats, "instances": inst, "models_dir": out, "seed": args.seed}
     root = Path(args.runs) / "predictive"
     sim = pr.simulate_instances("paper_main", models, cal.SYNTHETIC_TASKS, root, **kw)

@@ -355,8 +355,10 @@ class SimBackend:
 
 
 def _crop(v: Any) -> tuple[float, float, float, float] | None:
-    """The zoom crop the client sent (``dvoc_crop``: ``[x0, y0, x1, y1]``, screenshot px); else a 400."""
-    nums = isinstance(v, list) and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
+    """The zoom crop the client sent (``dvoc_crop``: ``[x0, y0, x1, y1]``, finite screenshot px), or a 400."""
+    nums = isinstance(v, list) and all(
+        isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in v
+    )
     if v is not None and not (nums and len(v) == 4 and v[0] < v[2] and v[1] < v[3]):
         msg = f"'{CROP_FIELD}' must be [x0, y0, x1, y1] with x0 < x1 and y0 < y1"
         raise HTTPError(400, msg, "invalid_request_error")

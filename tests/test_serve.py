@@ -227,6 +227,6 @@ def test_a_zoom_crop_in_the_body_reaches_the_simulator(backend, registry):
         assert json.loads(direct.tool_calls[0].arguments) == args
         status, _, whole = post(url, body)  # the same image taken for a whole screen: another answer
         assert json.loads(whole["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]) != args
-        for bad in ([1, 2, 3], [10, 10, 5, 20], "x", [0, 0, True, 5]):
+        for bad in ([1, 2, 3], [10, 10, 5, 20], "x", [0, 0, True, 5], [0, 0, float("inf"), 5]):
             status, _, err = post(url, {**body, "dvoc_crop": bad})
             assert status == 400 and "dvoc_crop" in err["error"]["message"], bad

@@ -114,9 +114,25 @@ def load_calibration_data(upstream: Path | str) -> CalibrationData:
     )
 
 
+DIGEST_SKIPS = (
+    "run_dir",
+    "source",
+    "image_scale",
+    "sent_w",
+    "sent_h",
+    "crop_x0",
+    "crop_y0",
+    "crop_x1",
+    "crop_y1",
+)
+"""Step columns the records digest leaves out: where the records were read from, and what only our own
+harness writes (the image sent: scale, size, zoom crop; added to the schema after the profiles were first
+fitted, always empty in the authors' records, so they must not change its digest)."""
+
+
 def records_digest(steps: pd.DataFrame) -> str:
     """sha256 (16 hex digits) of the step rows, independent of file paths and of the time of reading."""
-    cols = sorted(c for c in steps.columns if c not in ("run_dir", "source"))
+    cols = sorted(c for c in steps.columns if c not in DIGEST_SKIPS)
     rows = steps[cols].astype(str).sort_values(["trial_key", "index"], kind="stable")
     h = hashlib.sha256("|".join(cols).encode())
     for row in rows.itertuples(index=False):

@@ -74,7 +74,7 @@ IN_BOX_SPLIT = {
     "p_zero_in_box": "zero_in_box_over_30",
 }
 """``zero_rule: box``: the in-box rates by the crosshair's distance to the box centre and the recorded shares
-they start from (Gemini 3.1 FL: 19 of 21 within 15 px, 44 of 79 at 15-30, 43 of 113 further)."""
+they start from (Gemini 3.1 FL: 15 of 17 within 15 px, 48 of 82 at 15-30, 43 of 114 further)."""
 
 
 def zero_rule(vt: pd.DataFrame) -> str:
@@ -229,8 +229,11 @@ _START = {
 
 SHRINK_EDGES = (45.0, 60.0, 100.0)
 """Candidate distances (px) below which the model under-reports (``near.shrink_below_px``): the EM runs
-from every start at each edge and the largest likelihood wins (the same number of parameters; 100 px is
-the first profiles' fixed edge)."""
+from every start at each edge; 100 px (the first profiles' fixed edge, last here) is kept unless another
+edge raises the log-likelihood by more than :data:`SHRINK_EDGE_GAIN`."""
+SHRINK_EDGE_GAIN = 1.0
+"""The edge is a fitted (discrete) parameter too: the price of moving it off 100 px, in log-likelihood (as
+AIC charges one parameter). A flat likelihood (no shrink to speak of) keeps 100."""
 
 
 _STARTS = (
@@ -313,14 +316,18 @@ def fit_offsets(vt: pd.DataFrame, family: str = "auto", iters: int = 40) -> Offs
         raise ValueError(f"fit_offsets: {len(use)} usable reports, need at least 5")
     a = _offset_arrays(use)
     fits: dict[str, tuple[float, dict[str, Any], np.ndarray, float]] = {}
-    ll, prm, resp = max(
-        (
-            _em(a, "laplace", 0.0, iters, start={**st, "shrink_px": edge})
-            for edge in SHRINK_EDGES
-            for st in _STARTS
-        ),
-        key=lambda f: f[0],
-    )
+    by_edge = {
+        edge: max(
+            (_em(a, "laplace", 0.0, iters, start={**st, "shrink_px": edge}) for st in _STARTS),
+            key=lambda f: f[0],
+        )
+        for edge in SHRINK_EDGES
+    }
+    edge_best = max(SHRINK_EDGES, key=lambda e: by_edge[e][0])
+    keep = (
+        by_edge[edge_best][0] - by_edge[SHRINK_EDGES[-1]][0] <= SHRINK_EDGE_GAIN
+    )  # not clearly better: 100 px
+    ll, prm, resp = by_edge[SHRINK_EDGES[-1] if keep else edge_best]
     if family in ("laplace", "auto"):
         fits["laplace"] = (ll, prm, resp, 0.0)
     if family in ("student_t", "auto"):
@@ -607,9 +614,9 @@ def fit_model(data: CalibrationData, model: str, *, family: str = "auto", iters:
             for ax in ("x", "y"):
                 near[k][f"axis_drop_{ax}"] = finite_or_zero(v[f"axis_drop_{ax}_off_span"])
                 near[k][f"axis_drop_{ax}_in_span"] = finite_or_zero(v[f"axis_drop_{ax}_in_span"])
-            for key, share in IN_BOX_SPLIT.items():  # sparse on a canvas: the pooled share
-                pooled_v, own = shares["all"][share], v[share]
-                near[k][key] = finite_or_zero(own if math.isfinite(own) else pooled_v)
+            for key, share in IN_BOX_SPLIT.items():  # sparse: the pooled share, else the unsplit one
+                tries = (v[share], shares["all"][share], v["zero_in_box"], shares["all"]["zero_in_box"])
+                near[k][key] = finite_or_zero(next((x for x in tries if math.isfinite(x)), math.nan))
     conf = fit_confidence(vt, pooled.gain, _dominant(pooled.frames))
     ct = click_table(steps, model)
     firsts = {t: first_element_of(t) for t in ct["task"].unique()}

@@ -2,15 +2,18 @@
 and with seed 1 gives pairs of trials with an identical first input (model, method, task, start point,
 repeat). Two figures per calibrated model and method:
 
-- **step-0 replies**: how many pairs answered their identical first call identically, against the binomial
-  95 % band of what the fitted repeat rate predicts: between ``c**2`` (both calls gave the modal answer, no
-  chance agreement: a first step far from the target answers in a continuum) and ``c**2 + (1 - c**2) q``
-  (plus the chance agreement of fresh draws on the records' inputs, many of them next to the target, where
-  (0, 0) reports agree by chance); ``c`` fitted from the records' identical-input pairs as the calibration
-  does, ``q`` = the profile's ``fit.repeat_chance``;
+- **step-0 replies**: how many pairs answered their identical first call identically, against a 95 % band
+  built from the records alone (not from the profile, so a profile whose ``consistency`` was changed
+  fails). The records give a share ``s`` of identical answers over their identical-input pairs, with a
+  Wilson interval ``[s_lo, s_hi]``; the calibration reads ``s = c**2 + (1 - c**2) q`` (``c`` the per-call
+  repeat rate, ``q`` the chance agreement of fresh draws on the records' inputs, the profile's
+  ``fit.repeat_chance``). A first step far from the target agrees by chance hardly ever, so its share lies
+  between ``c_lo**2`` (``c`` at ``s_lo``, no chance agreement) and ``s_hi``; the band runs from the 2.5 %
+  binomial quantile at the first to the 97.5 % quantile at the second;
 - **final points**: the share of pairs that ended at the identical point, against the records' share over
-  pairs of recorded repeats of one model, method, task and start point (it must be no larger than the
-  records' Wilson 95 % upper bound).
+  pairs of recorded repeats of one model, method, task and start point, whose 95 % upper bound (clustered by
+  that cell: its pairs share trials) it must not exceed; ``None`` (not applicable) when the records hold no
+  such pairs.
 
 Every simulated figure is SIMULATED (the function returns the counts; callers label them).
 """
@@ -26,15 +29,16 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from dvoc_bench.analysis.intervals import wilson
+from dvoc_bench.analysis.intervals import rate_interval, wilson
 from dvoc_bench.calibration.extract import CalibrationData, recorded_trials, sim_name
 from dvoc_bench.calibration.validation import SYNTHETIC_TASKS, paper_overrides, simulate
+from dvoc_bench.records import read_jsonl
 
 __all__ = [
     "MODES",
     "binomial_band",
     "recorded_final_repeats",
-    "records_repeat_rate",
+    "records_repeat_pairs",
     "repeat_check",
     "step0_answer",
 ]
@@ -45,15 +49,22 @@ ANSWER_KEYS = {"offset": ("dx", "dy"), "point": ("x", "y")}
 """The reply values two answers must share to count as identical (as the fit counts them)."""
 
 
+def _pmf(n: int, k: int, p: float) -> float:
+    if p <= 0.0 or p >= 1.0:
+        return float(k == (0 if p <= 0.0 else n))
+    log = math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+    return math.exp(log + k * math.log(p) + (n - k) * math.log1p(-p))
+
+
 def binomial_band(n: int, p: float, level: float = 0.95) -> tuple[int, int]:
     """Equal-tailed band of a Binomial(n, p) count: the smallest ``k`` whose CDF reaches ``(1 - level) / 2``
-    and the smallest whose CDF reaches ``(1 + level) / 2`` (``(0, 0)`` at ``n = 0``)."""
+    and the smallest whose CDF reaches ``(1 + level) / 2`` (``(0, 0)`` at ``n = 0``; log-space, any n)."""
     if n <= 0:
         return 0, 0
     lo_q, hi_q = (1 - level) / 2, (1 + level) / 2
     cdf, lo = 0.0, None
     for k in range(n + 1):
-        cdf += math.comb(n, k) * p**k * (1 - p) ** (n - k)
+        cdf += _pmf(n, k, p)
         if lo is None and cdf >= lo_q - 1e-12:
             lo = k
         if cdf >= hi_q - 1e-12:
@@ -71,44 +82,61 @@ def step0_answer(values_raw: object, mode: str) -> tuple[float, ...] | None:
         return None
 
 
-def recorded_final_repeats(data: CalibrationData, model: str, method: str) -> tuple[int, int]:
-    """``(identical final points, pairs)`` over pairs of the authors' valid repeats of one task and start
-    point (S1-S6)."""
+def recorded_final_repeats(data: CalibrationData, model: str, method: str) -> tuple[list[int], list[int]]:
+    """Per (task, start point) cell of the authors' valid repeats on S1-S6 with a final point: identical
+    final points and pairs (``sum`` of each list = the totals; empty lists when no cell has two repeats)."""
     rec = recorded_trials(data, [model])
     rec = rec[(rec["method"] == method) & rec["task"].isin(list(SYNTHETIC_TASKS)) & rec["valid"].astype(bool)]
-    k = n = 0
+    rec = rec[rec["final_x"].notna() & rec["final_y"].notna()]
+    ks, ns = [], []
     for _, g in rec.groupby(["task", "start_index"], dropna=False):
         pts = list(zip(g["final_x"].round(3), g["final_y"].round(3), strict=True))
-        for a, b in combinations(pts, 2):
-            n += 1
-            k += int(a == b)
-    return k, n
+        pairs = list(combinations(pts, 2))
+        if pairs:
+            ks.append(sum(int(a == b) for a, b in pairs))
+            ns.append(len(pairs))
+    return ks, ns
 
 
-def records_repeat_rate(data: CalibrationData, model: str, mode: str, chance: float) -> float:
-    """The per-call repeat rate the records give (:func:`~dvoc_bench.calibration.fit.fit_consistency` on
-    the model's identical-input pairs, every model's when it has none), independent of the profile: a
-    profile whose ``consistency`` was changed fails the check."""
+def records_repeat_pairs(data: CalibrationData, model: str, mode: str) -> tuple[int, int]:
+    """``(identical answers, pairs)`` over the records' identical-input calls of ``model`` (every model's
+    when it has none), as the calibration fits ``consistency`` from them."""
     from dvoc_bench.calibration.extract import click_table, repeat_pairs, verify_table
-    from dvoc_bench.calibration.fit import fit_consistency
 
     steps = data.runs.steps
     pairs = repeat_pairs(verify_table(steps, model), click_table(steps, model))
     if pairs[mode][1] == 0:
         pairs = repeat_pairs(verify_table(steps), click_table(steps))
-    return fit_consistency({mode: pairs[mode]}, {mode: chance})[mode]
+    return pairs[mode]
 
 
 def _first_steps(run_dir: Path) -> pd.DataFrame:
-    trials = pd.read_json(run_dir / "trials.jsonl", lines=True)
-    steps = pd.read_json(run_dir / "steps.jsonl", lines=True)
-    first = steps[steps["index"] == 0][["trial_key", "frame_sha", "prompt", "values_raw"]]
-    t = trials[trials["status"] == "ok"]
-    return t.merge(first, on="trial_key", how="left")
+    """Each trial of a run (status ok) with its first step's frame, prompt and parsed answer."""
+    keep = ("trial_key", "model", "method", "task", "start_index", "rep", "final_point")
+    trials = pd.DataFrame(
+        [{k: t.get(k) for k in keep} for t in read_jsonl(run_dir / "trials.jsonl") if t.get("status") == "ok"]
+    )
+    first = pd.DataFrame(
+        [
+            {k: s.get(k) for k in ("trial_key", "frame_sha", "prompt", "values_raw")}
+            for s in read_jsonl(run_dir / "steps.jsonl")
+            if s.get("index") == 0
+        ]
+    )
+    return trials.merge(first, on="trial_key", how="left")
 
 
-def _profile(models_dir: Path, model: str) -> dict:
-    return yaml.safe_load((models_dir / f"{sim_name(model)}.yaml").read_text())
+def _chance(models_dir: Path, model: str, mode: str) -> float:
+    doc = yaml.safe_load((models_dir / f"{sim_name(model)}.yaml").read_text())
+    return float((doc.get("fit") or {}).get("repeat_chance", {}).get(mode, 0.0))
+
+
+def _step0_band(n: int, k_rec: int, n_rec: int, q: float) -> tuple[float, float, int, int]:
+    """``(p_lo, p_hi, lo, hi)``: the expected share's range and the count band (module docstring)."""
+    s_lo, s_hi = (float(v) for v in wilson(k_rec, n_rec))
+    q = min(q, 0.99)
+    p_lo = max(0.0, (s_lo - q) / (1.0 - q))  # c_lo ** 2
+    return p_lo, s_hi, binomial_band(n, p_lo)[0], binomial_band(n, s_hi)[1]
 
 
 def repeat_check(
@@ -121,8 +149,8 @@ def repeat_check(
     tasks: Sequence[str] = SYNTHETIC_TASKS,
 ) -> pd.DataFrame:
     """Run the paper sweep with seeds 0 and 1 (resumable under ``root``) and compare, per model and method,
-    the identical step-0 replies with the fitted repeat rate and the identical final points with the
-    records (see the module docstring). One row per model x method."""
+    the identical step-0 replies with the records' repeat rate and the identical final points with the
+    records' (see the module docstring). One row per model x method."""
     root, models_dir = Path(root), Path(models_dir)
     runs = {}
     for seed in (0, 1):
@@ -137,7 +165,6 @@ def repeat_check(
     pairs = runs[0].merge(runs[1], on=keys, suffixes=("_0", "_1"))
     rows = []
     for model in models:
-        prof = _profile(models_dir, model)
         for method, mode in MODES.items():
             g = pairs[(pairs["model"] == sim_name(model)) & (pairs["method"] == method)]
             same_input = g[(g["frame_sha_0"] == g["frame_sha_1"]) & (g["prompt_0"] == g["prompt_1"])]
@@ -145,31 +172,29 @@ def repeat_check(
             a1 = same_input["values_raw_1"].map(lambda v, m=mode: step0_answer(v, m))
             n = int((a0.notna() & a1.notna()).sum())
             k = int(((a0 == a1) & a0.notna()).sum())
-            q = float(prof.get("fit", {}).get("repeat_chance", {}).get(mode, 0.0))
-            c = records_repeat_rate(data, model, mode, q)
-            p_lo, p_hi = c * c, c * c + (1 - c * c) * q
-            lo, hi = binomial_band(n, p_lo)[0], binomial_band(n, p_hi)[1]
-            f0 = g["final_point_0"].map(json.dumps)
-            f1 = g["final_point_1"].map(json.dumps)
-            fk, fn = int((f0 == f1).sum()), len(g)
+            k_rec, n_rec = records_repeat_pairs(data, model, mode)
+            p_lo, p_hi, lo, hi = _step0_band(n, k_rec, n_rec, _chance(models_dir, model, mode))
+            ended = g[g["final_point_0"].notna() & g["final_point_1"].notna()]
+            fk = int((ended["final_point_0"].map(json.dumps) == ended["final_point_1"].map(json.dumps)).sum())
+            fn = len(ended)
             rk, rn = recorded_final_repeats(data, model, method)
-            rec_hi = float(wilson(rk, rn)[1]) if rn else 1.0
+            rec_hi = float(rate_interval(sum(rk), sum(rn), clusters=(rk, rn))[1]) if rn else None
             rows.append(
                 {
                     "model": model,
                     "method": method,
                     "pairs": n,
                     "identical_step0": k,
-                    "repeat_rate": round(c, 3),
+                    "records_pairs": f"{k_rec} / {n_rec}",
                     "expected_share": f"{p_lo:.3f}-{p_hi:.3f}",
                     "band_lo": lo,
                     "band_hi": hi,
                     "step0_inside": lo <= k <= hi,
                     "final_identical": fk,
                     "final_pairs": fn,
-                    "recorded_final_identical": rk,
-                    "recorded_final_pairs": rn,
-                    "final_not_more_frequent": (fk / fn if fn else 0.0) <= rec_hi,
+                    "recorded_final_identical": sum(rk),
+                    "recorded_final_pairs": sum(rn),
+                    "final_not_more_frequent": None if rec_hi is None else (fk / fn if fn else 0.0) <= rec_hi,
                 }
             )
     return pd.DataFrame(rows)

@@ -356,7 +356,8 @@ class LiteLLMModel:
         if s.send_seed:
             kw["seed"] = int(req.seed)
         if self.simulated and req.crop is not None:  # the local simulator maps its truth through the crop;
-            kw["extra_body"] = {CROP_FIELD: [float(v) for v in req.crop]}  # never sent to a real provider
+            extra = kw.get("extra_body") if isinstance(kw.get("extra_body"), dict) else {}
+            kw["extra_body"] = {**extra, CROP_FIELD: [float(v) for v in req.crop]}  # never to a real provider
         kw.update(timeout=s.timeout_s, num_retries=0, max_retries=0, drop_params=True)
         return kw
 

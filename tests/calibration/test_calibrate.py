@@ -97,6 +97,16 @@ def test_em_recovers_the_simulators_frames_gain_and_noise(replayed: pd.DataFrame
     assert fit.loglik > fit.loglik_alt or math.isnan(fit.loglik_alt)
 
 
+def test_the_shrink_edge_is_found_and_kept_at_100_without_a_shrink(replayed: pd.DataFrame) -> None:
+    """``near.shrink_below_px``: a simulated model that under-reports below 60 px gives edge 60 and its
+    shrink back; one that never under-reports keeps the first profiles' 100 px (no gain, no move)."""
+    assert cal.fit_offsets(replayed, family="laplace", iters=25).shrink_below_px == 100.0
+    shrunk = {**KNOWN, "near": {**KNOWN["near"], "shrink_below_100": 0.6, "shrink_below_px": 60.0}}
+    fit = cal.fit_offsets(cal.replay_offsets(shrunk, _grid(), TRUTHS, seed=3, reps=2), "laplace", 25)
+    assert fit.shrink_below_px == 60.0
+    assert fit.shrink_below_100 == pytest.approx(0.6, abs=0.08)
+
+
 def test_discrete_shares_see_the_zero_and_axis_drop_rates(replayed: pd.DataFrame) -> None:
     s = cal.discrete_shares(replayed)
     assert 0.2 < s["zero_below_30"] < 0.55  # noise and the mixed frame push some perceived offsets over 30 px
@@ -434,3 +444,14 @@ def test_axis_drops_stop_beyond_their_axis_reach() -> None:
         return sum(json.loads(model.respond(r).tool_calls[0].arguments)["dx"] == 0 for r in req)
 
     assert dropped(None) == 20 and dropped(100.0) == 0
+
+
+def test_check_with_a_no_fit_mode_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--check`` compares a fit with the files; ``--predictive`` / ``--repeat-check`` run without a fit, so
+    the combination would check nothing and pass: one line, exit 2, before any data is read."""
+    from dvoc_bench.calibrate import main
+
+    for mode in ("--predictive", "--repeat-check"):
+        assert main(["--upstream", "/nonexistent", "--check", mode]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and mode in err and "--check" in err

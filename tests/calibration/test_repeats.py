@@ -19,8 +19,9 @@ from tests.upstream import needs_upstream
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf" / "model"
 REPEATS = 3
-"""Repeats per start point of each seed's sweep: 90 pairs per model and method (30 leave a band too wide
-to tell, and one unlucky draw outside it)."""
+"""Repeats per start point of each seed's sweep: 90 pairs per model and method. (Chosen after a 30-pair run
+put Gemini DVOC at 2 of 30 below its band, before the band carried the uncertainty of the records' rate;
+the 90 pairs of the same sweep gave 22, inside.)"""
 
 
 def test_binomial_band_edges() -> None:
@@ -28,6 +29,8 @@ def test_binomial_band_edges() -> None:
     assert binomial_band(90, 0.1) == (4, 15)
     assert binomial_band(10, 0.0) == (0, 0) and binomial_band(10, 1.0) == (10, 10)
     assert binomial_band(0, 0.5) == (0, 0) and binomial_band(1, 0.5) == (0, 1)
+    lo, hi = binomial_band(1200, 0.3)  # large n: no float overflow (log space)
+    assert 325 < lo < 360 < hi < 395 and lo + hi == pytest.approx(720, abs=2)
 
 
 @pytest.fixture(scope="module")
@@ -39,21 +42,27 @@ def check(data: cal.CalibrationData, tmp_path_factory: pytest.TempPathFactory) -
 
 @needs_upstream
 def test_seeds_0_and_1_repeat_at_the_fitted_rate(check: pd.DataFrame) -> None:
-    assert len(check) == 6 and (check["pairs"] == 30 * REPEATS).all(), check.to_string()
+    # a pair needs two parsed first answers: a rare prose reply (the fitted no-tool rate) drops one
+    assert len(check) == 6 and check["pairs"].between(28 * REPEATS, 30 * REPEATS).all(), check.to_string()
     bad = check[~check["step0_inside"]]
     assert bad.empty, "SIMULATED identical step-0 replies outside the band:\n" + bad.to_string()
 
 
 @needs_upstream
 def test_identical_final_points_are_no_more_frequent_than_recorded(check: pd.DataFrame) -> None:
-    bad = check[~check["final_not_more_frequent"]]
+    bad = check[check["final_not_more_frequent"].eq(False)]
     assert bad.empty, "SIMULATED identical final points above the records':\n" + bad.to_string()
+    # only Gemini's records hold repeats of one start point; the Gemma rows have nothing to compare with
+    comparable = check[check["final_not_more_frequent"].notna()]
+    assert set(comparable["model"]) == {"gemini-3.1-flash-lite"} and len(comparable) == 2
+    assert (check.loc[check["final_not_more_frequent"].isna(), "recorded_final_pairs"] == 0).all()
 
 
 @needs_upstream
 def test_recorded_final_repeats_count_pairs_of_one_start(data: cal.CalibrationData) -> None:
-    k, n = recorded_final_repeats(data, "gemini-3.1-flash-lite", "dvoc")
-    assert n == 90 and 0 < k < n  # 30 (task, start) cells x 3 pairs of 3 repeats
+    ks, ns = recorded_final_repeats(data, "gemini-3.1-flash-lite", "dvoc")
+    assert len(ns) == 30 and set(ns) == {3} and 0 < sum(ks) < 90  # 30 (task, start) cells x 3 pairs
+    assert recorded_final_repeats(data, "gemma-4-26b", "dvoc") == ([], [])
 
 
 @needs_upstream

@@ -96,6 +96,13 @@ def test_a_crop_is_sent_to_the_local_simulator_only(png):
     kw = LiteLLMModel(sim_cfg()).request_kwargs(request(png, crop=crop))
     assert kw["extra_body"] == {"dvoc_crop": [100.0, 50.0, 500.0, 350.0]}
     assert "extra_body" not in LiteLLMModel(sim_cfg()).request_kwargs(request(png))
+    merged = LiteLLMModel(sim_cfg(params={"extra_body": {"top_k": 5}})).request_kwargs(
+        request(png, crop=crop)
+    )
+    assert merged["extra_body"] == {
+        "top_k": 5,
+        "dvoc_crop": [100.0, 50.0, 500.0, 350.0],
+    }  # merged, not replaced
     real = replace(sim_cfg(), raw={**sim_cfg().raw, "simulated": False})
     assert not LiteLLMModel(real).simulated
     assert "extra_body" not in LiteLLMModel(real).request_kwargs(request(png, crop=crop))

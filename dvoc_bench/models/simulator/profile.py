@@ -176,13 +176,13 @@ class NearSpec(Declared):
     """``zero_rule: box``: probability of ``(0, 0)`` when it lies outside, at most ``BOX_NEAR_PX`` (10 px)
     from the box; further off the report is never ``(0, 0)``."""
     p_zero_in_box_below_15: Prob | None = None
-    """``zero_rule: box``: the in-box rate while the perceived offset is below 15 px; ``None`` =
-    ``p_zero_in_box`` (calibration: Gemini 3.1 FL reported (0, 0) in 19 of 21 in-box replies within 15 px
-    of the centre, 44 of 79 at 15-30 px, 43 of 113 further: the rate rises as the crosshair nears the
-    centre)."""
+    """``zero_rule: box``: the in-box rate while the perceived crosshair is less than 15 px from the centre
+    of the box aimed at; ``None`` = ``p_zero_in_box`` (calibration: Gemini 3.1 FL reported (0, 0) in 15 of
+    17 in-box replies within 15 px of the centre, 48 of 82 at 15-30 px, 43 of 114 further: the rate rises
+    as the crosshair nears the centre)."""
     p_zero_in_box_below_30: Prob | None = None
-    """``zero_rule: box``: the in-box rate at 15-30 px (below 30 px when ``p_zero_in_box_below_15`` is
-    ``None``); ``None`` = ``p_zero_in_box``, which then holds from 30 px on."""
+    """``zero_rule: box``: the in-box rate at 15-30 px from the box centre (below 30 px when
+    ``p_zero_in_box_below_15`` is ``None``); ``None`` = ``p_zero_in_box``, which then holds from 30 px on."""
 
 
 class AxisDropSpec(Declared):
