@@ -33,6 +33,23 @@ def in_process(name, truth):
     return SimulatedModel(cfg.name, SimProfile.from_mapping(cfg.raw["sim"]), truth)
 
 
+def _over_http_and_in_process(tmp_path, setup, specs, server):
+    """The same plan through LiteLLM -> HTTP -> the server and through the in-process simulator of the
+    server's profile; with the number of requests the server answered."""
+    before = server.faults.counts["ok"]
+    http = _run(
+        tmp_path / "http", setup, specs, lambda m, gate: build_model(m, setup.registry.truth, wrap=gate)
+    )
+    calls = server.faults.counts["ok"] - before
+    local = _run(
+        tmp_path / "local",
+        setup,
+        specs,
+        lambda m, gate: gate(in_process("sim-gemma-4-26b", setup.registry.truth)),
+    )
+    return http, local, calls
+
+
 def test_sweep_over_http_matches_the_in_process_simulator(sim_url, tmp_path):
     url, server = sim_url
     setup = quick_setup(
@@ -49,17 +66,7 @@ def test_sweep_over_http_matches_the_in_process_simulator(sim_url, tmp_path):
     (cfg,) = setup.models
     assert cfg.api_base == url and cfg.simulated and cfg.kind == "litellm"
     specs = plan(setup)
-    before = server.faults.counts["ok"]
-    http = _run(
-        tmp_path / "http", setup, specs, lambda m, gate: build_model(m, setup.registry.truth, wrap=gate)
-    )
-    calls = server.faults.counts["ok"] - before
-    local = _run(
-        tmp_path / "local",
-        setup,
-        specs,
-        lambda m, gate: gate(in_process("sim-gemma-4-26b", setup.registry.truth)),
-    )
+    http, local, calls = _over_http_and_in_process(tmp_path, setup, specs, server)
     trials_h, steps_h, frames_h = http
     trials_l, steps_l, frames_l = local
     assert len(trials_h) == len(specs) == len(trials_l)
@@ -105,15 +112,7 @@ def test_zoom_over_http_sends_its_crops_and_matches_the_in_process_simulator(sim
         ["model=local-sim", "tasks=[S1,S2,S6]", "methods=[zoom,zoom_dvoc]", "starts=random:1"]
     )
     specs = plan(setup)
-    http = _run(
-        tmp_path / "http", setup, specs, lambda m, gate: build_model(m, setup.registry.truth, wrap=gate)
-    )
-    local = _run(
-        tmp_path / "local",
-        setup,
-        specs,
-        lambda m, gate: gate(in_process("sim-gemma-4-26b", setup.registry.truth)),
-    )
+    http, local, _ = _over_http_and_in_process(tmp_path, setup, specs, server)
     trials_h, steps_h, _ = http
     trials_l, steps_l, _ = local
     assert any(s["crop"] is not None for s in steps_h.values())  # zoom rounds were sent
