@@ -1,3 +1,4 @@
+import contextlib
 import os
 import subprocess
 import sys
@@ -33,37 +34,44 @@ def cli():
     return run_cli
 
 
-@pytest.fixture(scope="module")
-def sim_url():
-    """The simulator behind a real OpenAI-compatible server on localhost; DVOC_SIM_URL points at it."""
-    from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
-    from dvoc_bench.serve import SimBackend, serve_in_thread
-
-    backend = SimBackend(
-        registry=SceneRegistry(default_scenes_dir(), sources=build_sources(names=["synthetic"]))
-    )
-    backend.warm()
-    old = os.environ.get("DVOC_SIM_URL")
-    with serve_in_thread(backend=backend) as (url, server):
-        os.environ["DVOC_SIM_URL"] = url
-        yield url, server
-    if old is None:
-        os.environ.pop("DVOC_SIM_URL", None)
-    else:
-        os.environ["DVOC_SIM_URL"] = old
-
-
-@pytest.fixture(scope="module")
-def slow_sim():
-    """The simulator over HTTP with 0.1 s per reply (a sweep takes a few seconds); yields its URL."""
+@contextlib.contextmanager
+def served_simulator(*, warm: bool = True, delay_s: float = 0.0, set_env: bool = True):
+    """``dvoc_bench.serve`` on localhost over the synthetic scenes (rendered first when ``warm``; the OCR
+    model needs none), each reply ``delay_s`` late; ``DVOC_SIM_URL`` points at it while it runs (when
+    ``set_env``). Yields ``(url, server)``."""
     from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
     from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
 
     backend = SimBackend(
         registry=SceneRegistry(default_scenes_dir(), sources=build_sources(names=["synthetic"]))
     )
-    backend.warm()
-    with serve_in_thread(FaultOptions(delay_s=0.1), backend) as (url, server):
+    if warm:
+        backend.warm()
+    faults = FaultOptions(delay_s=delay_s) if delay_s else None
+    old = os.environ.get("DVOC_SIM_URL")
+    with serve_in_thread(faults, backend) as (url, server):
+        if set_env:
+            os.environ["DVOC_SIM_URL"] = url
+        try:
+            yield url, server
+        finally:
+            if set_env and old is None:
+                os.environ.pop("DVOC_SIM_URL", None)
+            elif set_env:
+                os.environ["DVOC_SIM_URL"] = old
+
+
+@pytest.fixture(scope="module")
+def sim_url():
+    """The simulator behind a real OpenAI-compatible server on localhost; DVOC_SIM_URL points at it."""
+    with served_simulator() as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def slow_sim():
+    """The simulator over HTTP with 0.1 s per reply (a sweep takes a few seconds); yields its URL."""
+    with served_simulator(delay_s=0.1, set_env=False) as (url, _):
         yield url
 
 

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from dvoc_bench.cli_support import quick_setup
@@ -13,6 +11,7 @@ from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.ocr.tesseract import find_tesseract
 from dvoc_bench.records import read_jsonl
 from dvoc_bench.sweep import run_sweep
+from tests.conftest import served_simulator
 
 try:
     find_tesseract()
@@ -38,20 +37,8 @@ SAME = (
 @pytest.fixture(scope="module")
 def ocr_url():
     """``dvoc_bench.serve`` on localhost (synthetic scenes only, the OCR model needs none), DVOC_SIM_URL."""
-    from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
-    from dvoc_bench.serve import SimBackend, serve_in_thread
-
-    backend = SimBackend(
-        registry=SceneRegistry(default_scenes_dir(), sources=build_sources(names=["synthetic"]))
-    )
-    old = os.environ.get("DVOC_SIM_URL")
-    with serve_in_thread(backend=backend) as (url, server):
-        os.environ["DVOC_SIM_URL"] = url
-        yield url, server
-    if old is None:
-        os.environ.pop("DVOC_SIM_URL", None)
-    else:
-        os.environ["DVOC_SIM_URL"] = old
+    with served_simulator(warm=False) as served:
+        yield served
 
 
 def _run(tmp, model, extra):
