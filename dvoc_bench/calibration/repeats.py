@@ -20,19 +20,19 @@ Every simulated figure is SIMULATED (the function returns the counts; callers la
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from itertools import combinations
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
 from dvoc_bench.analysis.intervals import rate_interval, wilson
+from dvoc_bench.analysis.schema import Runs
 from dvoc_bench.calibration.extract import CalibrationData, recorded_trials, sim_name
 from dvoc_bench.calibration.validation import SYNTHETIC_TASKS, paper_overrides, simulate
-from dvoc_bench.records import read_jsonl
 
 __all__ = [
     "MODES",
@@ -40,13 +40,13 @@ __all__ = [
     "recorded_final_repeats",
     "records_repeat_pairs",
     "repeat_check",
-    "step0_answer",
 ]
 
 MODES = {"dvoc": "offset", "oneshot": "point"}
 """The consistency mode of each method's first call."""
-ANSWER_KEYS = {"offset": ("dx", "dy"), "point": ("x", "y")}
-"""The reply values two answers must share to count as identical (as the fit counts them)."""
+ANSWER_COLUMNS = {"offset": ("raw_dx", "raw_dy"), "point": ("raw_x", "raw_y")}
+"""The first answer's values (as the model gave them) two answers must share to count as identical, as the
+fit counts them."""
 
 
 def _pmf(n: int, k: int, p: float) -> float:
@@ -70,16 +70,6 @@ def binomial_band(n: int, p: float, level: float = 0.95) -> tuple[int, int]:
         if cdf >= hi_q - 1e-12:
             return int(lo if lo is not None else k), k
     return int(lo if lo is not None else n), n
-
-
-def step0_answer(values_raw: object, mode: str) -> tuple[float, ...] | None:
-    """The first call's answer as compared by the fit (``None`` without a parsed answer)."""
-    if not isinstance(values_raw, dict):
-        return None
-    try:
-        return tuple(float(values_raw[k]) for k in ANSWER_KEYS[mode])
-    except (KeyError, TypeError, ValueError):
-        return None
 
 
 def recorded_final_repeats(data: CalibrationData, model: str, method: str) -> tuple[list[int], list[int]]:
@@ -110,20 +100,12 @@ def records_repeat_pairs(data: CalibrationData, model: str, mode: str) -> tuple[
     return pairs[mode]
 
 
-def _first_steps(run_dir: Path) -> pd.DataFrame:
-    """Each trial of a run (status ok) with its first step's frame, prompt and parsed answer."""
-    keep = ("trial_key", "model", "method", "task", "start_index", "rep", "final_point")
-    trials = pd.DataFrame(
-        [{k: t.get(k) for k in keep} for t in read_jsonl(run_dir / "trials.jsonl") if t.get("status") == "ok"]
-    )
-    first = pd.DataFrame(
-        [
-            {k: s.get(k) for k in ("trial_key", "frame_sha", "prompt", "values_raw")}
-            for s in read_jsonl(run_dir / "steps.jsonl")
-            if s.get("index") == 0
-        ]
-    )
-    return trials.merge(first, on="trial_key", how="left")
+def _first_steps(runs: Runs) -> pd.DataFrame:
+    """Each trial of a run (status ok) with its first step's frame, prompt and answer."""
+    cols = ["trial_key", "frame_sha", "prompt", *(c for pair in ANSWER_COLUMNS.values() for c in pair)]
+    first = runs.steps.loc[runs.steps["index"] == 0, cols]
+    keep = ["trial_key", "model", "method", "task", "start_index", "rep", "final_x", "final_y"]
+    return runs.trials.loc[runs.trials["valid"], keep].merge(first, on="trial_key", how="left")
 
 
 def _chance(models_dir: Path, model: str, mode: str) -> float:
@@ -154,13 +136,9 @@ def repeat_check(
     root, models_dir = Path(root), Path(models_dir)
     runs = {}
     for seed in (0, 1):
-        d = root / f"repeats-seed{seed}"
-        simulate(
-            paper_overrides([sim_name(m) for m in models], tasks, repeats=repeats, seed=seed),
-            d,
-            models_dir=models_dir,
-        )
-        runs[seed] = _first_steps(d)
+        ov = paper_overrides([sim_name(m) for m in models], tasks, repeats=repeats, seed=seed)
+        sweep = simulate(ov, root / f"repeats-seed{seed}", models_dir=models_dir, text=True)
+        runs[seed] = _first_steps(sweep)
     keys = ["model", "method", "task", "start_index", "rep"]
     pairs = runs[0].merge(runs[1], on=keys, suffixes=("_0", "_1"))
     rows = []
@@ -168,15 +146,16 @@ def repeat_check(
         for method, mode in MODES.items():
             g = pairs[(pairs["model"] == sim_name(model)) & (pairs["method"] == method)]
             same_input = g[(g["frame_sha_0"] == g["frame_sha_1"]) & (g["prompt_0"] == g["prompt_1"])]
-            a0 = same_input["values_raw_0"].map(lambda v, m=mode: step0_answer(v, m))
-            a1 = same_input["values_raw_1"].map(lambda v, m=mode: step0_answer(v, m))
-            n = int((a0.notna() & a1.notna()).sum())
-            k = int(((a0 == a1) & a0.notna()).sum())
+            a0 = same_input[[f"{c}_0" for c in ANSWER_COLUMNS[mode]]].to_numpy(dtype=float)
+            a1 = same_input[[f"{c}_1" for c in ANSWER_COLUMNS[mode]]].to_numpy(dtype=float)
+            answered = ~(np.isnan(a0).any(axis=1) | np.isnan(a1).any(axis=1))  # a pair needs two answers
+            n = int(answered.sum())
+            k = int((answered & (a0 == a1).all(axis=1)).sum())
             k_rec, n_rec = records_repeat_pairs(data, model, mode)
             p_lo, p_hi, lo, hi = _step0_band(n, k_rec, n_rec, _chance(models_dir, model, mode))
-            ended = g[g["final_point_0"].notna() & g["final_point_1"].notna()]
-            fk = int((ended["final_point_0"].map(json.dumps) == ended["final_point_1"].map(json.dumps)).sum())
-            fn = len(ended)
+            ended = g[g[["final_x_0", "final_y_0", "final_x_1", "final_y_1"]].notna().all(axis=1)]
+            same = (ended["final_x_0"] == ended["final_x_1"]) & (ended["final_y_0"] == ended["final_y_1"])
+            fk, fn = int(same.sum()), len(ended)
             rk, rn = recorded_final_repeats(data, model, method)
             rec_hi = float(rate_interval(sum(rk), sum(rn), clusters=(rk, rn))[1]) if rn else None
             rows.append(

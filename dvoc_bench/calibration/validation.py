@@ -32,11 +32,14 @@ from dvoc_bench.calibration.extract import (
 )
 
 
-def simulate(overrides: Sequence[str], run_dir: Path | str, *, models_dir: Path | str | None = None) -> Runs:
+def simulate(
+    overrides: Sequence[str], run_dir: Path | str, *, models_dir: Path | str | None = None, text: bool = False
+) -> Runs:
     """Run a sweep in process through the real harness (plan -> methods -> simulator -> store) and load it.
 
     ``run_dir`` is resumed: trials already there are not run again (same profiles, same plan = same keys).
-    ``models_dir`` points the sweep at another ``conf/model`` folder (e.g. freshly fitted profiles).
+    ``models_dir`` points the sweep at another ``conf/model`` folder (e.g. freshly fitted profiles); ``text``
+    loads the prompts and replies too (:func:`~dvoc_bench.analysis.loaders.load_runs`).
     """
     from dvoc_bench.analysis.loaders import load_runs
     from dvoc_bench.cli_support import quick_setup
@@ -49,7 +52,7 @@ def simulate(overrides: Sequence[str], run_dir: Path | str, *, models_dir: Path 
     if not all(m.kind == "simulator" for m in setup.models):
         raise ValueError("simulate() runs simulated profiles only (offline)")
     run_sweep(setup, run_dir)
-    return load_runs(run_dir)
+    return load_runs(run_dir, text=text)
 
 
 def paper_overrides(
