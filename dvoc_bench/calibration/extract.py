@@ -324,8 +324,6 @@ def discrete_shares(vt: pd.DataFrame) -> dict[str, float]:
     with that axis 0 whatever its offset, ``*_off_span`` the axis-drop share), reversals at 30-100 px
     (replies with a tool call)."""
     ok = vt[~vt["no_tool"]]
-    missing = {c: np.nan for c in ("bd", "bdx", "bdy") if c not in ok.columns}
-    ok = ok.assign(**missing) if missing else ok  # a table without boxes: the box shares are NaN
 
     def share(mask: pd.Series, among: pd.Series, min_n: int = 1) -> float:
         n = int(among.sum())

@@ -21,6 +21,7 @@ from dvoc_bench.geometry import Point, Size
 from dvoc_bench.models.base import ModelRequest
 from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel, load_profile
+from dvoc_bench.models.simulator.behaviour import span_distance
 from dvoc_bench.protocol.tools import tools_for
 from dvoc_bench.render import OverlayStyle, draw_overlay, find_crosshair
 from dvoc_bench.sweep import run_sweep
@@ -45,8 +46,9 @@ def _grid(n_per_task: int = 50, seed: int = 1) -> pd.DataFrame:
             ang = rng.uniform(0, 2 * math.pi)
             px = float(np.clip(np.floor(c.x + d * math.cos(ang)), 20, 779))
             py = float(np.clip(np.floor(c.y + d * math.sin(ang)), 20, 579))
-            rows.append((task, px, py, c.x, c.y))
-    df = pd.DataFrame(rows, columns=["task", "px", "py", "Tx", "Ty"])
+            rows.append((task, px, py, c.x, c.y, *span_distance(tr.target_box, Point(px, py))))
+    df = pd.DataFrame(rows, columns=["task", "px", "py", "Tx", "Ty", "bdx", "bdy"])
+    df["bd"] = np.hypot(df["bdx"], df["bdy"])
     df["model"], df["trial_key"], df["canvas"], df["index"] = (
         "m",
         [f"t{i}" for i in range(len(df))],
