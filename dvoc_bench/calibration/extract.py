@@ -404,6 +404,19 @@ def repeat_pairs(vt: pd.DataFrame, ct: pd.DataFrame) -> dict[str, tuple[int, int
     return {"offset": offset_repeats(vt), "point": point_repeats(ct)}
 
 
+def model_repeat_pairs(
+    steps: pd.DataFrame, vt: pd.DataFrame, ct: pd.DataFrame
+) -> tuple[dict[str, tuple[int, int]], tuple[str, ...]]:
+    """The pairs the per-call repeat rate is fitted on: the model's own (``vt``, ``ct``: its tables), and for
+    a mode where no identical input recurs for it, every model's in ``steps``; with the modes borrowed."""
+    pairs = repeat_pairs(vt, ct)
+    borrowed = tuple(m for m, (_, n) in pairs.items() if n == 0)
+    if borrowed:
+        every = repeat_pairs(verify_table(steps), click_table(steps))
+        pairs = {m: every[m] if m in borrowed else v for m, v in pairs.items()}
+    return pairs, borrowed
+
+
 def axis_drop_reach(vt: pd.DataFrame, min_beyond: int = 10) -> float | None:
     """The distance bound of axis drops: the smallest bin edge (100 or 300 px) beyond which no axis was
     dropped while at least ``min_beyond`` axes more than 30 px off were reported there; ``None`` (no bound)

@@ -35,8 +35,8 @@ from dvoc_bench.calibration.extract import (
     click_table,
     discrete_shares,
     finite_or_zero,
+    model_repeat_pairs,
     no_tool_share,
-    repeat_pairs,
     replay_truths,
     verify_table,
     zeros_on_box,
@@ -625,11 +625,7 @@ def fit_model(data: CalibrationData, model: str, *, family: str = "auto", iters:
     oneshot_canvases = {
         c: fit_oneshot(g, firsts) for c, g in ct.groupby("canvas") if g["has_task"].sum() >= 20
     }
-    pairs = repeat_pairs(vt, ct)
-    borrowed = tuple(m for m, (_, n) in pairs.items() if n == 0)
-    if borrowed:  # no identical inputs recur for this model: the pairs of every model's records instead
-        every = repeat_pairs(verify_table(steps), click_table(steps))
-        pairs = {m: every[m] if m in borrowed else v for m, v in pairs.items()}
+    pairs, borrowed = model_repeat_pairs(steps, vt, ct)
     trials = data.runs.trials
     tr = trials[trials["model"] == model]
     return ModelFit(

@@ -31,7 +31,14 @@ import yaml
 
 from dvoc_bench.analysis.intervals import rate_interval, wilson
 from dvoc_bench.analysis.schema import Runs
-from dvoc_bench.calibration.extract import CalibrationData, recorded_trials, sim_name
+from dvoc_bench.calibration.extract import (
+    CalibrationData,
+    click_table,
+    model_repeat_pairs,
+    recorded_trials,
+    sim_name,
+    verify_table,
+)
 from dvoc_bench.calibration.validation import SYNTHETIC_TASKS, paper_overrides, simulate
 
 __all__ = [
@@ -88,16 +95,11 @@ def recorded_final_repeats(data: CalibrationData, model: str, method: str) -> tu
     return ks, ns
 
 
-def records_repeat_pairs(data: CalibrationData, model: str, mode: str) -> tuple[int, int]:
-    """``(identical answers, pairs)`` over the records' identical-input calls of ``model`` (every model's
-    when it has none), as the calibration fits ``consistency`` from them."""
-    from dvoc_bench.calibration.extract import click_table, repeat_pairs, verify_table
-
+def records_repeat_pairs(data: CalibrationData, model: str) -> dict[str, tuple[int, int]]:
+    """``{mode: (identical answers, pairs)}`` over the records' identical-input calls the calibration fits
+    ``model``'s ``consistency`` on (:func:`~dvoc_bench.calibration.extract.model_repeat_pairs`)."""
     steps = data.runs.steps
-    pairs = repeat_pairs(verify_table(steps, model), click_table(steps, model))
-    if pairs[mode][1] == 0:
-        pairs = repeat_pairs(verify_table(steps), click_table(steps))
-    return pairs[mode]
+    return model_repeat_pairs(steps, verify_table(steps, model), click_table(steps, model))[0]
 
 
 def _first_steps(runs: Runs) -> pd.DataFrame:
@@ -143,6 +145,7 @@ def repeat_check(
     pairs = runs[0].merge(runs[1], on=keys, suffixes=("_0", "_1"))
     rows = []
     for model in models:
+        rec_pairs = records_repeat_pairs(data, model)
         for method, mode in MODES.items():
             g = pairs[(pairs["model"] == sim_name(model)) & (pairs["method"] == method)]
             same_input = g[(g["frame_sha_0"] == g["frame_sha_1"]) & (g["prompt_0"] == g["prompt_1"])]
@@ -151,7 +154,7 @@ def repeat_check(
             answered = ~(np.isnan(a0).any(axis=1) | np.isnan(a1).any(axis=1))  # a pair needs two answers
             n = int(answered.sum())
             k = int((answered & (a0 == a1).all(axis=1)).sum())
-            k_rec, n_rec = records_repeat_pairs(data, model, mode)
+            k_rec, n_rec = rec_pairs[mode]
             p_lo, p_hi, lo, hi = _step0_band(n, k_rec, n_rec, _chance(models_dir, model, mode))
             ended = g[g[["final_x_0", "final_y_0", "final_x_1", "final_y_1"]].notna().all(axis=1)]
             same = (ended["final_x_0"] == ended["final_x_1"]) & (ended["final_y_0"] == ended["final_y_1"])
