@@ -134,6 +134,27 @@ class Box:
         return cls(x0, y0, x1, y1)
 
 
+def span_distance(b: Box, p: Point) -> tuple[float, float]:
+    """Distance from ``p`` to the box's x span and to its y span (0 within)."""
+    return max(b.x0 - p.x, 0.0, p.x - b.x1), max(b.y0 - p.y, 0.0, p.y - b.y1)
+
+
+def box_distance(b: Box, p: Point) -> float:
+    """Distance from ``p`` to the box (0 inside)."""
+    return math.hypot(*span_distance(b, p))
+
+
+def box_iou(a: Box, b: Box) -> float:
+    """Intersection over union of two continuous boxes (0 when they only touch or either is empty)."""
+    iw = min(a.x1, b.x1) - max(a.x0, b.x0)
+    ih = min(a.y1, b.y1) - max(a.y0, b.y0)
+    if iw <= 0 or ih <= 0:
+        return 0.0
+    inter = iw * ih
+    union = a.w * a.h + b.w * b.h - inter
+    return inter / union if union > 0 else 0.0
+
+
 def paper_hit_radius(box: Box, minimum: float = 30.0) -> float:
     """The authors' success radius ``max(w/2, h/2, 30)`` around the box centre."""
     return max(box.w / 2, box.h / 2, minimum)

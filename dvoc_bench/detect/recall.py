@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from dvoc_bench.detect.types import Detector
-from dvoc_bench.geometry import Box, Point
+from dvoc_bench.geometry import Box, Point, box_iou
 from dvoc_bench.scenes.types import Snapshot
 from dvoc_bench.som_render import MAX_AREA_FRAC, Mark, marks_from_detections
 
@@ -87,17 +87,6 @@ class PageScore:
     """Detector wall time (summed in the pooled row)."""
 
 
-def iou(a: Box, b: Box) -> float:
-    """Intersection over union of two continuous boxes (0 when either is empty)."""
-    iw = min(a.x1, b.x1) - max(a.x0, b.x0)
-    ih = min(a.y1, b.y1) - max(a.y0, b.y0)
-    if iw <= 0 or ih <= 0:
-        return 0.0
-    inter = iw * ih
-    union = (a.x1 - a.x0) * (a.y1 - a.y0) + (b.x1 - b.x0) * (b.y1 - b.y0) - inter
-    return inter / union if union > 0 else 0.0
-
-
 def truth_boxes(snapshot: Snapshot) -> list[Box]:
     """The page's visible interactive DOM elements as continuous boxes (a ``panel`` target is left out:
     it is no interactive element)."""
@@ -112,7 +101,7 @@ def _continuous(b: Box) -> Box:
 def match_count(truth: Sequence[Box], found: Sequence[Box], iou_min: float = IOU_MIN) -> int:
     """Pairs matched one-to-one, greedily by descending IoU, each at ``iou_min`` or more."""
     pairs = sorted(
-        ((iou(t, f), i, j) for i, t in enumerate(truth) for j, f in enumerate(found)),
+        ((box_iou(t, f), i, j) for i, t in enumerate(truth) for j, f in enumerate(found)),
         key=lambda p: -p[0],
     )
     used_t: set[int] = set()
@@ -175,7 +164,7 @@ def score_page(snapshot: Snapshot, detector: Detector, name: str, *, frames: Pat
         precision=matched / len(marks) if marks else None,
         targets=1,
         targets_marked=int(target_marked(marks, snapshot.target_box)),
-        targets_boxed=int(any(iou(_continuous(snapshot.target_box), m.box) >= IOU_MIN for m in marks)),
+        targets_boxed=int(any(box_iou(_continuous(snapshot.target_box), m.box) >= IOU_MIN for m in marks)),
         tag_overlaps=overlaps,
         detector_ms=round(run.wall_ms, 1),
     )

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from dvoc_bench.detect import bench
-from dvoc_bench.detect.recall import iou, match_count, target_marked_share, truth_boxes
+from dvoc_bench.detect.recall import match_count, target_marked_share, truth_boxes
 from dvoc_bench.detect.types import Detection, TimedDetector
 from dvoc_bench.geometry import Box, Size
+from dvoc_bench.geometry import box_iou as iou
 from dvoc_bench.render import decode_png
 from dvoc_bench.scenes.types import Element, SceneTruth, Snapshot
 from dvoc_bench.web.chromium import ChromiumNotFoundError, find_chromium

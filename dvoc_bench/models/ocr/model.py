@@ -26,7 +26,7 @@ import json
 import time
 from typing import Any
 
-from dvoc_bench.geometry import Box, Frame, Point, Size, offset_from_pixels, point_from_pixels
+from dvoc_bench.geometry import Frame, Point, Size, box_distance, offset_from_pixels, point_from_pixels
 from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelRequest, Reply, ToolCall, bound_reply
 from dvoc_bench.models.ocr.labels import target_of
 from dvoc_bench.models.ocr.match import MIN_SCORE, Match, best_match
@@ -132,7 +132,7 @@ class OcrModel:
         if inside:
             pick, how = min(inside)[1], "contains"
         else:
-            pick = min(range(len(marks)), key=lambda i: (_box_distance(marks[i][1], point), i))
+            pick = min(range(len(marks)), key=lambda i: (box_distance(marks[i][1], point), i))
             how = "is nearest to"
             conf = NO_MATCH_CONFIDENCE if not matched else round(conf / 2, 2)
         text = f"{evidence} Mark {marks[pick][0]} {how} ({point.x:.0f}, {point.y:.0f}) px."
@@ -149,12 +149,6 @@ class OcrModel:
             cost_usd=0.0,
             cost_source="local",
         )
-
-
-def _box_distance(b: Box, p: Point) -> float:
-    dx = max(b.x0 - p.x, 0.0, p.x - b.x1)
-    dy = max(b.y0 - p.y, 0.0, p.y - b.y1)
-    return (dx * dx + dy * dy) ** 0.5
 
 
 def ocr_model_from_config(name: str, raw: dict[str, Any]) -> OcrModel:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dvoc_bench.declare import ConfigError
-from dvoc_bench.geometry import Box
+from dvoc_bench.geometry import Box, box_iou
 
 __all__ = ["MISSING", "OcrEngine", "Word", "find_tesseract", "parse_tsv"]
 
@@ -225,14 +225,6 @@ def views(image: np.ndarray, passes: tuple[str, ...] = PASSES, size: int = 7) ->
     return out
 
 
-def _iou(a: Box, b: Box) -> float:
-    ix = max(0.0, min(a.x1, b.x1) - max(a.x0, b.x0))
-    iy = max(0.0, min(a.y1, b.y1) - max(a.y0, b.y0))
-    inter = ix * iy
-    union = a.w * a.h + b.w * b.h - inter
-    return inter / union if union > 0 else 0.0
-
-
 def merge(first: list[Word], second: list[Word]) -> list[Word]:
     """Words of two passes: a word of ``second`` overlapping one of ``first`` (IoU > 0.3) replaces it only
     with a higher confidence; the others are added. Lines of the second pass get their own keys."""
@@ -240,7 +232,7 @@ def merge(first: list[Word], second: list[Word]) -> list[Word]:
     base = len(first)
     for w in second:
         w = Word(w.text, w.conf, w.box, (w.line[0] + 1000, *w.line[1:]), base + w.index)
-        clash = [i for i, k in enumerate(kept) if _iou(k.box, w.box) > 0.3]
+        clash = [i for i, k in enumerate(kept) if box_iou(k.box, w.box) > 0.3]
         if not clash:
             kept.append(w)
         elif all(w.conf > kept[i].conf for i in clash):

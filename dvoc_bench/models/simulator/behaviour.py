@@ -27,7 +27,6 @@ __all__ = [
     "NEAR_PX",
     "aim",
     "aimed_box",
-    "box_distance",
     "frame_of",
     "gain_jitter",
     "near_target",
@@ -35,7 +34,6 @@ __all__ = [
     "point_outliers",
     "round_in_frame",
     "sample_frame",
-    "span_distance",
 ]
 
 NEAR_PX = 30.0
@@ -218,13 +216,3 @@ def aimed_box(truth: SceneTruth, aimed_id: str | None) -> Box:
             if e.id == aimed_id:
                 return e.box
     return truth.target_box
-
-
-def box_distance(b: Box, p: Point) -> float:
-    """Distance from ``p`` to the box (0 inside)."""
-    return math.hypot(*span_distance(b, p))
-
-
-def span_distance(b: Box, p: Point) -> tuple[float, float]:
-    """Distance from ``p`` to the box's x span and to its y span (0 within)."""
-    return max(b.x0 - p.x, 0.0, p.x - b.x1), max(b.y0 - p.y, 0.0, p.y - b.y1)

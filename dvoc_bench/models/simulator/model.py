@@ -13,12 +13,20 @@ from typing import Any
 
 import numpy as np
 
-from dvoc_bench.geometry import Box, Frame, Point, Size, offset_from_pixels, point_from_pixels
+from dvoc_bench.geometry import (
+    Box,
+    Frame,
+    Point,
+    Size,
+    box_distance,
+    offset_from_pixels,
+    point_from_pixels,
+    span_distance,
+)
 from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelRequest, Reply, ToolCall, bound_reply
 from dvoc_bench.models.simulator.behaviour import (
     aim,
     aimed_box,
-    box_distance,
     frame_of,
     gain_jitter,
     near_target,
@@ -26,7 +34,6 @@ from dvoc_bench.models.simulator.behaviour import (
     point_outliers,
     round_in_frame,
     sample_frame,
-    span_distance,
 )
 from dvoc_bench.models.simulator.perception import MarkerEvidence, find_marker, localise
 from dvoc_bench.models.simulator.profile import SimProfile, for_canvas, load_profile, plain
