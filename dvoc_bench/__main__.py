@@ -15,16 +15,16 @@ import tempfile
 import hydra
 from omegaconf import DictConfig
 
-from dvoc_bench import hydra_hooks  # noqa: F401  (registers ${dvoc_run_name:} for the run / sweep folders)
-from dvoc_bench.hydra_errors import config_error_line
-from dvoc_bench.settings import register_defaults
+from dvoc_bench.app import hydra_hooks  # noqa: F401  (registers ${dvoc_run_name:} for the run / sweep folders)
+from dvoc_bench.app.hydra_errors import config_error_line
+from dvoc_bench.runner.settings import register_defaults
 
 register_defaults()
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
-    from dvoc_bench.cli import run_job
+    from dvoc_bench.app.job import run_job
 
     code = run_job(cfg)
     if code:
@@ -34,7 +34,7 @@ def main(cfg: DictConfig) -> None:
 def entry() -> None:
     """Run the app; composition errors become one line and exit code 2; a multirun exits with the worst
     code of its jobs, after all of them ran."""
-    from dvoc_bench.jobstate import EXIT_CODES_ENV, job_started
+    from dvoc_bench.app.jobstate import EXIT_CODES_ENV, job_started
 
     full = os.environ.get("HYDRA_FULL_ERROR") == "1"
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing its own report

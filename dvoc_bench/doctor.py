@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dvoc_bench.store import FRAMES, LOCK, PLAN, STEPS, TRIALS, RunDirBusy, RunDirLock
+from dvoc_bench.runner.store import FRAMES, LOCK, PLAN, STEPS, TRIALS, RunDirBusy, RunDirLock
 
 __all__ = ["DOCTOR_DIR", "Problem", "Report", "diagnose", "main", "repair"]
 
@@ -442,7 +442,7 @@ def _rewrite_keep(path: Path, lines: list[_Line]) -> None:
 
 def repair(run_dir: Path | str) -> Report:
     """Move everything repairable aside into ``<run_dir>/doctor/<time>/`` (under the run directory's lock;
-    :class:`~dvoc_bench.store.RunDirBusy` when another process holds it), then check again. Returns the
+    :class:`~dvoc_bench.runner.store.RunDirBusy` when another process holds it), then check again. Returns the
     report of the check after the repair, with ``moved_to`` and ``moved`` set."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():

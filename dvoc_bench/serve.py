@@ -65,11 +65,12 @@ from typing import Any
 
 import numpy as np
 
-from dvoc_bench.config import ConfigError, default_conf_dir, load_model_config
-from dvoc_bench.geometry import Size
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Size
+from dvoc_bench.draw.render import encode_png
 from dvoc_bench.models.base import CROP_FIELD, ModelRequest, Reply
+from dvoc_bench.models.config import default_conf_dir, load_model_config
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel
-from dvoc_bench.render import encode_png
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 
 log = logging.getLogger(__name__)
@@ -227,17 +228,17 @@ class SimBackend:
                 from dvoc_bench.models.ocr.model import ocr_model_from_config
 
                 try:
-                    self._models[name] = ocr_model_from_config(cfg.name, cfg.raw)
+                    self._models[name] = ocr_model_from_config(cfg.name, cfg.ocr)
                 except ConfigError as e:
                     raise HTTPError(500, str(e), "server_error") from None
                 return self._models[name]
-            if cfg is None or cfg.kind != "simulator" or "sim" not in cfg.raw:
+            if cfg is None or cfg.kind != "simulator" or cfg.sim is None:
                 raise HTTPError(
                     404,
                     f"model {name!r} not found; available: {', '.join(self.profiles())}",
                     "invalid_request_error",
                 )
-            m = SimulatedModel(cfg.name, SimProfile.from_mapping(cfg.raw["sim"]), self.registry.truth)
+            m = SimulatedModel(cfg.name, SimProfile.from_mapping(cfg.sim), self.registry.truth)
             self._models[name] = m
             return m
 

@@ -57,7 +57,7 @@ def default_run(tmp_path_factory) -> Path:
 
 
 def chromium_or_skip() -> None:
-    from dvoc_bench.web.chromium import ChromiumNotFoundError, find_chromium
+    from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
 
     try:
         find_chromium()

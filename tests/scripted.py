@@ -7,10 +7,10 @@ import hashlib
 import json
 from typing import Any
 
+from dvoc_bench.core.records import TrialResult, TrialSpec
 from dvoc_bench.methods.common import TrialEnv
+from dvoc_bench.methods.registry import method_info
 from dvoc_bench.models.base import ModelRequest, Reply, ToolCall
-from dvoc_bench.records import TrialResult, TrialSpec
-from dvoc_bench.registry import method_info
 
 
 class ScriptedModel:

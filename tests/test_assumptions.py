@@ -6,11 +6,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from dvoc_bench import assumptions as A
 from dvoc_bench.analysis import honest, plots
 from dvoc_bench.analysis.markdown import summary_view
+from dvoc_bench.core import assumptions as A
 from dvoc_bench.models.simulator import assumed_knobs
-from dvoc_bench.summary import simulated_label
+from dvoc_bench.runner.summary import simulated_label
 
 FITTED = {"fitted_for": {"protocols": ["paper"], "overlays": ["full"], "overlay_style": "default"}}
 
@@ -70,9 +70,9 @@ def test_the_report_table_and_the_plot_title_carry_the_marker() -> None:
 def test_the_plan_marks_zoom_crops_and_screens_the_profiles_were_not_fitted_on(tmp_path) -> None:
     """Issue 20 item 3: a calibrated profile's zoom trials and its trials on web, desktop or dataset screens
     rest on assumptions; its plain trials on the drawn scenes carry none beyond the frame request."""
-    from dvoc_bench.cli_support import quick_setup
+    from dvoc_bench.runner.compose import quick_setup
+    from dvoc_bench.runner.sweep import plan
     from dvoc_bench.scenes.dataset_fixture import write_fixture
-    from dvoc_bench.sweep import plan
 
     base = ["models=[sim-gemma-4-26b,sim-ideal]", "protocols=[paper]", "repeats=1"]
     specs = plan(quick_setup([*base, "methods=[dvoc,zoom]", "tasks=[S1]"]))

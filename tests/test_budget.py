@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from dvoc_bench.budget import Budget
-from dvoc_bench.config import ModelConfig, ProviderConfig, default_conf_dir, load_model_config
-from dvoc_bench.geometry import Size
-from dvoc_bench.pricing import call_estimate, image_tokens, price_of
-from dvoc_bench.records import Step, TrialResult, read_jsonl
-from dvoc_bench.registry import methods
+from dvoc_bench.core.geometry import Size
+from dvoc_bench.core.records import Step, TrialResult, read_jsonl
+from dvoc_bench.methods.registry import methods
+from dvoc_bench.models.config import ModelConfig, ProviderConfig, default_conf_dir, load_model_config
+from dvoc_bench.models.pricing import call_estimate, image_tokens, price_of
+from dvoc_bench.runner.budget import Budget
 
 PRICED = """\
 name: priced-sim
@@ -183,6 +183,6 @@ def test_the_shipped_call_table_is_the_authors_records():
     upstream = Path(__file__).resolve().parents[2] / "shared" / "upstream"
     if not (upstream / "responses").is_dir():
         pytest.skip(f"the authors' records are not at {upstream}")
-    from dvoc_bench.calibration.calls import TABLE, recorded_calls
+    from dvoc_bench.benchmarks.recorded_calls import TABLE, recorded_calls
 
     assert recorded_calls(upstream) == json.loads(TABLE.read_text(encoding="utf-8"))

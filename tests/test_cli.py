@@ -10,7 +10,7 @@ import time
 import pytest
 import yaml
 
-from dvoc_bench.store import read_jsonl
+from dvoc_bench.runner.store import read_jsonl
 from tests.conftest import ROOT, run_cli
 
 

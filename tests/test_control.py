@@ -4,10 +4,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dvoc_bench.control import AdaptiveConfig, PolicyConfig, Report, alpha, correct, decide
-from dvoc_bench.geometry import Offset, Point, Size
+from dvoc_bench.core.control import AdaptiveConfig, LoopConfig, Report, alpha, correct, decide
+from dvoc_bench.core.geometry import Offset, Point, Size
 
-P = PolicyConfig(epsilon=30.0, threshold=0.5, window=2)
+P = LoopConfig(epsilon=30.0, threshold=0.5, window=2)
 
 
 def rep(dx, dy=0.0, conf=0.9):

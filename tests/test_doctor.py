@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from dvoc_bench.analysis import load_runs
-from dvoc_bench.cli_support import quick_setup
 from dvoc_bench.doctor import diagnose, main, repair
-from dvoc_bench.store import RunDirBusy, RunDirLock
-from dvoc_bench.sweep import run_sweep
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.store import RunDirBusy, RunDirLock
+from dvoc_bench.runner.sweep import run_sweep
 from tests.conftest import ROOT
 
 

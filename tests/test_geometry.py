@@ -3,7 +3,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dvoc_bench.geometry import (
+from dvoc_bench.core.geometry import (
     Box,
     Frame,
     Offset,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dvoc_bench import hydra_hooks
+from dvoc_bench.app import hydra_hooks
 
 ROOT = Path(__file__).resolve().parents[1]
 

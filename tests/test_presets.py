@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.records import read_jsonl
-from dvoc_bench.summary import format_table, summarise
-from dvoc_bench.sweep import run_sweep
+from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.summary import format_table, summarise
+from dvoc_bench.runner.sweep import run_sweep
 from tests.conftest import ROOT
 
 PRESETS = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
@@ -58,11 +58,11 @@ def test_preset_runs_offline_at_smoke_size(tmp_path, preset):
 
 def test_paper_presets_use_the_paper_protocol_and_its_sweep():
     s = quick_setup(["experiment=ablation_alpha"])
-    assert list(s.knobs.protocols) == ["paper"]
-    assert list(s.knobs.alphas) == ["decay", "constant", "undamped", "adaptive"]
+    assert list(s.swept.protocols) == ["paper"]
+    assert list(s.swept.alphas) == ["decay", "constant", "undamped", "adaptive"]
     main = quick_setup(["experiment=paper_main"])
-    assert main.knobs.repeats == 3 and main.knobs.starts == ("paper", 5)
-    assert list(main.knobs.methods) == ["dvoc", "oneshot"]
+    assert main.swept.repeats == 3 and main.swept.starts == ("paper", 5)
+    assert list(main.swept.methods) == ["dvoc", "oneshot"]
 
 
 def test_frames_preset_shows_oneshot_going_from_near_zero_to_high(tmp_path):

@@ -6,12 +6,19 @@ import os
 
 import pytest
 
-from dvoc_bench.config import default_conf_dir, load_model_config
-from dvoc_bench.geometry import Box, Size
+from dvoc_bench.core.geometry import Box, Size
+from dvoc_bench.models.config import default_conf_dir, load_model_config
 from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.options import ImageOptions
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel
-from dvoc_bench.probe import ProbeAnswer, ProbeOptions, classify, probe_model, probe_prompt, score_answer
+from dvoc_bench.runner.probe import (
+    ProbeAnswer,
+    ProbeOptions,
+    classify,
+    probe_model,
+    probe_prompt,
+    score_answer,
+)
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import SimBackend, serve_in_thread
 from tests.conftest import run_cli

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from dvoc_bench import readme_numbers
+from dvoc_bench.benchmarks import readme_numbers
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -98,7 +98,8 @@ COMMANDS = extract(README.read_text(encoding="utf-8"))
 
 
 def needs_chromium(c: Command) -> bool:
-    return c.module == "dvoc_bench.web.bench" or bool(re.search(r"\bW\d\b|task=custom", c.text))
+    web_bench = c.module == "dvoc_bench.bench" and c.argv[3:4] == ["web"]
+    return web_bench or bool(re.search(r"\bW\d\b|task=custom", c.text))
 
 
 UPSTREAM = ROOT.parent / "shared" / "upstream"
@@ -115,7 +116,7 @@ def missing_data(c: Command) -> str | None:
 
 
 def chromium_missing() -> str | None:
-    from dvoc_bench.web.chromium import ChromiumNotFoundError, find_chromium
+    from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
 
     try:
         find_chromium()

@@ -7,11 +7,12 @@ import sys
 
 import pytest
 
-from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.config import ConfigError
-from dvoc_bench.registry import KNOBS, method, method_info, methods, sources, unregister_method
-from dvoc_bench.summary import format_table, summarise
-from dvoc_bench.sweep import plan, run_sweep
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.methods.registry import KNOBS, method, method_info, methods, unregister_method
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.summary import format_table, summarise
+from dvoc_bench.runner.sweep import plan, run_sweep
+from dvoc_bench.scenes.sources import sources
 from tests.scripted import make_spec
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dvoc_bench.records import read_jsonl
+from dvoc_bench.core.records import read_jsonl
 from tests.conftest import ROOT, run_cli
 
 QUICK = ("smoke=true", "run.quiet=true")

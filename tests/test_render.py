@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from dvoc_bench import render
-from dvoc_bench.declare import ConfigError, validate
-from dvoc_bench.geometry import Point
-from dvoc_bench.render import (
+from dvoc_bench.core.declare import ConfigError, validate
+from dvoc_bench.core.geometry import Point
+from dvoc_bench.draw import render
+from dvoc_bench.draw.render import (
     OverlayStyle,
     crosshair_centre,
     decode_png,
@@ -257,7 +257,7 @@ def test_dejavu_missing_raises(monkeypatch: pytest.MonkeyPatch, tmp_path) -> Non
 
 
 def test_banded_png_with_a_base_is_byte_identical_and_decodes_exactly() -> None:
-    from dvoc_bench.render import BAND_ROWS, _adler32_combine
+    from dvoc_bench.draw.render import BAND_ROWS, _adler32_combine
 
     rng = np.random.default_rng(7)
     base = rng.integers(0, 256, (3 * BAND_ROWS + 5, 41, 3), dtype=np.uint8)

@@ -17,7 +17,7 @@ import pytest
 
 from dvoc_bench.analysis import load_runs
 from dvoc_bench.analysis.loaders import hydra_dir, read_overrides
-from dvoc_bench.store import LOCK, RunDirBusy, RunDirLock, RunStore, read_jsonl
+from dvoc_bench.runner.store import LOCK, RunDirBusy, RunDirLock, RunStore, read_jsonl
 from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
@@ -112,7 +112,7 @@ def test_a_refused_process_changes_nothing_not_even_a_torn_line(tmp_path):
 
 def test_the_lock_is_exclusive_across_processes_and_released_on_close(tmp_path):
     code = (
-        "import sys; from dvoc_bench.store import RunStore, RunDirBusy\n"
+        "import sys; from dvoc_bench.runner.store import RunStore, RunDirBusy\n"
         "try:\n    RunStore(sys.argv[1])\nexcept RunDirBusy as e:\n    print(e); sys.exit(3)\n"
     )
     store = RunStore(tmp_path)

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from dvoc_bench.declare import ConfigError
-from dvoc_bench.runmeta import META, check_resume, fingerprint
-from dvoc_bench.settings import Settings
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.runner.runmeta import META, check_resume, fingerprint
+from dvoc_bench.runner.settings import Settings
 
 
 def _old_run(tmp_path, drop: tuple[str, ...]):

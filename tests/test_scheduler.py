@@ -10,13 +10,13 @@ import time
 import pytest
 import yaml
 
-from dvoc_bench.cli_support import quick_setup
+from dvoc_bench.core.records import read_jsonl
 from dvoc_bench.models.base import ModelCallError
 from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.faults import Faults, FaultyModel
-from dvoc_bench.records import read_jsonl
-from dvoc_bench.scheduler import ProviderLimits, RateGate
-from dvoc_bench.sweep import plan, run_sweep
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.scheduler import ProviderLimits, RateGate
+from dvoc_bench.runner.sweep import plan, run_sweep
 from tests.conftest import ROOT
 
 FAST_RETRY = ["retry.default_wait_s=0.2", "retry.backoff_base_s=0.01", "retry.backoff_max_s=0.05"]

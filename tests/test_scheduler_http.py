@@ -8,12 +8,12 @@ import os
 
 import pytest
 
-from dvoc_bench.cli_support import quick_setup
+from dvoc_bench.core.records import read_jsonl
 from dvoc_bench.models.factory import build_model, model_options
-from dvoc_bench.records import read_jsonl
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.sweep import plan, run_sweep
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
-from dvoc_bench.sweep import plan, run_sweep
 
 pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
 
@@ -39,7 +39,7 @@ def sweep(tmp_path, backend, faults, *overrides):
         os.environ["DVOC_SIM_URL"] = url
         try:
             setup = quick_setup(["model=local-sim", *FAST, *overrides])
-            from dvoc_bench.cli_support import compose
+            from dvoc_bench.runner.compose import compose
 
             kw = model_options(compose(["model=local-sim", *FAST, *overrides])[0])
             specs = plan(setup)

@@ -1,12 +1,13 @@
-"""The harness's one resize and crop (dvoc_bench.sending): sizes, exact maps, nested crops, zoom windows."""
+"""The harness's one resize and crop (dvoc_bench.draw.sending): sizes, exact maps, nested crops, zoom
+windows."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from dvoc_bench.geometry import Box, Offset, Point, Size
-from dvoc_bench.sending import View, resize_image, sent_size, view_of, zoom_window
+from dvoc_bench.core.geometry import Box, Offset, Point, Size
+from dvoc_bench.draw.sending import View, resize_image, sent_size, view_of, zoom_window
 
 FOURK = Size(3840, 2160)
 

@@ -11,10 +11,10 @@ import urllib.request
 import numpy as np
 import pytest
 
-from dvoc_bench.geometry import Point, Size
+from dvoc_bench.core.geometry import Point, Size
+from dvoc_bench.draw.render import OverlayStyle, draw_overlay, encode_png
 from dvoc_bench.models.base import ModelRequest
 from dvoc_bench.protocol import tools_for
-from dvoc_bench.render import OverlayStyle, draw_overlay, encode_png
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, HTTPError, SimBackend, make_server, serve_in_thread
 from tests.conftest import ROOT

@@ -12,8 +12,8 @@ import psutil
 import pytest
 
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
+from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
 from dvoc_bench.serve import SimBackend
-from dvoc_bench.web.chromium import ChromiumNotFoundError, find_chromium
 from tests.conftest import ROOT
 from tests.test_serve import body_for
 

@@ -8,16 +8,16 @@ import itertools
 import numpy as np
 import pytest
 
-from dvoc_bench.geometry import Box, Size
-from dvoc_bench.render import dejavu
-from dvoc_bench.som_layout import (
+from dvoc_bench.core.geometry import Box, Size
+from dvoc_bench.draw.render import dejavu
+from dvoc_bench.draw.som_layout import (
     MIN_FONT_PX,
     contrast_ratio,
     rects_overlap,
     relative_luminance,
     tag_text_colour,
 )
-from dvoc_bench.som_render import PALETTE, Mark, draw_marks, mark_style, palette_colour, plan_marks
+from dvoc_bench.draw.som_render import PALETTE, Mark, draw_marks, mark_style, palette_colour, plan_marks
 
 W, H = 800, 600
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dvoc_bench.core.geometry import Box, Size
 from dvoc_bench.detect.types import Detection
-from dvoc_bench.geometry import Box, Size
-from dvoc_bench.render import dejavu
-from dvoc_bench.som_render import (
+from dvoc_bench.draw.render import dejavu
+from dvoc_bench.draw.som_render import (
     PALETTE,
     Mark,
     draw_marks,

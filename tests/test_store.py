@@ -1,6 +1,6 @@
 import json
 
-from dvoc_bench.store import RunStore, read_jsonl
+from dvoc_bench.runner.store import RunStore, read_jsonl
 
 
 def rec(key, **kw):

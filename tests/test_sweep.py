@@ -1,8 +1,8 @@
 """End-to-end science checks on the simulator (in process, through the same plan/run/store path)."""
 
-from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.summary import summarise
-from dvoc_bench.sweep import run_sweep
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.summary import summarise
+from dvoc_bench.runner.sweep import run_sweep
 
 
 def run(tmp_path, *overrides):

@@ -1,4 +1,5 @@
-"""The sweep's render pool (dvoc_bench/workers.py): frames are made off the event loop, the records do not
+"""The sweep's render pool (dvoc_bench/draw/workers.py): frames are made off the event loop, the records do
+not
 depend on it, and it is gone when the sweep ends."""
 
 from __future__ import annotations
@@ -12,17 +13,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dvoc_bench import store as store_module
-from dvoc_bench import workers
-from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.config import ConfigError
-from dvoc_bench.geometry import Point
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Point
+from dvoc_bench.draw import workers
+from dvoc_bench.draw.render import OverlayStyle, draw_overlay, encode_png
+from dvoc_bench.draw.workers import FrameRenderer, default_workers, make_frame
 from dvoc_bench.methods import dvoc as dvoc_module
 from dvoc_bench.methods.common import TrialEnv
-from dvoc_bench.render import OverlayStyle, draw_overlay, encode_png
+from dvoc_bench.runner import store as store_module
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.sweep import run_sweep
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
-from dvoc_bench.sweep import run_sweep
-from dvoc_bench.workers import FrameRenderer, default_workers, make_frame
 from tests.scripted import FrameSink
 
 REG = SceneRegistry(default_scenes_dir())

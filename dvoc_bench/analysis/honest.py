@@ -31,7 +31,7 @@ from dvoc_bench.analysis.clustered import cluster_counts, cluster_keys
 
 # the one interval function and its names, re-exported (``honest.wilson`` is the plain Wilson interval)
 from dvoc_bench.analysis.intervals import PLAIN_INTERVAL, RATE_INTERVAL, Z95, rate_interval, wilson  # noqa: F401
-from dvoc_bench.assumptions import labels_of
+from dvoc_bench.core.assumptions import labels_of
 
 RULES = ("hit", "within_eps", "hit_radius")
 """Success rules a table can use (columns of the trials frame)."""

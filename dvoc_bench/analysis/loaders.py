@@ -35,7 +35,7 @@ from dvoc_bench.analysis.schema import (
     coerce,
     empty_frame,
 )
-from dvoc_bench.records import read_jsonl
+from dvoc_bench.core.records import read_jsonl
 
 log = logging.getLogger(__name__)
 

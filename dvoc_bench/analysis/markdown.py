@@ -64,7 +64,7 @@ def label_models(df: pd.DataFrame, paper_names: bool = False) -> pd.DataFrame:
     """Mark the model of every simulated row ``[SIMULATED]``, with the assumptions the row rests on (column
     ``assumed`` or ``simulated_assumptions``, e.g. ``[SIMULATED; overlay effect assumed]``), and drop
     those columns."""
-    from dvoc_bench.assumptions import marker
+    from dvoc_bench.core.assumptions import marker
 
     out = df.copy()
     col = next((c for c in ("assumed", "simulated_assumptions") if c in out), None)

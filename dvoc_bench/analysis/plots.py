@@ -48,8 +48,8 @@ def title_of(fig: Figure) -> str:
 
 def _sim(df: pd.DataFrame) -> str:
     """The figure's tag: empty for real data, ``SIMULATED`` with every assumption of the simulated rows
-    (``assumed`` or ``simulated_assumptions`` column; :func:`dvoc_bench.assumptions.marker`)."""
-    from dvoc_bench.assumptions import marker
+    (``assumed`` or ``simulated_assumptions`` column; :func:`dvoc_bench.core.assumptions.marker`)."""
+    from dvoc_bench.core.assumptions import marker
 
     if not (len(df) and "simulated" in df and bool(df["simulated"].astype(bool).any())):
         return ""

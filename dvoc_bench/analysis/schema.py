@@ -15,7 +15,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import pandas as pd
 
-from dvoc_bench.records import SampleMeta, SomRecord, TrialRecord
+from dvoc_bench.core.records import SampleMeta, SomRecord, TrialRecord
 
 STR, FLOAT, INT, BOOL, NBOOL = "string", "float64", "Int64", "bool", "boolean"
 
@@ -73,7 +73,7 @@ TRIAL_COLUMNS: dict[str, str] = {
     "source": STR,  # "run" (ours) or "upstream" (the authors' records)
     "run_dir": STR,  # run directory (ours) or the authors' file / tree it came from
     "job": INT,  # Hydra multirun job number, <NA> for a single run
-    # every field of the trials.jsonl line (dvoc_bench.records.TrialRecord), points and boxes flattened
+    # every field of the trials.jsonl line (dvoc_bench.core.records.TrialRecord), points and boxes flattened
     **record_columns(TrialRecord),
     # derived by the loaders
     "image_w": INT,
@@ -87,7 +87,7 @@ TRIAL_COLUMNS: dict[str, str] = {
     "paper_trial_id": STR,
 }
 """Column -> pandas dtype of ``Runs.trials`` (further columns: ``override.<key>`` of Hydra jobs). The
-record's own columns are derived from :class:`~dvoc_bench.records.TrialRecord`, so a field added there
+record's own columns are derived from :class:`~dvoc_bench.core.records.TrialRecord`, so a field added there
 is a column here."""
 
 STEP_COLUMNS: dict[str, str] = {

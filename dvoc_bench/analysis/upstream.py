@@ -37,9 +37,9 @@ import pandas as pd
 
 from dvoc_bench.analysis.loaders import attach_trials
 from dvoc_bench.analysis.schema import STEP_COLUMNS, TEXT_COLUMNS, TRIAL_COLUMNS, Runs, coerce
-from dvoc_bench.control import PolicyConfig, Report, alpha, correct, decide
-from dvoc_bench.geometry import Box, Offset, Point, Size
-from dvoc_bench.scoring import score
+from dvoc_bench.core.control import LoopConfig, Report, alpha, correct, decide
+from dvoc_bench.core.geometry import Box, Offset, Point, Size
+from dvoc_bench.core.scoring import score
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +212,7 @@ def replay_dvoc(
     history ends while the policy would have continued (a truncated record).
     """
     reports: list[Report] = []
-    cfg = PolicyConfig(EPSILON, THRESHOLD, WINDOW)
+    cfg = LoopConfig(epsilon=EPSILON, threshold=THRESHOLD, window=WINDOW)
     per: list[dict[str, Any]] = []
     stop, final = "inconsistent", None
     for i, h in enumerate(history):

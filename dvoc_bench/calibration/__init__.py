@@ -7,7 +7,7 @@
 - :mod:`~dvoc_bench.calibration.replay`: the simulator replayed on the recorded situations, and the
   refinement of the discrete rates by replay;
 - :mod:`~dvoc_bench.calibration.validation`: the authors' sweeps simulated through
-  :func:`dvoc_bench.sweep.run_sweep` and compared with their trial outcomes (out of sample);
+  :func:`dvoc_bench.runner.sweep.run_sweep` and compared with their trial outcomes (out of sample);
 - :mod:`~dvoc_bench.calibration.profile`: the ``sim:`` and ``fit:`` blocks, the profile text and the
   whole per-model pipeline (:func:`calibrate_model`), the validation figure.
 

@@ -34,7 +34,7 @@ from dvoc_bench.analysis.upstream import (
     load_upstream,
     synthetic_box,
 )
-from dvoc_bench.geometry import Box, Size
+from dvoc_bench.core.geometry import Box, Size
 from dvoc_bench.models.simulator.behaviour import BOX_NEAR_PX
 
 CALIBRATED_MODELS = ("gemini-3.1-flash-lite", "gemma-4-26b", "gemma-4-31b")
@@ -457,7 +457,7 @@ def no_tool_share(steps: pd.DataFrame, model: str) -> tuple[int, int]:
 def replay_truths(tasks: Sequence[str]) -> dict[str, Any]:
     """Ground truth of the authors' scenes for replaying steps: S1-S6 from our scene files (the authors'
     geometry), W1-W5 as the target box inferred in upstream-facts §4.2 (their pages are not ours)."""
-    from dvoc_bench.scenes.types import Element, SceneTruth
+    from dvoc_bench.core.scene import Element, SceneTruth
 
     out: dict[str, Any] = {}
     for task in tasks:

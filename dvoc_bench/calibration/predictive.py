@@ -100,7 +100,7 @@ def simulate_instances(
     """``instances`` simulated instances of the profiles (``sim.instance`` = 0..), each running the preset
     with ``repeats`` repeats; the trials of all of them with an ``instance`` column. Run directories under
     ``run_root`` are named by the profiles' digest (resumable)."""
-    from dvoc_bench.config import default_conf_dir
+    from dvoc_bench.models.config import default_conf_dir
 
     mdir = Path(models_dir) if models_dir is not None else default_conf_dir() / "model"
     names = [sim_name(m) if not m.startswith("sim-") else m for m in models]

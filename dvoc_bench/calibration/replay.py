@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from dvoc_bench.calibration.extract import canvas_name, discrete_shares, round_to
-from dvoc_bench.geometry import Point, Size
-from dvoc_bench.render import OverlayStyle, crosshair_centre, draw_overlay
+from dvoc_bench.core.geometry import Point, Size
+from dvoc_bench.draw.render import OverlayStyle, crosshair_centre, draw_overlay
 
 CROSSHAIR_ONLY = OverlayStyle(label_fg=(0, 0, 0), label_bg=(0, 0, 0))
 """The harness's crosshair (pure red, 3 px bars, 15 px arms) with its labels drawn black: on the black
@@ -30,7 +30,7 @@ replay canvas the frame holds the crosshair alone, which is all the simulator re
 
 def draw_crosshair(canvas: np.ndarray, draft: Point) -> tuple[slice, slice]:
     """Draw the crosshair at ``draft`` into the black ``canvas`` in place, with the harness's renderer
-    (:func:`~dvoc_bench.render.draw_overlay`, mode ``crosshair``, :data:`CROSSHAIR_ONLY`), and return the
+    (:func:`~dvoc_bench.draw.render.draw_overlay`, mode ``crosshair``, :data:`CROSSHAIR_ONLY`), and return the
     window drawn (set it back to 0 to reuse the canvas).
 
     Only the window around the crosshair goes through the renderer (a whole 1280x720 frame costs tens of

@@ -1,5 +1,6 @@
 """Out-of-sample validation of the profiles (issue 8): the authors' sweeps simulated through the real
-harness (:func:`dvoc_bench.sweep.run_sweep`, ``protocol=paper``) and compared with their trial outcomes,
+harness (:func:`dvoc_bench.runner.sweep.run_sweep`, ``protocol=paper``) and compared with their trial
+outcomes,
 which the fit never reads.
 
 - :func:`simulate`: one sweep in process, resumable, loaded back as frames;
@@ -42,8 +43,8 @@ def simulate(
     loads the prompts and replies too (:func:`~dvoc_bench.analysis.loaders.load_runs`).
     """
     from dvoc_bench.analysis.loaders import load_runs
-    from dvoc_bench.cli_support import quick_setup
-    from dvoc_bench.sweep import run_sweep
+    from dvoc_bench.runner.compose import quick_setup
+    from dvoc_bench.runner.sweep import run_sweep
 
     ov = list(overrides) + ["run.quiet=true"]
     if models_dir is not None:
@@ -278,7 +279,7 @@ def validate(
     consistent model shares its situation draws across repeats, so one instance understates the spread.
     Run directories under ``run_root`` are named by a hash of the profiles and the plan, so a second call
     reuses finished trials."""
-    from dvoc_bench.config import default_conf_dir
+    from dvoc_bench.models.config import default_conf_dir
 
     mdir = Path(models_dir) if models_dir is not None else default_conf_dir() / "model"
     names = [sim_name(m) for m in models]

@@ -1,7 +1,7 @@
 """The ``detector`` config group: which backend, its settings, validated with errors naming the key.
 
 ``detector=<backend>`` picks ``conf/detector/<backend>.yaml``, which starts from the declared defaults
-below (registered as ``detector/base_<backend>`` by :func:`dvoc_bench.settings.register_defaults`); its
+below (registered as ``detector/base_<backend>`` by :func:`dvoc_bench.runner.settings.register_defaults`); its
 settings are flat: ``detector=onnx detector.model=m.onnx detector.anchors=RK_anchors.txt``. Every backend
 has ``max_area_frac`` (SoM drops boxes covering more of the screen). Required values (a model path, a
 command) are checked only when a SoM method runs.
@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from dvoc_bench.declare import ConfigError, Declared, PosFloat, PosInt, Prob, validate
+from dvoc_bench.core.declare import ConfigError, Declared, PosFloat, PosInt, Prob, validate
 from dvoc_bench.detect.cv import CvOptions
 from dvoc_bench.detect.oracle import OracleOptions
 

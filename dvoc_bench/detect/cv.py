@@ -26,10 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dvoc_bench.declare import Byte, Declared, NonNegInt, PosFloat, PosInt, Prob
+from dvoc_bench.core.declare import Byte, Declared, NonNegInt, PosFloat, PosInt, Prob
+from dvoc_bench.core.geometry import Box
 from dvoc_bench.detect.types import Detection, TimedDetector
 from dvoc_bench.detect.yolo import nms
-from dvoc_bench.geometry import Box
 
 
 class CvOptions(Declared):

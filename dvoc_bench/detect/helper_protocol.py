@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dvoc_bench.core.geometry import Box
 from dvoc_bench.detect.types import Detection
-from dvoc_bench.geometry import Box
 
 REQUEST_DETECT = b"D"
 """Command byte of a detection request."""

@@ -18,10 +18,10 @@ import hashlib
 
 import numpy as np
 
-from dvoc_bench.declare import Declared, NonNegFloat, Prob
+from dvoc_bench.core.declare import Declared, NonNegFloat, Prob
+from dvoc_bench.core.geometry import Box
+from dvoc_bench.core.scene import SceneTruth
 from dvoc_bench.detect.types import Detection, TimedDetector
-from dvoc_bench.geometry import Box
-from dvoc_bench.scenes.types import SceneTruth
 
 
 class OracleOptions(Declared):
@@ -46,7 +46,8 @@ def _rng(base: int, call_seed: int, scene_id: str) -> np.random.Generator:
 
 def _jittered(box: Box, sigma: float, z: np.ndarray, w: int, h: int) -> Box:
     """``box`` (edges inclusive: first and last pixel) as the seed reads a detector's numbers, pixels whose
-    centre is the element's centre (:mod:`dvoc_bench.som_render`), each edge moved by ``sigma * z`` (``z``:
+    centre is the element's centre (:mod:`dvoc_bench.draw.som_render`), each edge moved by ``sigma * z``
+    (``z``:
     four standard normal draws), clipped to the image, never thinner than 2 px."""
     x0, y0, x1, y1 = box.x0, box.y0, box.x1, box.y1
     if sigma > 0:

@@ -20,10 +20,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from dvoc_bench.core.scene import SceneTruth
 from dvoc_bench.detect.config import ANCHORS_DEFAULT, DetectorConfig
 from dvoc_bench.detect.types import DetectionRun, Detector, DetectorError
 from dvoc_bench.detect.yolo import DEFAULT_ANCHORS, PostConfig, load_anchors
-from dvoc_bench.scenes.types import SceneTruth
 
 log = logging.getLogger(__name__)
 

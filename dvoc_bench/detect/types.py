@@ -9,7 +9,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from dvoc_bench.geometry import Box
+from dvoc_bench.core.geometry import Box
 
 
 class DetectorError(RuntimeError):

@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dvoc_bench.core.geometry import Box
 from dvoc_bench.detect.types import Detection
-from dvoc_bench.geometry import Box
 
 PAD_VALUE = 114
 """Grey level of the letterbox padding."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dvoc_bench.geometry import Point
+from dvoc_bench.core.geometry import Point
+from dvoc_bench.core.records import TrialResult, TrialSpec
 from dvoc_bench.methods.common import TrialEnv, trial_rng
-from dvoc_bench.records import TrialResult, TrialSpec
-from dvoc_bench.registry import method
+from dvoc_bench.methods.registry import method
 
 
 @method("centre", calls_model=False, description="click the centre of the screen (no model)")

@@ -10,16 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dvoc_bench.control import AdaptiveConfig
-from dvoc_bench.geometry import Box, Frame, Offset, Point, offset_to_pixels, point_to_pixels
+from dvoc_bench.core.control import AdaptiveConfig
+from dvoc_bench.core.geometry import Box, Frame, Offset, Point, offset_to_pixels, point_to_pixels
+from dvoc_bench.core.records import Step, TrialResult, TrialSpec
+from dvoc_bench.core.scene import Snapshot
+from dvoc_bench.draw.render import OverlayStyle, encode_png
+from dvoc_bench.draw.sending import View, resize_image, view_of
+from dvoc_bench.draw.workers import Draw, FrameRenderer, make_frame
 from dvoc_bench.models.base import Model, ModelCallError, ModelRequest, Reply
 from dvoc_bench.models.options import ImageOptions
 from dvoc_bench.protocol import Parsed, parse_reply
-from dvoc_bench.records import Step, TrialResult, TrialSpec
-from dvoc_bench.render import OverlayStyle, encode_png
-from dvoc_bench.scenes.types import Snapshot
-from dvoc_bench.sending import View, resize_image, view_of
-from dvoc_bench.workers import Draw, FrameRenderer, make_frame
 
 if TYPE_CHECKING:
     from dvoc_bench.detect.service import DetectorService
@@ -32,7 +32,7 @@ class RenderedFrame:
     image: np.ndarray
     """``HxWx3`` uint8 pixels."""
     png: bytes
-    """The encoded PNG (:func:`dvoc_bench.render.encode_png`)."""
+    """The encoded PNG (:func:`dvoc_bench.draw.render.encode_png`)."""
     sha: str
     """sha256 of ``png``: the stored frame's name."""
     view: View | None = None
@@ -64,7 +64,8 @@ class TrialEnv:
     renderer: FrameRenderer = field(default_factory=lambda: FrameRenderer(0))
     """Where frames are drawn, encoded and stored: the sweep's render pool (default: inline)."""
     image: ImageOptions = field(default_factory=ImageOptions)
-    """The model's input limits: every frame is sent downscaled to fit them (:mod:`dvoc_bench.sending`)."""
+    """The model's input limits: every frame is sent downscaled to fit them
+    (:mod:`dvoc_bench.draw.sending`)."""
     _clean_png: bytes | None = None
     _clean: RenderedFrame | None = None
     _base: tuple[View, np.ndarray] | None = None

@@ -1,7 +1,7 @@
 """DVOC: draw the draft, ask for the offset to the target, apply a damped correction, repeat (§4).
 
 The loop runs in screenshot pixels; what the model sees and reads is in pixels of the image sent (the
-screenshot downscaled to the model's input limits, :mod:`dvoc_bench.sending`): the crosshair is drawn
+screenshot downscaled to the model's input limits, :mod:`dvoc_bench.draw.sending`): the crosshair is drawn
 there at the style's sizes, the prompt and the history state positions there, and the answer is mapped
 back before the correction."""
 
@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from dvoc_bench import control
-from dvoc_bench.control import PolicyConfig, Report
-from dvoc_bench.geometry import Frame, Offset, Point
+from dvoc_bench.core import control
+from dvoc_bench.core.control import Report
+from dvoc_bench.core.geometry import Frame, Offset, Point
+from dvoc_bench.core.records import Step, TrialResult, TrialSpec
+from dvoc_bench.draw.render import draw_overlay
+from dvoc_bench.draw.sending import View
 from dvoc_bench.methods.common import (
     TrialEnv,
     base_step,
@@ -22,11 +25,8 @@ from dvoc_bench.methods.common import (
     to_pixels,
     to_screen,
 )
+from dvoc_bench.methods.registry import method
 from dvoc_bench.protocol import HistoryEntry, get_protocol, tools_for
-from dvoc_bench.records import Step, TrialResult, TrialSpec
-from dvoc_bench.registry import method
-from dvoc_bench.render import draw_overlay
-from dvoc_bench.sending import View
 
 
 @method(
@@ -67,7 +67,7 @@ async def refine(
     protocol = get_protocol(spec.protocol)
     frame = Frame(spec.coord_frame)
     kind = "offset" if spec.predict == "relative" else "point"
-    policy = PolicyConfig(epsilon=spec.epsilon, threshold=spec.conf_threshold, window=spec.window)
+    policy = spec.loop
     draft = start
     reports: list[Report] = []
     history: list[HistoryEntry] = []

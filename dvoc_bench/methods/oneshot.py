@@ -9,7 +9,9 @@ final point is the last usable answer mapped back to the screenshot (clamped to 
 
 from __future__ import annotations
 
-from dvoc_bench.geometry import Frame, Point, clamp_point
+from dvoc_bench.core.geometry import Frame, Point, clamp_point
+from dvoc_bench.core.records import TrialResult, TrialSpec
+from dvoc_bench.core.scoring import score
 from dvoc_bench.methods.common import (
     TrialEnv,
     base_step,
@@ -20,10 +22,8 @@ from dvoc_bench.methods.common import (
     to_pixels,
     to_screen,
 )
+from dvoc_bench.methods.registry import method
 from dvoc_bench.protocol import get_protocol, tools_for
-from dvoc_bench.records import TrialResult, TrialSpec
-from dvoc_bench.registry import method
-from dvoc_bench.scoring import score
 
 
 @method(

@@ -5,7 +5,7 @@ One trial (seed ``ui-grounding-som.txt``, DESIGN §10):
 1. The sweep's detector (``env.detector``) finds boxes on the clean screenshot (pixel backends once per
    screenshot; the oracle per trial, its errors seeded by the trial).
 2. Boxes covering more than ``detect.max_area_frac`` of the screen are dropped; the rest are numbered by
-   score and drawn (:mod:`dvoc_bench.som_render`); the marked frame is stored like every frame.
+   score and drawn (:mod:`dvoc_bench.draw.som_render`); the marked frame is stored like every frame.
 3. One ``select_element(id, confidence)`` call with the element list in the model's frame
    (:mod:`dvoc_bench.protocol.som`). A valid id puts the final point on that mark's centre
    (``stop_reason = "selected"``). A reply naming no valid id (unknown number, no usable call) is recorded
@@ -16,7 +16,8 @@ One trial (seed ``ui-grounding-som.txt``, DESIGN §10):
    final point; ``som_dvoc`` runs plain DVOC from the centre. Both end ``stop_reason =
    "grounding_error"`` with ``som.marks = 0`` and ``som.grounding_error`` set.
 
-Besides the usual fields, a SoM trial records in its ``som`` field (:class:`~dvoc_bench.records.SomRecord`)
+Besides the usual fields, a SoM trial records in its ``som`` field
+(:class:`~dvoc_bench.core.records.SomRecord`)
 the detector backend, the boxes it found, the marks drawn (``mark_boxes``: ``[x0, y0, x1, y1, score]`` in
 harness pixels, id = position + 1), the tag placement and how many tags overlap another (``tag_layout``,
 ``tag_overlaps``), whether any mark covers the target centre (``target_detected``: the
@@ -28,8 +29,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from dvoc_bench.core.geometry import Frame, Point, clamp_point
+from dvoc_bench.core.records import ErrorClass, SomRecord, Step, TrialResult, TrialSpec
 from dvoc_bench.detect.types import DetectorError
-from dvoc_bench.geometry import Frame, Point, clamp_point
+from dvoc_bench.draw.som_render import Mark, draw_marks, marks_from_detections, plan_marks
 from dvoc_bench.methods.common import (
     CallOutcome,
     TrialEnv,
@@ -40,12 +43,10 @@ from dvoc_bench.methods.common import (
     to_pixels,
     to_screen,
 )
+from dvoc_bench.methods.registry import method
 from dvoc_bench.models.base import ModelCallError, ModelRequest
 from dvoc_bench.protocol import get_protocol, tools_for
 from dvoc_bench.protocol.som import parse_select, som_fallback_prompt, som_tools
-from dvoc_bench.records import ErrorClass, SomRecord, Step, TrialResult, TrialSpec
-from dvoc_bench.registry import method
-from dvoc_bench.som_render import Mark, draw_marks, marks_from_detections, plan_marks
 
 _UNKNOWN_ID_RE = re.compile(r"unknown_id:(\d+)")
 

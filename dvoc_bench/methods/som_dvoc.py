@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from dvoc_bench.core.records import TrialResult, TrialSpec
 from dvoc_bench.methods import dvoc
 from dvoc_bench.methods.common import TrialEnv, finish
+from dvoc_bench.methods.registry import method
 from dvoc_bench.methods.som import select, set_error
-from dvoc_bench.records import TrialResult, TrialSpec
-from dvoc_bench.registry import method
 
 NOT_APPLICABLE = "-"
 """The planner's value for a knob that does not apply to a method."""

@@ -3,9 +3,9 @@ the crop (downscaled to the model's input limits, never upscaled), ask again, ``
 
 Each crop is cut from the full-resolution screenshot: its sides are the previous crop's divided by
 ``zoom.factor`` (aspect kept, the shorter side at least ``zoom.min_crop``), centred on the last answer and
-shifted inside the screen (:func:`dvoc_bench.sending.zoom_window`). Every answer is read in the answer
+shifted inside the screen (:func:`dvoc_bench.draw.sending.zoom_window`). Every answer is read in the answer
 frame of the image sent (pixels / 0-1000 / 0-1 of the crop as sent) and mapped back to screenshot pixels
-through the crop (:meth:`dvoc_bench.sending.View.to_original`); the next crop is placed from that point.
+through the crop (:meth:`dvoc_bench.draw.sending.View.to_original`); the next crop is placed from that point.
 The request carries the crop as metadata (``ModelRequest.crop``; the simulator maps its truth through
 it, a real model never sees it). Every round's frame is stored; the step records its crop, scale and
 sent size.
@@ -21,7 +21,10 @@ enlarged part of the screen.
 
 from __future__ import annotations
 
-from dvoc_bench.geometry import Frame, Point, clamp_point
+from dvoc_bench.core.geometry import Frame, Point, clamp_point
+from dvoc_bench.core.records import Step, TrialResult, TrialSpec
+from dvoc_bench.core.scoring import score
+from dvoc_bench.draw.sending import View, zoom_window
 from dvoc_bench.methods.common import (
     TrialEnv,
     base_step,
@@ -33,11 +36,8 @@ from dvoc_bench.methods.common import (
     to_screen,
 )
 from dvoc_bench.methods.dvoc import refine
+from dvoc_bench.methods.registry import method
 from dvoc_bench.protocol import get_protocol, tools_for
-from dvoc_bench.records import Step, TrialResult, TrialSpec
-from dvoc_bench.registry import method
-from dvoc_bench.scoring import score
-from dvoc_bench.sending import View, zoom_window
 
 ZOOMED_NOTE = "This image is an enlarged part of the screen around the element; it shows only that part."
 """The sentence added to the prompt of every round after the first (our wording)."""

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from dvoc_bench.geometry import Size
+from dvoc_bench.core.geometry import Size
 
 MAX_REPLY_CHARS = 64000
 """Default bound on a reply's text and on each tool call's arguments (``run.max_reply_chars``)."""
@@ -30,7 +30,7 @@ class ModelRequest:
     image_png: bytes | None
     """The PNG the model sees (already annotated), or ``None`` for a text-only call."""
     image_size: Size
-    """Pixel size of the image sent (the frame every answer is in; :mod:`dvoc_bench.sending`)."""
+    """Pixel size of the image sent (the frame every answer is in; :mod:`dvoc_bench.draw.sending`)."""
     tools: list[dict[str, Any]]
     """Tool schemas in OpenAI format."""
     scene_id: str

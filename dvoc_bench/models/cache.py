@@ -29,9 +29,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dvoc_bench.core.redaction import redact_value
 from dvoc_bench.models.base import MAX_REPLY_CHARS, Model, ModelRequest, Reply, ToolCall, bound_reply
 from dvoc_bench.models.options import CacheOptions
-from dvoc_bench.redaction import redact_value
 
 log = logging.getLogger(__name__)
 

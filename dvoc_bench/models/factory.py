@@ -2,34 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
-from dvoc_bench.config import ConfigError, ModelConfig
-from dvoc_bench.declare import validate
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.scene import SceneTruth
 from dvoc_bench.models.base import MAX_REPLY_CHARS, Model
+from dvoc_bench.models.config import ModelConfig
 from dvoc_bench.models.options import CacheOptions, ImageOptions
-from dvoc_bench.scenes.types import SceneTruth
-
-
-def model_options(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """``build_model`` keyword arguments from a resolved global config (its ``cache:``, ``image:`` and
-    ``run.max_reply_chars``); :mod:`dvoc_bench.settings` declares them."""
-    from dvoc_bench.settings import Run
-
-    return {
-        "cache": validate(CacheOptions, cfg.get("cache"), "cache."),
-        "image": validate(ImageOptions, cfg.get("image"), "image."),
-        "max_reply_chars": validate(Run, cfg.get("run"), "run.").max_reply_chars,
-    }
 
 
 def build_model(
     cfg: ModelConfig,
     truth: Callable[[str], SceneTruth],
     *,
-    cache: Any = None,
-    image: Any = None,
+    cache: CacheOptions | None = None,
+    image: ImageOptions | None = None,
     max_reply_chars: int = MAX_REPLY_CHARS,
     wrap: Callable[[Model], Model] | None = None,
 ) -> Model:
@@ -55,17 +42,17 @@ def build_model(
     if cfg.kind == "simulator":
         from dvoc_bench.models.simulator import SimProfile, SimulatedModel
 
-        if "sim" not in cfg.raw:
+        if cfg.sim is None:
             raise ConfigError(f"model {cfg.name}: a simulator config needs a 'sim' block")
         # a bad value is a ConfigError of one line: "model <name>: sim.<dotted key>: ..."
-        profile = SimProfile.from_mapping(cfg.raw["sim"], prefix=f"model {cfg.name}: sim.")
+        profile = SimProfile.from_mapping(cfg.sim, prefix=f"model {cfg.name}: sim.")
         sim = SimulatedModel(cfg.name, profile, truth)
         sim.max_reply_chars = max_reply_chars
         return wrap(sim)
     if cfg.kind == "ocr":
         from dvoc_bench.models.ocr.model import ocr_model_from_config
 
-        ocr = ocr_model_from_config(cfg.name, cfg.raw)  # a missing tesseract: one ConfigError line
+        ocr = ocr_model_from_config(cfg.name, cfg.ocr)  # a missing tesseract: one ConfigError line
         ocr.max_reply_chars = max_reply_chars
         return wrap(ocr)
     raise ConfigError(f"model {cfg.name}: kind {cfg.kind!r} is not available")

@@ -17,7 +17,8 @@ every error string this module produces goes through :func:`redact`, and a loggi
 of LiteLLM, OpenAI, httpx and the root handlers. A provider without a key gets the placeholder
 ``no-key``, so an ``OPENAI_API_KEY`` of the user's environment is never sent to a local server.
 
-**Cost.** A model config's ``pricing:`` block (:mod:`dvoc_bench.pricing`) prices every call from the reply's
+**Cost.** A model config's ``pricing:`` block (:mod:`dvoc_bench.models.pricing`) prices every call from the
+reply's
 token counts (``cost_source="pricing"``); else ``Reply.cost_usd`` is LiteLLM's ``response_cost``
 (``cost_source="litellm"``); failing that
 ``litellm.completion_cost`` on the response, priced as the config's ``cost_model`` when set
@@ -25,7 +26,8 @@ token counts (``cost_source="pricing"``); else ``Reply.cost_usd`` is LiteLLM's `
 when LiteLLM does not know the model (no guess).
 
 **Images.** The client sends the request's PNG as it is: the harness has already cropped and downscaled it
-to the model's input limits (``image.max_side``, ``image.max_pixels``; :mod:`dvoc_bench.sending`), and the
+to the model's input limits (``image.max_side``, ``image.max_pixels``; :mod:`dvoc_bench.draw.sending`), and
+the
 prompt states the size sent, so every answer frame refers to the image the model received.
 """
 
@@ -42,7 +44,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from dvoc_bench.config import ConfigError, ModelConfig
+from dvoc_bench.core.redaction import (
+    NO_KEY,
+    install_log_redaction,
+    redact,
+    redact_value,
+    register_secret,
+)
 from dvoc_bench.models.base import (
     CROP_FIELD,
     MAX_REPLY_CHARS,
@@ -52,29 +60,13 @@ from dvoc_bench.models.base import (
     ToolCall,
     bound_reply,
 )
+from dvoc_bench.models.config import ModelConfig, require_key
 from dvoc_bench.models.options import ImageOptions, model_image
-from dvoc_bench.pricing import Pricing, config_pricing
-from dvoc_bench.redaction import (  # re-exported: the client registers keys and redacts what it returns
-    NO_KEY,
-    REDACTED,
-    install_log_redaction,
-    redact,
-    redact_value,
-    register_secret,
-)
+from dvoc_bench.models.pricing import Pricing
 
 log = logging.getLogger(__name__)
 
-__all__ = [
-    "NO_KEY",
-    "REDACTED",
-    "LiteLLMModel",
-    "classify_exception",
-    "import_litellm",
-    "redact",
-    "redact_value",
-    "register_secret",
-]
+__all__ = ["LiteLLMModel", "classify_exception", "import_litellm"]
 
 ERROR_MAX_CHARS = 300
 """Error strings are cut to this length (after redaction)."""
@@ -269,30 +261,18 @@ class ClientSettings:
 
     @classmethod
     def from_config(cls, cfg: ModelConfig, image: ImageOptions | None = None) -> ClientSettings:
-        raw = cfg.raw
-        where = f"model {cfg.name}"
-        params = raw.get("params") or {}
-        if not isinstance(params, dict):
-            raise ConfigError(f"{where}: params must be a mapping, got {params!r}")
-        image = model_image(raw, image, f"{where}: ")
-        tc = raw.get("tool_choice")
-        if tc not in (None, "auto", "required", "none"):
-            raise ConfigError(
-                f"{where}: tool_choice: unknown value {tc!r}; allowed: auto, required, none, null"
-            )
         prov = cfg.provider_config
-        timeout = raw.get("timeout_s") or (prov.timeout_s if prov else 120.0)
         return cls(
             model_id=cfg.model_id,
             api_base=cfg.api_base,
-            params=dict(params),
-            send_seed=bool(raw.get("send_seed", True)),
-            tool_choice=tc,
-            timeout_s=float(timeout),
-            image=image or ImageOptions(),
-            cost_model=raw.get("cost_model"),
+            params=dict(cfg.params),
+            send_seed=cfg.send_seed,
+            tool_choice=cfg.tool_choice,
+            timeout_s=float(cfg.timeout_s or (prov.timeout_s if prov else 120.0)),
+            image=model_image(cfg.image, image, f"model {cfg.name}: "),
+            cost_model=cfg.cost_model,
             key_env=prov.key_env if prov else None,
-            pricing=config_pricing(cfg),
+            pricing=cfg.pricing,
         )
 
 
@@ -314,13 +294,9 @@ class LiteLLMModel:
         """What is sent with every call."""
         self.max_reply_chars = int(max_reply_chars)
         """Characters kept of a reply's text and of each tool call's arguments (``run.max_reply_chars``)."""
+        if cfg.provider_config is not None:
+            require_key(cfg.name, cfg.provider_config)
         key = os.environ.get(self.settings.key_env) if self.settings.key_env else None
-        prov = cfg.provider_config
-        if not key and prov is not None and prov.key_required:
-            raise ConfigError(
-                f"model {cfg.name}: provider {prov.name} needs an API key in the environment variable "
-                f"{prov.key_env}, which is not set"
-            )
         self._key = key or NO_KEY
         register_secret(key)
         install_log_redaction()  # handlers added since the import (a new job's, a test's) get the filter too

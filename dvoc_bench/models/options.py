@@ -1,5 +1,5 @@
 """Settings of real models that the whole config declares (``cache:``, ``image:``): see
-:mod:`dvoc_bench.settings`."""
+:mod:`dvoc_bench.runner.settings`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
-from dvoc_bench.declare import Declared, validate
+from dvoc_bench.core.declare import Declared, validate
 
 
 class CacheOptions(Declared):
@@ -24,7 +24,7 @@ class CacheOptions(Declared):
 class ImageOptions(Declared):
     """The ``image:`` block: a model's input limits (global, overridden key by key by a model config's own
     ``image:``). The harness downscales every frame it sends to fit them, for every model kind (simulated
-    ones too), and states the size sent in the prompt (:mod:`dvoc_bench.sending`)."""
+    ones too), and states the size sent in the prompt (:mod:`dvoc_bench.draw.sending`)."""
 
     max_side: int | None = Field(None, ge=16)
     """Longest side of the image sent, pixels; ``None``: no limit (never upscaled)."""
@@ -33,13 +33,11 @@ class ImageOptions(Declared):
 
 
 def model_image(
-    raw: Mapping[str, Any] | None, default: ImageOptions | None = None, where: str = ""
+    own: Mapping[str, Any] | None, default: ImageOptions | None = None, where: str = ""
 ) -> ImageOptions:
-    """The input limits of one model: its config's own ``image:`` block (``raw`` is the model config
-    mapping) over the global ``default``; a bad value is a one-line ``ConfigError`` naming
-    ``<where>image.<key>``."""
+    """The input limits of one model: its config's own ``image:`` block (``own``) over the global
+    ``default``; a bad value is a one-line ``ConfigError`` naming ``<where>image.<key>``."""
     base = (default or ImageOptions()).model_dump()
-    own = raw.get("image") if isinstance(raw, Mapping) else None
     if not own:
         return default or ImageOptions()
     return validate(ImageOptions, {**base, **dict(own)}, f"{where}image.")

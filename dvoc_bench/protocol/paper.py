@@ -23,7 +23,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from dvoc_bench.geometry import Point
+from dvoc_bench.core.geometry import Point
 
 if TYPE_CHECKING:
     from dvoc_bench.protocol.prompts import HistoryEntry

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from dvoc_bench.geometry import (
+from dvoc_bench.core.geometry import (
     Frame,
     Offset,
     Point,

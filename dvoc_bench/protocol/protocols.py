@@ -19,13 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dvoc_bench.geometry import Frame, Point, Size
+from dvoc_bench.core.geometry import Frame, Point, Size
 from dvoc_bench.protocol import paper, prompts
 from dvoc_bench.protocol.som import som_prompt as _som_prompt
 
 if TYPE_CHECKING:
+    from dvoc_bench.draw.som_render import Mark
     from dvoc_bench.protocol.prompts import HistoryEntry
-    from dvoc_bench.som_render import Mark
 
 
 @dataclass(frozen=True)

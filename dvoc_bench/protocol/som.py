@@ -9,7 +9,7 @@ holding the seed's ``grounding`` object: the element list with the spec's fields
 ordered as the marks are numbered (by detector score). Numbers are in the **model's coordinate frame**
 (DESIGN §10): pixels with one decimal, 0-1000 units (``pixel / (size - 1) x 1000``, one decimal: on a
 1920-wide screenshot pixel 960 is 500.3) or 0-1 units (three decimals). The pixel values are the mark's
-box (the detector's numbers, see :mod:`dvoc_bench.som_render`), clamped to ``[0, size - 1]`` first, so no
+box (the detector's numbers, see :mod:`dvoc_bench.draw.som_render`), clamped to ``[0, size - 1]`` first, so no
 value leaves the frame's range; rounding is half up on the decimal value. The model answers
 ``select_element(id, confidence)``.
 
@@ -33,7 +33,8 @@ from collections.abc import Collection, Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from dvoc_bench.geometry import Frame, Size
+from dvoc_bench.core.geometry import Frame, Size
+from dvoc_bench.draw.som_render import Mark
 from dvoc_bench.models.base import Reply
 from dvoc_bench.protocol.parse import (
     _MAX_TEXT,
@@ -50,7 +51,6 @@ from dvoc_bench.protocol.parse import (
 )
 from dvoc_bench.protocol.prompts import frame_statement
 from dvoc_bench.protocol.tools import SELECT_ELEMENT
-from dvoc_bench.som_render import Mark
 
 TOOL_NAME = "select_element"
 """The tool the model must call."""

@@ -1,11 +1,15 @@
-"""Scenes: find scene definitions by folder, render each once, hand out Snapshots (DESIGN §9).
+"""Scenes: every task source of a run behind one registry that renders each task once and hands out
+Snapshots.
 
-A scenes directory holds one subfolder per kind of scene (``synthetic/``, ``web/``, ``desktop/``). Each
-subfolder has a :class:`SceneSource`: a file pattern and a loader turning one file into a :class:`Snapshot`. A
-scene id is the file stem (``synthetic/S1.yaml`` -> ``S1``) and must equal the id the loader reports.
+A task source implements :class:`~dvoc_bench.scenes.sources.TaskSource` (ids, snapshot, meta, probe,
+close). The built-in sources whose tasks are files in a subfolder of a scenes directory (``synthetic/``,
+``web/``, ``desktop/``) describe it with a :class:`~dvoc_bench.scenes.sources.SceneFolder`: a file pattern
+and a loader turning one file into a :class:`Snapshot`; their task id is the file stem (``synthetic/S1.yaml``
+-> ``S1``) and must equal the id the loader reports. Dataset samples are a source of their own
+(:mod:`dvoc_bench.scenes.dataset_source`).
 
-Task sources register in :mod:`dvoc_bench.registry` with the scene kind they produce (the built-in ones
-below; a new source is one new module imported here). Each registry builds its own sources from its
+Task sources register in :mod:`dvoc_bench.scenes.sources` with the scene kind they produce (the built-in
+ones below; a new source is one new module imported here). Each registry builds its own sources from its
 ``options`` (stateful ones, such as the web source with its browser, then belong to it); they may add
 scenes defined outside the folder (bring-your-own pages), answer what lies under a point
 (:meth:`SceneRegistry.probe`) and hold resources that :meth:`SceneRegistry.close` releases.
@@ -14,91 +18,69 @@ scenes defined outside the folder (bring-your-own pages), answer what lies under
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dvoc_bench import registry
-from dvoc_bench.declare import ConfigError
-from dvoc_bench.geometry import Point
-from dvoc_bench.records import Probe, SceneKind
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Point
+from dvoc_bench.core.records import Probe, SceneKind
+from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
+from dvoc_bench.scenes import sources as registry
+from dvoc_bench.scenes.sources import FolderTasks, SceneFolder, TaskSource, natural_key
 from dvoc_bench.scenes.synthetic import DEFAULT_MAX_SIDE, render_synthetic_file
-from dvoc_bench.scenes.types import Element, SceneTruth, Snapshot
 
 __all__ = [
     "DEFAULT_MAX_SIDE",
     "Element",
     "Probe",
     "SceneRegistry",
-    "SceneSource",
+    "SceneFolder",
     "SceneTruth",
+    "TaskSource",
     "Snapshot",
     "build_sources",
     "default_scenes_dir",
 ]
 
 
-@dataclass(frozen=True)
-class SceneSource:
-    """How the scenes of one subfolder are found and rendered."""
-
-    pattern: str
-    """Glob of the definition files inside the subfolder (e.g. ``*.yaml``)."""
-    load: Callable[[Path], Snapshot]
-    """Renders one definition file into a Snapshot (called once per scene and registry)."""
-    probe: Callable[[str, Point], Probe] | None = None
-    """Optional: what lies under a point of a loaded scene (web: the DOM element, a real click). Without
-    it the registry answers from the element boxes (:func:`box_probe`)."""
-    close: Callable[[], None] | None = None
-    """Optional: release live resources (the browser); a later call may start them again."""
-    extra: Mapping[str, Path] = field(default_factory=dict)
-    """Scenes defined outside the subfolder (bring-your-own tasks): scene id -> the path given to ``load``."""
-    backend: Any = None
-    """The object behind a stateful source (e.g. :class:`dvoc_bench.scenes.web.WebScenes`), for inspection."""
-    kind: SceneKind = "synthetic"
-    """The kind of scene this source produces (recorded as ``scene_kind``)."""
-    limited_load: Callable[[Path, int], Snapshot] | None = None
-    """Optional: ``load`` with the registry's ``max_side`` (``scenes.max_side``), refusing a larger canvas
-    with a :class:`~dvoc_bench.config.ConfigError` before allocating it. Used instead of ``load`` when set."""
-    load_id: Callable[[str], Snapshot] | None = None
-    """Optional: loads a scene by its id (dataset samples, whose ids are not files); used first."""
-    meta: Callable[[str], dict[str, Any]] | None = None
-    """Optional: what the trial record keeps about a scene (a dataset sample's ui type, platform, ...)."""
-
-
 @registry.source("synthetic", kind="synthetic")
-def _synthetic_source(options: Any) -> SceneSource:
-    return SceneSource("*.yaml", render_synthetic_file, limited_load=render_synthetic_file, kind="synthetic")
+def _synthetic_source(options: Any) -> SceneFolder:
+    return SceneFolder("*.yaml", render_synthetic_file, kind="synthetic")
 
 
 @registry.source("web", kind="web")
-def _web_source(options: Any) -> SceneSource:
-    from dvoc_bench.scenes.web import web_source  # keeps the browser code out of ``import dvoc_bench``
+def _web_source(options: Any) -> SceneFolder:
+    from dvoc_bench.scenes.web.source import web_source  # keeps the browser code out of ``import dvoc_bench``
 
     return web_source(options)
 
 
 @registry.source("desktop", kind="desktop")
-def _desktop_source(options: Any) -> SceneSource:
-    from dvoc_bench.scenes.desktop import desktop_source  # no display until a desktop scene is loaded
+def _desktop_source(options: Any) -> SceneFolder:
+    from dvoc_bench.scenes.desktop.source import desktop_source  # no display until a desktop scene is loaded
 
     return desktop_source(options)
 
 
+Source = SceneFolder | TaskSource
+"""What a registry is given per source name: a folder description or a task source."""
+
+
 def build_sources(
     options: Mapping[str, Any] | None = None, names: Sequence[str] | None = None
-) -> dict[str, SceneSource]:
+) -> dict[str, Source]:
     """Fresh sources of the registered task sources (``names``: only these), each built from
-    ``options[name]``."""
+    ``options[name]``; a source with nothing to offer under these options (a dataset without one) is left
+    out."""
     options = options or {}
-    return {
+    built = {
         name: info.build(options.get(name))
         for name, info in registry.sources().items()
         if names is None or name in names
     }
+    return {name: src for name, src in built.items() if src is not None}
 
 
 def box_probe(truth: SceneTruth, point: Point) -> Probe:
@@ -112,89 +94,74 @@ def default_scenes_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "scenes"
 
 
-def _natural_key(scene_id: str) -> tuple[object, ...]:
-    """Sort key putting ``S2`` before ``S10``."""
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", scene_id))
-
-
 class SceneRegistry:
-    """The scenes of one directory, each rendered on first use and cached for the registry's lifetime.
+    """The tasks of a run's sources, each rendered on first use and cached for the registry's lifetime.
 
     Rendering happens under a lock, so concurrent callers (threads, or asyncio tasks offloading to
-    threads) render every scene exactly once. Calls are synchronous and fast after the first.
+    threads) render every task exactly once. Calls are synchronous and fast after the first.
     """
 
     def __init__(
         self,
         root: Path | str,
-        sources: Mapping[str, SceneSource] | None = None,
+        sources: Mapping[str, Source] | None = None,
         options: Mapping[str, Any] | None = None,
         max_side: int = DEFAULT_MAX_SIDE,
     ) -> None:
-        """``sources`` replaces the registered ones (:func:`build_sources`); ``options`` maps a source name
-        to its options (``{"web": cfg["web"]}``), validated here (``ConfigError``). ``max_side``: the
-        largest canvas side a scene may have (``scenes.max_side``), checked before rendering."""
+        """``root``: the scenes directory the folder sources glob in. ``sources`` replaces the registered
+        ones (:func:`build_sources`); ``options`` maps a source name to its options (``{"web": cfg["web"]}``),
+        validated here (``ConfigError``). ``max_side``: the largest canvas side a scene may have
+        (``scenes.max_side``), checked before rendering."""
         self.root = Path(root)
         """The scenes directory."""
-        options = options or {}
         self.max_side = max_side
         """Largest canvas side a scene may have (``scenes.max_side``); checked before rendering."""
         if sources is None:
-            sources = build_sources(options)
-        self._sources = dict(sources)
-        self._paths: dict[str, tuple[Path, SceneSource]] | None = None
+            sources = build_sources(options or {})
+        self._sources: dict[str, TaskSource] = {
+            name: FolderTasks(self.root / name, src, max_side) if isinstance(src, SceneFolder) else src
+            for name, src in sources.items()
+        }
+        self._index: dict[str, TaskSource] | None = None
         self._snapshots: dict[str, Snapshot] = {}
         self._lock = threading.RLock()
 
-    def _index(self) -> dict[str, tuple[Path, SceneSource]]:
+    def _where(self) -> dict[str, TaskSource]:
+        """Task id -> its source (every id once across the sources)."""
         with self._lock:
-            if self._paths is None:
-                if not self.root.is_dir():
+            if self._index is None:
+                if any(isinstance(s, FolderTasks) for s in self._sources.values()) and not self.root.is_dir():
                     raise FileNotFoundError(f"scenes directory not found: {self.root}")
-                paths: dict[str, tuple[Path, SceneSource]] = {}
-                for folder, source in sorted(self._sources.items()):
-                    for path in sorted((self.root / folder).glob(source.pattern)):
-                        if path.stem in paths:
-                            raise ConfigError(
-                                f"scene id {path.stem!r} defined twice: {paths[path.stem][0]} and {path}"
-                            )
-                        paths[path.stem] = (path, source)
-                for folder, source in sorted(self._sources.items()):
-                    for sid, path in sorted(source.extra.items()):
-                        if sid in paths:
-                            raise ConfigError(
-                                f"scene id {sid!r} defined twice: {paths[sid][0]} and {path} ({folder})"
-                            )
-                        paths[sid] = (Path(path), source)
-                self._paths = paths
-            return self._paths
+                index: dict[str, TaskSource] = {}
+                named: dict[str, str] = {}
+                for name, src in sorted(self._sources.items()):
+                    for tid in src.ids():
+                        if tid in index:
+                            twice = f"by {named[tid]} and by {name}"
+                            raise ConfigError(f"scene id {tid!r} defined twice: {twice}")
+                        index[tid], named[tid] = src, name
+                self._index = index
+            return self._index
 
     def ids(self) -> list[str]:
-        """All scene ids, naturally sorted (``S1`` ... ``S6``, ``S10`` after ``S9``)."""
-        return sorted(self._index(), key=_natural_key)
+        """All task ids: the folder sources' naturally sorted (``S1`` ... ``S6``, ``S10`` after ``S9``), then
+        those of ordered sources (a dataset's samples) in their own order."""
+        where = self._where()
+        plain = sorted((t for t, s in where.items() if not s.ordered), key=natural_key)
+        return plain + [t for t, s in where.items() if s.ordered]
 
     def snapshot(self, scene_id: str) -> Snapshot:
-        """The rendered scene; rendered on the first call, then cached. Unknown ids raise ``KeyError``."""
+        """The rendered task; rendered on the first call, then cached. Unknown ids raise ``KeyError``."""
         cached = self._snapshots.get(scene_id)
         if cached is not None:
             return cached
         with self._lock:
             if scene_id in self._snapshots:
                 return self._snapshots[scene_id]
-            index = self._index()
-            if scene_id not in index:
+            where = self._where()
+            if scene_id not in where:
                 raise KeyError(f"unknown scene {scene_id!r}; known scenes: {', '.join(self.ids())}")
-            path, source = index[scene_id]
-            if source.load_id is not None:
-                snap = source.load_id(scene_id)
-            elif source.limited_load is not None:
-                snap = source.limited_load(path, self.max_side)
-            else:
-                snap = source.load(path)
-            if snap.scene_id != scene_id:
-                raise ValueError(
-                    f"{path}: defines scene id {snap.scene_id!r}, expected the file stem {scene_id!r}"
-                )
+            snap = where[scene_id].snapshot(scene_id)
             self._snapshots[scene_id] = snap
             return snap
 
@@ -204,16 +171,15 @@ class SceneRegistry:
 
     def kind(self, scene_id: str) -> SceneKind:
         """The kind of scene ``scene_id`` is (its source's kind)."""
-        return self._index()[scene_id][1].kind
+        return self._where()[scene_id].kind
 
     def meta(self, scene_id: str) -> dict[str, Any] | None:
-        """The scene's record metadata (dataset samples), ``None`` for the other sources."""
-        source = self._index()[scene_id][1]
-        return source.meta(scene_id) if source.meta is not None else None
+        """The task's record metadata (dataset samples), ``None`` for the other sources."""
+        return self._where()[scene_id].meta(scene_id)
 
-    def source(self, folder: str) -> SceneSource:
-        """The source of a subfolder (``KeyError`` if there is none)."""
-        return self._sources[folder]
+    def source(self, name: str) -> TaskSource:
+        """The source registered under ``name`` (``KeyError`` if there is none)."""
+        return self._sources[name]
 
     def probe(self, scene_id: str, point: Point) -> Probe:
         """What lies under ``point`` in the scene: the source's own answer (web: the DOM), else the boxes.
@@ -221,24 +187,20 @@ class SceneRegistry:
         May block (a browser round trip); from async code use :meth:`aprobe`.
         """
         snap = self.snapshot(scene_id)
-        _, source = self._index()[scene_id]
-        if source.probe is None:
-            return box_probe(snap.truth, point)
-        return source.probe(scene_id, point)
+        answer = self._where()[scene_id].probe(scene_id, point)
+        return answer if answer is not None else box_probe(snap.truth, point)
 
     async def aprobe(self, scene_id: str, point: Point) -> Probe:
         """:meth:`probe` for asyncio code: a live source is asked from a worker thread."""
-        _, source = self._index()[scene_id]
-        if source.probe is None:
-            return box_probe(self.snapshot(scene_id).truth, point)
+        if not self._where()[scene_id].live:
+            return self.probe(scene_id, point)
         return await asyncio.to_thread(self.probe, scene_id, point)
 
     def close(self) -> None:
         """Release the live resources of every source (the browser). Snapshots stay cached; a later probe
         or render starts what it needs again."""
         for source in self._sources.values():
-            if source.close is not None:
-                source.close()
+            source.close()
 
 
 from dvoc_bench.scenes import dataset_source as _dataset_source  # noqa: E402,F401  registers the datasets

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from dvoc_bench.geometry import Box
-from dvoc_bench.render import encode_png
+from dvoc_bench.core.geometry import Box
+from dvoc_bench.draw.render import encode_png
 from dvoc_bench.scenes.synthetic import render_synthetic
 
 SCREENSPOT_SPLITS = ("mobile", "desktop", "web")

@@ -1,6 +1,6 @@
 """Dataset samples as task sources (``dataset=screenspot|screenspot_v2|screenspot_pro|manifest``).
 
-Each registered format builds a :class:`~dvoc_bench.scenes.SceneSource` whose scenes are the selected
+Each registered format builds a :class:`DatasetScenes` (a task source) whose tasks are the selected
 samples (:mod:`dvoc_bench.scenes.datasets`). A sample's snapshot is lazy: building it reads the image
 file's header (its size) and bytes (the content hash) but decodes no pixels; :attr:`LazySnapshot.image`
 decodes on use, through a small per-source cache, so a sweep over 1,581 4K screenshots holds a handful of
@@ -14,18 +14,19 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
-from dvoc_bench import registry
-from dvoc_bench.declare import ConfigError
-from dvoc_bench.geometry import Size
-from dvoc_bench.scenes.datasets import FORMATS, DatasetSpec, Sample, load_samples, select
-from dvoc_bench.scenes.types import Element, SceneTruth, Snapshot
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Point, Size
+from dvoc_bench.core.records import Probe
+from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
+from dvoc_bench.scenes import sources as registry
+from dvoc_bench.scenes.datasets import FORMATS, DatasetSettings, DatasetSpec, Sample, load_samples, select
 
 CACHE_IMAGES = 4
 """Decoded screenshots a dataset source keeps (the sweep runs a dataset's trials task by task)."""
@@ -121,7 +122,12 @@ def sample_snapshot(sample: Sample, cache: ImageCache) -> LazySnapshot:
 
 
 class DatasetScenes:
-    """The selected samples of one dataset, as a source's backend (``SceneSource.backend``)."""
+    """The selected samples of one dataset: a :class:`~dvoc_bench.scenes.sources.TaskSource` whose tasks
+    run in the dataset's order."""
+
+    kind = "dataset"
+    ordered = True
+    live = False
 
     def __init__(self, spec: DatasetSpec, picks: list[str] | None = None) -> None:
         self.spec = spec
@@ -129,55 +135,58 @@ class DatasetScenes:
         """Selected samples by task id, in dataset order."""
         self.cache = ImageCache()
 
-    def load(self, sample_id: str) -> Snapshot:
-        return sample_snapshot(self.samples[sample_id], self.cache)
+    def ids(self) -> list[str]:
+        return list(self.samples)
 
-    def meta(self, sample_id: str) -> dict[str, Any]:
-        """What the trial record keeps of the sample (:class:`dvoc_bench.records.SampleMeta`)."""
-        s = self.samples[sample_id]
+    def snapshot(self, task_id: str) -> Snapshot:
+        return sample_snapshot(self.samples[task_id], self.cache)
+
+    load = snapshot
+
+    def meta(self, task_id: str) -> dict[str, Any]:
+        """What the trial record keeps of the sample (:class:`dvoc_bench.core.records.SampleMeta`)."""
+        s = self.samples[task_id]
         return {"dataset": self.spec.format, **s.meta, "instruction": s.instruction,
                 "image": s.image.name, "img_size": list(s.img_size) if s.img_size else None}  # fmt: skip
 
+    def probe(self, task_id: str, point: Point) -> Probe | None:
+        return None  # a screenshot has no live truth: the target box decides
 
-def spec_from_options(options: Mapping[str, Any]) -> DatasetSpec:
-    """The :class:`DatasetSpec` of validated ``dataset.*`` settings (``root`` required)."""
-    root = options.get("root")
-    if not root:
-        fmt = options.get("format")
-        raise ConfigError(f"dataset.root: required with dataset={fmt} (the folder of your local copy)")
-    images = options.get("images")
+    def close(self) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class DatasetChoice:
+    """The options of a dataset source: the validated ``dataset.*`` settings and the picked sample ids."""
+
+    settings: DatasetSettings
+    """``dataset.*``."""
+    picks: list[str] | None = None
+    """``tasks=[...]`` naming sample ids; ``None``: every selected sample."""
+
+
+def spec_from_options(d: DatasetSettings) -> DatasetSpec:
+    """The :class:`DatasetSpec` of the validated ``dataset.*`` settings (``root`` required)."""
+    if d.format is None or not d.root:
+        raise ConfigError(f"dataset.root: required with dataset={d.format} (the folder of your local copy)")
     return DatasetSpec(
-        format=str(options["format"]),
-        root=Path(root).expanduser(),
-        images=Path(images).expanduser() if images else None,
-        files=tuple(options.get("files") or ()),
-        limit=options.get("limit"),
-        sample_seed=int(options.get("sample_seed") or 0),
-        where=dict(options.get("where") or {}),
+        format=d.format,
+        root=Path(d.root).expanduser(),
+        images=Path(d.images).expanduser() if d.images else None,
+        files=tuple(d.files),
+        limit=d.limit,
+        sample_seed=d.sample_seed,
+        where=dict(d.where or {}),
     )
 
 
-NO_FILES = "*.dataset-samples-are-not-files"
-"""Glob matching nothing: dataset samples are not files of the scenes directory."""
-
-
-def dataset_source(options: Any) -> Any:
-    """A :class:`~dvoc_bench.scenes.SceneSource` of a dataset's selected samples (``options``: the
-    ``dataset`` settings plus ``picks``); without options (the built-in scenes' registry) it has none."""
-    from dvoc_bench.scenes import SceneSource
-
-    if not options:
-        return SceneSource(NO_FILES, lambda p: None, kind="dataset")  # type: ignore[arg-type,return-value]
-    scenes = DatasetScenes(spec_from_options(options), options.get("picks"))
-    return SceneSource(
-        NO_FILES,
-        lambda p: None,  # type: ignore[arg-type,return-value]
-        extra={sid: s.image for sid, s in scenes.samples.items()},
-        backend=scenes,
-        kind="dataset",
-        load_id=scenes.load,
-        meta=scenes.meta,
-    )
+def dataset_source(options: DatasetChoice | None) -> DatasetScenes | None:
+    """The source of a dataset's selected samples; ``None`` without options (the built-in scenes'
+    registry has no dataset)."""
+    if options is None:
+        return None
+    return DatasetScenes(spec_from_options(options.settings), options.picks)
 
 
 for _name in FORMATS:

@@ -27,18 +27,41 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from dvoc_bench.declare import ConfigError
-from dvoc_bench.geometry import Box
+from dvoc_bench.core.declare import ConfigError, Declared, NonNegInt, PosInt
+from dvoc_bench.core.geometry import Box
 
 FORMATS = ("screenspot", "screenspot_v2", "screenspot_pro", "manifest")
 """Dataset formats accepted in ``dataset=<format>``."""
 
 META_KEYS = ("ui_type", "platform", "application", "group", "data_source", "file")
 """Metadata every sample carries (``None`` when its format has no such field); ``dataset.where`` keys."""
+
+
+class DatasetSettings(Declared):
+    """A standard dataset as the task source (README "Standard datasets"): ``dataset=<format>
+    dataset.root=DIR``; its samples are the tasks (``tasks=[...]`` then picks sample ids)."""
+
+    format: Literal["screenspot", "screenspot_v2", "screenspot_pro", "manifest"] | None = None
+    """Set by ``dataset=<format>`` (the ``conf/dataset/`` group); ``null``: no dataset (S1-S6, web)."""
+    root: str | None = None
+    """The folder of your local copy (required with a dataset)."""
+    images: str | None = None
+    """The image folder, when not the format's own (``screenspot_imgs/``, ``screenspotv2_image/``,
+    ``images/``; a manifest's images are relative to the manifest)."""
+    files: list[str] = []
+    """Annotation files to read (names under the root; default: all of the format's)."""
+    limit: PosInt | None = None
+    """Draw this many samples, stratified by ui type x (group, else data source); ``null``: all."""
+    sample_seed: NonNegInt = 0
+    """Seed of the ``limit`` draw."""
+    where: dict[str, str | list[str]] | None = None
+    """Keep samples whose metadata match, e.g. ``{ui_type: icon, platform: macos}`` (keys: ui_type,
+    platform, application, group, data_source, file; a list allows several values)."""
+
 
 
 @dataclass(frozen=True)
@@ -83,7 +106,7 @@ class Sample:
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """What ``dataset.*`` asks for (validated settings, see :class:`dvoc_bench.settings.Dataset`)."""
+    """What ``dataset.*`` asks for (validated settings, see :class:`dvoc_bench.runner.settings.Dataset`)."""
 
     format: str
     root: Path

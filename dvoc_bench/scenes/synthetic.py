@@ -42,10 +42,10 @@ import numpy as np
 import yaml
 from PIL import Image, ImageDraw
 
-from dvoc_bench.config import ConfigError
-from dvoc_bench.geometry import Box, Size
-from dvoc_bench.render import dejavu
-from dvoc_bench.scenes.types import Element, SceneTruth, Snapshot
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Box, Size
+from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
+from dvoc_bench.draw.render import dejavu
 
 KINDS = ("rect", "input", "text")
 """Element kinds: ``rect`` and ``input`` are boxes (optionally with text), ``text`` is text alone."""

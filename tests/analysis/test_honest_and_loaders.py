@@ -16,8 +16,8 @@ import pytest
 from dvoc_bench.analysis import Runs, honest, load_runs, paper, plots
 from dvoc_bench.analysis.loaders import CACHE_DIR, find_run_dirs, newest_run
 from dvoc_bench.analysis.schema import STEP_COLUMNS, TRIAL_COLUMNS
-from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.sweep import run_sweep
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 

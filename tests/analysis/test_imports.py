@@ -18,12 +18,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 ANALYSIS = ROOT / "dvoc_bench" / "analysis"
 FORBIDDEN = (
-    "dvoc_bench.sweep",
-    "dvoc_bench.store",
-    "dvoc_bench.scheduler",
+    "dvoc_bench.runner.sweep",
+    "dvoc_bench.runner.store",
+    "dvoc_bench.runner.scheduler",
     "dvoc_bench.models",
     "dvoc_bench.methods",
-    "dvoc_bench.cli_support",
+    "dvoc_bench.runner.compose",
     "dvoc_bench.calibration",
     "dvoc_bench.calibrate",
 )
@@ -56,15 +56,15 @@ def imported_names(path: Path) -> list[tuple[int, str]]:
 def test_the_rule_sees_imports_inside_functions_and_relative_ones(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
     probe.write_text(
-        "def f():\n    from dvoc_bench.sweep import run_sweep\n"
-        "from .. import models\nimport dvoc_bench.store as s\nfrom dvoc_bench import methods\n"
+        "def f():\n    from dvoc_bench.runner.sweep import run_sweep\n"
+        "from .. import models\nimport dvoc_bench.runner.store as s\nfrom dvoc_bench import methods\n"
     )
     bad = {n for _, n in imported_names(probe) if _forbidden(n)}
     assert bad == {
-        "dvoc_bench.sweep",
-        "dvoc_bench.sweep.run_sweep",
+        "dvoc_bench.runner.sweep",
+        "dvoc_bench.runner.sweep.run_sweep",
         "dvoc_bench.models",
-        "dvoc_bench.store",
+        "dvoc_bench.runner.store",
         "dvoc_bench.methods",
     }
 

@@ -15,15 +15,15 @@ import yaml
 
 from dvoc_bench import calibration as cal
 from dvoc_bench.analysis.loaders import load_runs
-from dvoc_bench.cli_support import compose, quick_setup
-from dvoc_bench.config import load_model_config
-from dvoc_bench.geometry import Point, Size, span_distance
+from dvoc_bench.core.geometry import Point, Size, span_distance
+from dvoc_bench.draw.render import OverlayStyle, draw_overlay, find_crosshair
 from dvoc_bench.models.base import ModelRequest
+from dvoc_bench.models.config import load_model_config
 from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel, load_profile
 from dvoc_bench.protocol.tools import tools_for
-from dvoc_bench.render import OverlayStyle, draw_overlay, find_crosshair
-from dvoc_bench.sweep import run_sweep
+from dvoc_bench.runner.compose import compose, quick_setup
+from dvoc_bench.runner.sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf" / "model"

@@ -10,15 +10,15 @@ import types
 import numpy as np
 import pytest
 
-from dvoc_bench.config import ConfigError
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Box, Size
+from dvoc_bench.core.scene import Element, SceneTruth
 from dvoc_bench.detect.config import BACKENDS, detector_config
 from dvoc_bench.detect.oracle import OracleDetector, OracleOptions
 from dvoc_bench.detect.service import DetectorService, build_detector
 from dvoc_bench.detect.synth_models import plant_box, planted_heads
 from dvoc_bench.detect.types import Detection, DetectorError, DetectorUnavailable, TimedDetector
 from dvoc_bench.detect.yolo import DEFAULT_ANCHORS, format_anchors
-from dvoc_bench.geometry import Box, Size
-from dvoc_bench.scenes.types import Element, SceneTruth
 
 ELEMS = (
     Element("title", "Settings", Box(10, 10, 200, 30), role="text", interactive=False),

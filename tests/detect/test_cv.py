@@ -7,7 +7,7 @@ import pytest
 from PIL import Image, ImageDraw
 
 from dvoc_bench.detect.cv import CvDetector, CvOptions, border_coverage, components, dilate, edge_mask
-from dvoc_bench.render import dejavu
+from dvoc_bench.draw.render import dejavu
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 
 

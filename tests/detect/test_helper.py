@@ -14,6 +14,7 @@ import time
 import numpy as np
 import pytest
 
+from dvoc_bench.core.geometry import Box
 from dvoc_bench.detect.helper import serve
 from dvoc_bench.detect.helper_client import HelperDetector, HelperError
 from dvoc_bench.detect.helper_protocol import (
@@ -27,7 +28,6 @@ from dvoc_bench.detect.helper_protocol import (
 )
 from dvoc_bench.detect.service import own_helper_command
 from dvoc_bench.detect.types import Detection, DetectionRun, TimedDetector
-from dvoc_bench.geometry import Box
 
 # ------------------------------------------------------------------------------------------ protocol
 

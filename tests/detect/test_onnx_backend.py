@@ -11,13 +11,13 @@ import pytest
 pytest.importorskip("onnx", reason="the onnx package (dev/detect extra) builds the test models")
 pytest.importorskip("onnxruntime", reason="the onnx backend needs onnxruntime (dev/detect extra)")
 
+from dvoc_bench.core.geometry import Frame, Size  # noqa: E402
 from dvoc_bench.detect.onnx_backend import OnnxDetector  # noqa: E402
 from dvoc_bench.detect.synth_models import plant_box, planted_model  # noqa: E402
 from dvoc_bench.detect.types import DetectorError  # noqa: E402
 from dvoc_bench.detect.yolo import DEFAULT_ANCHORS, PostConfig, format_anchors, letterbox  # noqa: E402
-from dvoc_bench.geometry import Frame, Size  # noqa: E402
+from dvoc_bench.draw.som_render import marks_from_detections  # noqa: E402
 from dvoc_bench.protocol.som import element_list_json  # noqa: E402
-from dvoc_bench.som_render import marks_from_detections  # noqa: E402
 
 # Three detections, one per head, with values exact in float32 (see test_detect_yolo for the inversion).
 PLANTS = [

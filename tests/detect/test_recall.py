@@ -1,4 +1,4 @@
-"""``python -m dvoc_bench.detect.bench recall``: detector recall against the DOM of real rendered pages."""
+"""``python -m dvoc_bench.bench recall``: detector recall against the DOM of real rendered pages."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dvoc_bench.detect import bench
-from dvoc_bench.detect.recall import match_count, target_marked_share, truth_boxes
+from dvoc_bench import bench
+from dvoc_bench.benchmarks.recall import match_count, target_marked_share, truth_boxes
+from dvoc_bench.core.geometry import Box, Size
+from dvoc_bench.core.geometry import box_iou as iou
+from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
 from dvoc_bench.detect.types import Detection, TimedDetector
-from dvoc_bench.geometry import Box, Size
-from dvoc_bench.geometry import box_iou as iou
-from dvoc_bench.render import decode_png
-from dvoc_bench.scenes.types import Element, SceneTruth, Snapshot
-from dvoc_bench.web.chromium import ChromiumNotFoundError, find_chromium
+from dvoc_bench.draw.render import decode_png
+from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
 
 PAGE = """<!doctype html><html><body style="margin:0;background:#fff;font:16px sans-serif">
 <button style="position:absolute;left:100px;top:100px;width:200px;height:60px;background:#1f6feb;color:#fff;

@@ -6,7 +6,8 @@ protocol knob (so the planner sweeps it) and no start point.
 
 from __future__ import annotations
 
-from dvoc_bench.geometry import Frame, Point
+from dvoc_bench.core.geometry import Frame, Point
+from dvoc_bench.core.records import TrialResult, TrialSpec
 from dvoc_bench.methods.common import (
     TrialEnv,
     base_step,
@@ -16,10 +17,9 @@ from dvoc_bench.methods.common import (
     finish,
     to_pixels,
 )
+from dvoc_bench.methods.registry import method
 from dvoc_bench.models.base import ModelRequest
 from dvoc_bench.protocol import get_protocol, tools_for
-from dvoc_bench.records import TrialResult, TrialSpec
-from dvoc_bench.registry import method
 
 NAME = "teleport_test"
 

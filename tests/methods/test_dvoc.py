@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from dvoc_bench.draw.render import decode_png
 from dvoc_bench.methods.common import TrialEnv
 from dvoc_bench.models.base import ModelCallError, Reply
-from dvoc_bench.render import decode_png
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from tests.scripted import FrameSink, ScriptedModel, click, make_spec, offset, run_method
 

@@ -11,17 +11,17 @@ import numpy as np
 import pytest
 import yaml
 
+from dvoc_bench.core.geometry import Frame, Point, Size
 from dvoc_bench.detect.config import detector_config
 from dvoc_bench.detect.service import DetectorService
 from dvoc_bench.detect.types import DetectorError
-from dvoc_bench.geometry import Frame, Point, Size
+from dvoc_bench.draw.render import decode_png
+from dvoc_bench.draw.som_render import PALETTE, Mark, marks_from_detections
 from dvoc_bench.methods.common import TrialEnv
 from dvoc_bench.models.base import ModelCallError, ModelRequest, Reply, ToolCall
 from dvoc_bench.models.simulator import NOT_SUPPORTED, SimProfile, SimulatedModel, load_profile, parse_marks
 from dvoc_bench.protocol.som import som_prompt, som_tools
-from dvoc_bench.render import decode_png
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
-from dvoc_bench.som_render import PALETTE, Mark, marks_from_detections
 from tests.scripted import FrameSink, ScriptedModel, make_spec, run_method
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "model"
@@ -137,8 +137,8 @@ def test_som_falls_back_when_the_detector_fails_and_keeps_call_errors_as_errors(
 
 
 def test_som_dvoc_falls_back_to_plain_dvoc_and_the_summary_names_it():
-    from dvoc_bench.records import STOP_REASONS
-    from dvoc_bench.summary import run_report
+    from dvoc_bench.core.records import STOP_REASONS
+    from dvoc_bench.runner.summary import run_report
 
     assert "grounding_error" in STOP_REASONS
     env, _ = _env(options={"miss_rate": 1.0})
@@ -298,8 +298,8 @@ def test_simulator_keeps_its_old_behaviour():
 
 
 def test_som_sweep_end_to_end_with_the_cv_detector(tmp_path):
-    from dvoc_bench.cli_support import quick_setup
-    from dvoc_bench.sweep import run_sweep
+    from dvoc_bench.runner.compose import quick_setup
+    from dvoc_bench.runner.sweep import run_sweep
 
     setup = quick_setup(["methods=[som,som_dvoc]", "detector=cv", "models=[sim-ideal]", "tasks=[S3,S5]"])
     res = run_sweep(setup, tmp_path)

@@ -14,13 +14,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.config import default_conf_dir
-from dvoc_bench.geometry import Box, Point, Size
-from dvoc_bench.registry import unregister_source
-from dvoc_bench.render import decode_png, find_crosshair
-from dvoc_bench.sending import View, zoom_window
-from dvoc_bench.sweep import plan, run_sweep
+from dvoc_bench.core.geometry import Box, Point, Size
+from dvoc_bench.draw.render import decode_png, find_crosshair
+from dvoc_bench.draw.sending import View, zoom_window
+from dvoc_bench.models.config import default_conf_dir
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.sweep import plan, run_sweep
+from dvoc_bench.scenes.sources import unregister_source
 
 FRAMES = ("pixel", "norm1000", "norm1")
 SENT = [1568, 882]
@@ -169,7 +169,7 @@ def test_zoom_dvoc_refines_on_the_last_crop(run):
 
 
 def test_a_bad_image_block_of_a_simulated_model_is_a_one_line_config_error(tmp_path):
-    from dvoc_bench.config import ConfigError
+    from dvoc_bench.core.declare import ConfigError
 
     base = yaml.safe_load((default_conf_dir() / "model" / "sim-ideal-1568.yaml").read_text())
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump({**base, "name": "bad", "image": {"max_pixels": 10}}))

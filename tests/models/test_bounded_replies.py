@@ -16,17 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from dvoc_bench.config import ConfigError, default_conf_dir, load_model_config
-from dvoc_bench.geometry import Size
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Size
+from dvoc_bench.draw.render import encode_png
 from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelRequest, Reply, ToolCall, bound_reply, reply_digest
 from dvoc_bench.models.cache import CachedModel, ResponseCache
+from dvoc_bench.models.config import default_conf_dir, load_model_config
 from dvoc_bench.models.factory import build_model, model_options
 from dvoc_bench.models.litellm_client import LiteLLMModel
 from dvoc_bench.protocol import tools_for
-from dvoc_bench.render import encode_png
+from dvoc_bench.runner.store import read_jsonl
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
-from dvoc_bench.store import read_jsonl
 from tests.conftest import ROOT
 from tests.models.test_secrets import FAKE_KEY, leaks, tree_text
 

@@ -5,16 +5,16 @@ import json
 
 import pytest
 
-from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.config import ConfigError
-from dvoc_bench.geometry import Size
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Size
+from dvoc_bench.core.records import read_jsonl
 from dvoc_bench.models.base import ModelCallError, ModelRequest, Reply, ToolCall
 from dvoc_bench.models.cache import CachedModel, ResponseCache, request_key
 from dvoc_bench.models.factory import build_model, model_options
 from dvoc_bench.models.options import CacheOptions
 from dvoc_bench.protocol import tools_for
-from dvoc_bench.records import read_jsonl
-from dvoc_bench.sweep import plan, run_sweep
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.sweep import plan, run_sweep
 
 pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
 

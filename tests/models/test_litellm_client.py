@@ -12,21 +12,20 @@ import httpx
 import numpy as np
 import pytest
 
-from dvoc_bench.config import ConfigError, default_conf_dir, load_model_config
-from dvoc_bench.declare import validate
-from dvoc_bench.geometry import Size
+from dvoc_bench.core.declare import ConfigError, validate
+from dvoc_bench.core.geometry import Size
+from dvoc_bench.core.redaction import redact, register_secret
+from dvoc_bench.draw.render import encode_png
 from dvoc_bench.models.base import ModelRequest
+from dvoc_bench.models.config import default_conf_dir, load_model_config
 from dvoc_bench.models.litellm_client import (
     LiteLLMModel,
     classify_exception,
     import_litellm,
     parse_retry_after,
-    redact,
-    register_secret,
 )
 from dvoc_bench.models.options import ImageOptions
 from dvoc_bench.protocol import tools_for
-from dvoc_bench.render import encode_png
 from tests.conftest import ROOT
 
 GOOGLE_LIKE = "AIza" + "SyFAKEFAKEFAKEFAKE12345"  # split so no scanner mistakes it for a key
@@ -264,7 +263,8 @@ def test_help_does_not_import_litellm_and_the_client_imports_it_offline():
         "import os, sys, runpy\n"
         "sys.argv = ['dvoc_bench', '--help']\n"
         "try:\n    runpy.run_module('dvoc_bench', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-        "import dvoc_bench.models.factory, dvoc_bench.serve, dvoc_bench.probe, dvoc_bench.models.cache\n"
+        "import dvoc_bench.models.factory, dvoc_bench.serve, dvoc_bench.runner.probe\n"
+        "import dvoc_bench.models.cache\n"
         "print('LITELLM', 'litellm' in sys.modules)\n"
         "from dvoc_bench.models.litellm_client import import_litellm\n"
         "import_litellm()\n"

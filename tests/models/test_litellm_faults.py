@@ -6,11 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from dvoc_bench.config import default_conf_dir, load_model_config
+from dvoc_bench.draw.render import encode_png
 from dvoc_bench.models.base import ModelCallError, ModelRequest, Reply
+from dvoc_bench.models.config import default_conf_dir, load_model_config
 from dvoc_bench.models.litellm_client import LiteLLMModel
 from dvoc_bench.protocol import tools_for
-from dvoc_bench.render import encode_png
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
 

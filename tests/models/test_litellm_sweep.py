@@ -2,12 +2,12 @@
 
 import pytest
 
-from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.config import default_conf_dir, load_model_config
+from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.models.config import default_conf_dir, load_model_config
 from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel
-from dvoc_bench.records import read_jsonl
-from dvoc_bench.sweep import plan, run_sweep
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.sweep import plan, run_sweep
 
 pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.declare import ConfigError
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.records import read_jsonl
 from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.ocr.tesseract import find_tesseract
-from dvoc_bench.records import read_jsonl
-from dvoc_bench.sweep import run_sweep
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.sweep import run_sweep
 from tests.conftest import served_simulator
 
 try:

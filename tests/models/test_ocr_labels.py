@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dvoc_bench.geometry import Box, Frame, Offset, Point, Size
+from dvoc_bench.core.geometry import Box, Frame, Offset, Point, Size
+from dvoc_bench.draw.som_render import Mark
 from dvoc_bench.models.ocr.labels import instruction_of, target_of
 from dvoc_bench.protocol import paper, prompts
 from dvoc_bench.protocol.som import som_prompt
-from dvoc_bench.som_render import Mark
 
 SCENES = Path(__file__).resolve().parents[2] / "scenes"
 

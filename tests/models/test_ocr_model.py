@@ -8,8 +8,10 @@ import json
 
 import pytest
 
-from dvoc_bench.declare import ConfigError
-from dvoc_bench.geometry import Box, Frame, Point
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Box, Frame, Point
+from dvoc_bench.draw.render import encode_png
+from dvoc_bench.draw.som_render import Mark
 from dvoc_bench.models.base import ModelRequest
 from dvoc_bench.models.ocr.match import best_match, normalise
 from dvoc_bench.models.ocr.model import NO_MATCH_CONFIDENCE, OcrModel, ocr_model_from_config
@@ -17,9 +19,7 @@ from dvoc_bench.models.ocr.tesseract import MISSING, OcrEngine, Word, find_tesse
 from dvoc_bench.protocol import paper, prompts
 from dvoc_bench.protocol.som import som_prompt, som_tools
 from dvoc_bench.protocol.tools import tools_for
-from dvoc_bench.render import encode_png
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
-from dvoc_bench.som_render import Mark
 
 try:
     find_tesseract()

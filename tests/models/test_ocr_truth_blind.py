@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.declare import ConfigError
+from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.models.ocr.tesseract import find_tesseract
-from dvoc_bench.sweep import run_sweep
-from dvoc_bench.web.chromium import ChromiumNotFoundError, find_chromium
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.sweep import run_sweep
+from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
 
 try:
     find_tesseract()

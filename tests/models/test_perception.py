@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from dvoc_bench.calibration.overlay import PERCEPTION
-from dvoc_bench.geometry import Box, Point, Size
+from dvoc_bench.core.geometry import Box, Point, Size
+from dvoc_bench.core.scene import Element, SceneTruth
+from dvoc_bench.draw.render import OverlayStyle, draw_overlay
 from dvoc_bench.models.base import ModelRequest
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel
 from dvoc_bench.models.simulator.perception import find_marker, localise
-from dvoc_bench.render import OverlayStyle, draw_overlay
 from dvoc_bench.scenes import SceneRegistry, build_sources
-from dvoc_bench.scenes.types import Element, SceneTruth
 
 BG = (40, 43, 48)  # the synthetic scenes' background
 SIZE = Size(400, 300)

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.geometry import Box, Frame, Size
+from dvoc_bench.core.geometry import Box, Frame, Size
+from dvoc_bench.core.scene import Element, SceneTruth
 from dvoc_bench.models.base import ModelRequest
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel, assumed_knobs
 from dvoc_bench.models.simulator.reading import requested_frame
 from dvoc_bench.protocol.prompts import frame_statement
-from dvoc_bench.scenes.types import Element, SceneTruth
-from dvoc_bench.summary import format_table, summarise
-from dvoc_bench.sweep import plan as build_trial_plan
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.summary import format_table, summarise
+from dvoc_bench.runner.sweep import plan as build_trial_plan
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "model"
 CALIBRATED = ("sim-gemini-3.1-flash-lite", "sim-gemma-4-26b", "sim-gemma-4-31b")

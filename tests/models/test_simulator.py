@@ -16,8 +16,9 @@ import yaml
 from PIL import Image
 from pydantic import ValidationError
 
-from dvoc_bench.declare import ConfigError
-from dvoc_bench.geometry import Box, Size
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Box, Size
+from dvoc_bench.core.scene import Element, SceneTruth
 from dvoc_bench.models.base import Model, ModelRequest, bound_reply
 from dvoc_bench.models.simulator import (
     SimProfile,
@@ -26,7 +27,6 @@ from dvoc_bench.models.simulator import (
     load_profile,
     parse_crosshair_line,
 )
-from dvoc_bench.scenes.types import Element, SceneTruth
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "model"
 SIZE = Size(400, 300)
@@ -559,7 +559,7 @@ def test_a_bad_profile_value_is_one_line_naming_the_key(mapping: dict[str, Any],
 
 
 def test_a_bad_profile_in_a_model_config_names_the_model() -> None:
-    from dvoc_bench.config import ModelConfig
+    from dvoc_bench.models.config import ModelConfig
     from dvoc_bench.models.factory import build_model
 
     cfg = ModelConfig(
@@ -630,7 +630,7 @@ def test_probabilities_are_renormalised_and_validated() -> None:
 def test_text_only_reads_the_estimate_from_the_papers_history() -> None:
     """No overlay, no position line: the model takes the last history line's arrow as where it is (the
     paper's undamped point), and without a history it does not know (issue 16 item 1, text part)."""
-    from dvoc_bench.geometry import Offset, Point
+    from dvoc_bench.core.geometry import Offset, Point
     from dvoc_bench.models.simulator.reading import history_position
     from dvoc_bench.protocol.paper import dvoc_prompt
     from dvoc_bench.protocol.prompts import HistoryEntry

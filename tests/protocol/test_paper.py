@@ -2,10 +2,10 @@
 
 import re
 
-from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.geometry import Frame, Offset, Point, Size
+from dvoc_bench.core.geometry import Frame, Offset, Point, Size
 from dvoc_bench.protocol import HistoryEntry, get_protocol
-from dvoc_bench.sweep import run_sweep
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.sweep import run_sweep
 
 SIZE = Size(800, 600)
 

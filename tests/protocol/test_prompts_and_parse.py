@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dvoc_bench.geometry import Frame, Offset, Point, Size
+from dvoc_bench.core.geometry import Frame, Offset, Point, Size
 from dvoc_bench.models.base import Reply, ToolCall
 from dvoc_bench.protocol import (
     CLICK_AT,

@@ -7,8 +7,9 @@ import re
 
 import pytest
 
+from dvoc_bench.core.geometry import Box, Frame, Size
 from dvoc_bench.detect.types import Detection
-from dvoc_bench.geometry import Box, Frame, Size
+from dvoc_bench.draw.som_render import PALETTE, Mark, marks_from_detections
 from dvoc_bench.models.base import Reply, ToolCall
 from dvoc_bench.protocol.som import (
     ELEMENTS_PREFIX,
@@ -20,7 +21,6 @@ from dvoc_bench.protocol.som import (
     som_tools,
     to_frame_value,
 )
-from dvoc_bench.som_render import PALETTE, Mark, marks_from_detections
 
 SIZE = Size(800, 600)
 MARKS = [

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dvoc_bench.registry import source
-from dvoc_bench.scenes import SceneSource
+from dvoc_bench.scenes import SceneFolder
+from dvoc_bench.scenes.sources import source
 from dvoc_bench.scenes.synthetic import render_synthetic
 
 NAME = "hires_test"
@@ -82,5 +82,5 @@ def _load(path: Path, max_side: int = 8192):  # noqa: ANN202
 
 
 @source(NAME, kind="synthetic")
-def build(options: Any) -> SceneSource:
-    return SceneSource("*.json", _load, limited_load=_load, kind="synthetic")
+def build(options: Any) -> SceneFolder:
+    return SceneFolder("*.json", _load, kind="synthetic")

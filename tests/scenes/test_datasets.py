@@ -11,20 +11,20 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.declare import ConfigError
-from dvoc_bench.geometry import Box
-from dvoc_bench.records import read_jsonl
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Box
+from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.sweep import plan, run_sweep
 from dvoc_bench.scenes.dataset_fixture import write_fixture
 from dvoc_bench.scenes.dataset_source import DatasetScenes, SampleError, spec_from_options
-from dvoc_bench.scenes.datasets import stratified
-from dvoc_bench.sweep import plan, run_sweep
+from dvoc_bench.scenes.datasets import DatasetSettings, stratified
 
 FORMATS = ("screenspot", "screenspot_v2", "screenspot_pro", "manifest")
 
 
 def scenes_of(root: Path, fmt: str, **options) -> DatasetScenes:
-    return DatasetScenes(spec_from_options({"format": fmt, "root": str(root), **options}))
+    return DatasetScenes(spec_from_options(DatasetSettings(format=fmt, root=str(root), **options)))
 
 
 def close(a: Box, b: Box, tol: float = 0.5) -> bool:
@@ -150,7 +150,7 @@ def test_sweep_records_and_split_tables_screenspot_v2(tmp_path):
             "run.quiet=true",
         ]  # fmt: skip
     )
-    assert setup.knobs.starts == ("scaled", 5)  # datasets default to the paper's points scaled
+    assert setup.swept.starts == ("scaled", 5)  # datasets default to the paper's points scaled
     res = run_sweep(setup, tmp_path / "run")
     assert len(res.trials) == 6 * (5 + 5)  # one-shot keeps the start index as a repeat counter
     for t in res.trials:
@@ -247,15 +247,15 @@ def test_frames_none_and_sent_downscaled(tmp_path):
 
 
 def test_starts_on_a_4k_screen_and_defaults(tmp_path):
-    from dvoc_bench.geometry import Size
-    from dvoc_bench.plan import PAPER_STARTS, start_points
+    from dvoc_bench.core.geometry import Size
+    from dvoc_bench.runner.plan import PAPER_STARTS, start_points
 
     k = Size(3840, 2160)
     scaled = start_points("scaled", 5, k, "x", 0)
     assert [p.as_list() for p in scaled] == [[round(p.x * 4.8, 1), round(p.y * 3.6, 1)] for p in PAPER_STARTS]
     assert start_points("centre", 1, k, "x", 0)[0].as_list() == [1919.5, 1079.5]
     assert start_points("oneshot", 1, k, "x", 0) == [None]
-    assert quick_setup(["models=[sim-ideal]"]).knobs.starts == ("paper", 5)  # the paper's scenes: paper
+    assert quick_setup(["models=[sim-ideal]"]).swept.starts == ("paper", 5)  # the paper's scenes: paper
     write_fixture(tmp_path, "manifest", screens=1, per_screen=2)
     setup = quick_setup(["dataset=manifest", f"dataset.root={tmp_path}", "models=[sim-ideal]",
                          "methods=[dvoc]", "starts=centre"])  # fmt: skip
@@ -263,7 +263,7 @@ def test_starts_on_a_4k_screen_and_defaults(tmp_path):
     assert len(specs) == 2 and all(s.start == [639.5, 359.5] for s in specs)
     picked = quick_setup(["dataset=manifest", f"dataset.root={tmp_path}", "models=[sim-ideal]",
                           "tasks=[manifest_0_0_1]"])  # fmt: skip
-    assert list(picked.knobs.tasks) == ["manifest_0_0_1"]
+    assert list(picked.swept.tasks) == ["manifest_0_0_1"]
 
 
 DS = ["dataset=manifest", "dataset.root={ds}"]

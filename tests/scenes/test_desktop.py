@@ -10,12 +10,12 @@ import sys
 import numpy as np
 import pytest
 
-from dvoc_bench.config import ConfigError
-from dvoc_bench.desktop import display as display_mod
-from dvoc_bench.desktop.display import DesktopUnavailable, XDisplay
-from dvoc_bench.geometry import Point
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Point
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
-from dvoc_bench.scenes.desktop import DesktopOptions, DesktopScenes, SceneError
+from dvoc_bench.scenes.desktop import display as display_mod
+from dvoc_bench.scenes.desktop.display import DesktopUnavailable, XDisplay
+from dvoc_bench.scenes.desktop.source import DesktopOptions, DesktopScenes, SceneError
 
 IDS = ("D1", "D2", "D3", "D4")
 
@@ -151,8 +151,8 @@ def test_tk_sees_only_the_project_fonts(reg, tmp_path):
     """Tk finds exactly the families of the pinned font folder, and its default font is DejaVu Sans."""
     from PIL import ImageFont
 
-    from dvoc_bench.desktop.display import font_folder
-    from dvoc_bench.scenes.desktop import DesktopTask
+    from dvoc_bench.scenes.desktop.display import font_folder
+    from dvoc_bench.scenes.desktop.source import DesktopTask
 
     families = {ImageFont.truetype(str(f), 10).getname()[0] for f in font_folder().glob("*.ttf")}
     script = tmp_path / "fonts.py"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.config import ConfigError
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 from dvoc_bench.scenes.synthetic import load_spec
 from tests.conftest import run_cli

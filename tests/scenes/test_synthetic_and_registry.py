@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import yaml
 
-from dvoc_bench.geometry import Box, Point, Size
-from dvoc_bench.scenes import SceneRegistry, SceneSource, default_scenes_dir
+from dvoc_bench.core.geometry import Box, Point, Size
+from dvoc_bench.scenes import SceneFolder, SceneRegistry, TaskSource, default_scenes_dir
 from dvoc_bench.scenes.synthetic import load_spec, render_synthetic, render_synthetic_file
 
 SCENES = default_scenes_dir()
@@ -314,12 +314,12 @@ def test_registry_unknown_id_lists_known(registry: SceneRegistry) -> None:
 def test_registry_renders_once_across_threads(tmp_path: Path) -> None:
     calls: list[Path] = []
 
-    def load(path: Path):
+    def load(path: Path, max_side: int):
         calls.append(path)
-        return render_synthetic_file(path)
+        return render_synthetic_file(path, max_side)
 
     shutil.copy(SYNTHETIC / "S2.yaml", tmp_path / "S2.yaml")
-    reg = SceneRegistry(tmp_path.parent, sources={tmp_path.name: SceneSource("*.yaml", load)})
+    reg = SceneRegistry(tmp_path.parent, sources={tmp_path.name: SceneFolder("*.yaml", load)})
     results = []
     threads = [threading.Thread(target=lambda: results.append(reg.snapshot("S2"))) for _ in range(4)]
     for t in threads:
@@ -342,8 +342,8 @@ def test_registry_pluggable_sources_and_natural_order(tmp_path: Path) -> None:
     plugged = SceneRegistry(
         tmp_path,
         sources={
-            "synthetic": SceneSource("*.yaml", render_synthetic_file),
-            "web": SceneSource("*.html", lambda _p: w1),
+            "synthetic": SceneFolder("*.yaml", render_synthetic_file),
+            "web": SceneFolder("*.html", lambda _p, _max: w1),
         },
     )
     assert plugged.ids() == ["S2", "S10", "W1"]
@@ -366,3 +366,50 @@ def test_missing_directory() -> None:
 
 def test_default_scenes_dir() -> None:
     assert (default_scenes_dir() / "synthetic" / "S1.yaml").is_file()
+
+
+class _ListedTasks:
+    """A task source that is not a folder of files: two renamed copies of S1, in a fixed order."""
+
+    kind = "synthetic"
+    ordered = True
+    live = False
+
+    def __init__(self) -> None:
+        self.closed = 0
+        self.base = render_synthetic_file(SYNTHETIC / "S1.yaml")
+
+    def ids(self) -> list[str]:
+        return ["zeta", "alpha"]
+
+    def snapshot(self, task_id: str):  # noqa: ANN201
+        import dataclasses
+
+        truth = dataclasses.replace(self.base.truth, scene_id=task_id)
+        return dataclasses.replace(self.base, truth=truth)
+
+    def meta(self, task_id: str) -> dict[str, str]:
+        return {"listed": task_id}
+
+    def probe(self, task_id: str, point):  # noqa: ANN001, ANN201
+        return None
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def test_a_task_source_that_is_no_folder_plugs_into_the_registry(tmp_path: Path) -> None:
+    """The task-source protocol: ids in the source's own order, snapshots, record metadata, the box rule
+    when the source answers no probe, and close."""
+    listed = _ListedTasks()
+    assert isinstance(listed, TaskSource)
+    _write(tmp_path / "synthetic" / "S2.yaml", _raw("S2"))
+    folder = SceneFolder("*.yaml", render_synthetic_file)
+    reg = SceneRegistry(tmp_path, sources={"listed": listed, "synthetic": folder})
+    assert reg.ids() == ["S2", "zeta", "alpha"]  # folder ids sorted, an ordered source's kept as given
+    snap = reg.snapshot("alpha")
+    assert snap.scene_id == "alpha" and reg.meta("alpha") == {"listed": "alpha"} and reg.meta("S2") is None
+    centre = snap.truth.target_box.centre
+    assert reg.probe("alpha", centre).hit_element == snap.truth.target_id  # answered from the boxes
+    reg.close()
+    assert listed.closed == 1

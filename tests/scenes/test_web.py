@@ -14,15 +14,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.config import ConfigError
-from dvoc_bench.geometry import Box, Point
-from dvoc_bench.render import encode_png
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Box, Point
+from dvoc_bench.draw.render import encode_png
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.sweep import run_sweep
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
-from dvoc_bench.scenes.web import WebOptions, WebScenes, task_from_mapping
-from dvoc_bench.sweep import run_sweep
-from dvoc_bench.web.chromium import ChromiumNotFoundError, find_chromium
-from dvoc_bench.web.page import new_task_page, prepare, screenshot
+from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
+from dvoc_bench.scenes.web.page import new_task_page, prepare, screenshot
+from dvoc_bench.scenes.web.source import WebOptions, WebScenes, task_from_mapping
 
 try:
     CHROMIUM = find_chromium()

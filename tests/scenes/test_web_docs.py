@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.models.ocr.docs import rust_docs
-from dvoc_bench.scenes.web import SceneError, WebOptions, WebScenes, load_task
-from dvoc_bench.sweep import run_sweep
-from dvoc_bench.web.browser import url_to_path
-from dvoc_bench.web.chromium import ChromiumNotFoundError, find_chromium
+from dvoc_bench.benchmarks.ocr_docs import rust_docs
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.sweep import run_sweep
+from dvoc_bench.scenes.web.browser import url_to_path
+from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
+from dvoc_bench.scenes.web.source import SceneError, WebOptions, WebScenes, load_task
 
 try:
     find_chromium()

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
-from dvoc_bench.scenes.web import WebOptions
-from dvoc_bench.web.chromium import ChromiumNotFoundError, find_chromium
+from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
+from dvoc_bench.scenes.web.source import WebOptions
 
 try:
     find_chromium()

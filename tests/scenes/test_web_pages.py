@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from dvoc_bench.cli_support import quick_setup
-from dvoc_bench.config import ConfigError
-from dvoc_bench.geometry import Point
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Point
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.summary import exit_code, run_report
+from dvoc_bench.runner.sweep import run_sweep
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
-from dvoc_bench.scenes.web import SceneError, WebOptions, WebScenes, task_from_mapping
-from dvoc_bench.summary import exit_code, run_report
-from dvoc_bench.sweep import run_sweep
-from dvoc_bench.web.chromium import ChromiumNotFoundError, find_chromium
+from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
+from dvoc_bench.scenes.web.source import SceneError, WebOptions, WebScenes, task_from_mapping
 
 try:
     find_chromium()

@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dvoc_bench.config import ConfigError
-from dvoc_bench.geometry import Box, Point
-from dvoc_bench.records import Probe
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Box, Point
+from dvoc_bench.core.records import Probe
 from dvoc_bench.scenes import SceneRegistry, box_probe, default_scenes_dir
-from dvoc_bench.scenes.web import CUSTOM_ID, WebOptions, WebScenes, load_task, task_from_mapping
-from dvoc_bench.web.browser import request_allowed, url_to_path
-from dvoc_bench.web.chromium import HOW_TO_GET, ChromiumNotFoundError, resolve_chromium
-from dvoc_bench.web.page import SetupAction, font_css, font_files, setup_actions
+from dvoc_bench.scenes.web.browser import request_allowed, url_to_path
+from dvoc_bench.scenes.web.chromium import HOW_TO_GET, ChromiumNotFoundError, resolve_chromium
+from dvoc_bench.scenes.web.page import SetupAction, font_css, font_files, setup_actions
+from dvoc_bench.scenes.web.source import CUSTOM_ID, WebOptions, WebScenes, load_task, task_from_mapping
 
 WEB = default_scenes_dir() / "web"
 
@@ -287,7 +287,7 @@ def test_synthetic_probe_is_the_topmost_box_and_the_box_rule_stands() -> None:
 
 def _record(point, target, probe):
     """The trials.jsonl record of a trial that ended at ``point`` with ``probe`` under it."""
-    from dvoc_bench.records import TrialRecord, TrialResult, TrialSpec
+    from dvoc_bench.core.records import TrialRecord, TrialResult, TrialSpec
 
     spec = TrialSpec(
         trial_key="k", experiment="e", model="m", model_id="m", api_base=None, provider="p", simulated=True,
@@ -310,7 +310,7 @@ def test_dom_probe_decides_hit() -> None:
 
 
 def test_launch_args_fence_and_allowed_origins() -> None:
-    from dvoc_bench.web.chromium import NO_PROXY_HOST, launch_args
+    from dvoc_bench.scenes.web.chromium import NO_PROXY_HOST, launch_args
 
     base = launch_args()
     assert "--webrtc-ip-handling-policy=disable_non_proxied_udp" in base

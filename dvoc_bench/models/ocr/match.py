@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz
 
-from dvoc_bench.geometry import Box
+from dvoc_bench.core.geometry import Box
 from dvoc_bench.models.ocr.tesseract import Word
 
 __all__ = ["MIN_SCORE", "Match", "best_match", "normalise"]

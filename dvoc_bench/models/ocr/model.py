@@ -26,7 +26,8 @@ import json
 import time
 from typing import Any
 
-from dvoc_bench.geometry import Frame, Point, Size, box_distance, offset_from_pixels, point_from_pixels
+from dvoc_bench.core.geometry import Frame, Point, Size, box_distance, offset_from_pixels, point_from_pixels
+from dvoc_bench.draw.render import find_crosshair
 from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelRequest, Reply, ToolCall, bound_reply
 from dvoc_bench.models.ocr.labels import target_of
 from dvoc_bench.models.ocr.match import MIN_SCORE, Match, best_match
@@ -39,7 +40,6 @@ from dvoc_bench.models.simulator.reading import (
     requested_frame,
     tool_names,
 )
-from dvoc_bench.render import find_crosshair
 
 __all__ = ["NO_MATCH_CONFIDENCE", "OcrModel", "ocr_model_from_config"]
 
@@ -151,11 +151,11 @@ class OcrModel:
         )
 
 
-def ocr_model_from_config(name: str, raw: dict[str, Any]) -> OcrModel:
-    """The model of a ``kind: ocr`` config (its ``ocr:`` block, every key optional)."""
-    from dvoc_bench.declare import ConfigError
+def ocr_model_from_config(name: str, block: dict[str, Any] | None) -> OcrModel:
+    """The model of a ``kind: ocr`` config from its ``ocr:`` block (every key optional)."""
+    from dvoc_bench.core.declare import ConfigError
 
-    block = raw.get("ocr") or {}
+    block = block or {}
     if not isinstance(block, dict):
         raise ConfigError(f"model {name}: ocr: expected a mapping")
     for k in block:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dvoc_bench.declare import ConfigError
-from dvoc_bench.geometry import Box, box_iou
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Box, box_iou
 
 __all__ = ["MISSING", "OcrEngine", "Word", "find_tesseract", "parse_tsv"]
 

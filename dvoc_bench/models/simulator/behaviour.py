@@ -9,7 +9,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from dvoc_bench.geometry import Box, Frame, Offset, Point, clamp_point
+from dvoc_bench.core.geometry import Box, Frame, Offset, Point, clamp_point
+from dvoc_bench.core.scene import Element, SceneTruth
 from dvoc_bench.models.simulator.profile import (
     NATIVE_FRAMES,
     AxisDropSpec,
@@ -18,7 +19,6 @@ from dvoc_bench.models.simulator.profile import (
     OutlierSpec,
     SimProfile,
 )
-from dvoc_bench.scenes.types import Element, SceneTruth
 
 __all__ = [
     "AXIS_DROP_MIN_PX",

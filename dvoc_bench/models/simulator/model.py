@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from dvoc_bench.geometry import (
+from dvoc_bench.core.geometry import (
     Box,
     Frame,
     Point,
@@ -23,6 +23,7 @@ from dvoc_bench.geometry import (
     point_from_pixels,
     span_distance,
 )
+from dvoc_bench.core.scene import SceneTruth
 from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelRequest, Reply, ToolCall, bound_reply
 from dvoc_bench.models.simulator.behaviour import (
     aim,
@@ -47,7 +48,6 @@ from dvoc_bench.models.simulator.reading import (
     tool_names,
     truth_in_image,
 )
-from dvoc_bench.scenes.types import SceneTruth
 
 __all__ = ["NOT_SUPPORTED", "NO_TOOL_TEXT", "SimulatedModel"]
 

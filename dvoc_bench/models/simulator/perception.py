@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dvoc_bench.geometry import Point
+from dvoc_bench.core.geometry import Point
 
 __all__ = ["ARM_SCALES", "GAP_PX", "MarkerEvidence", "find_marker", "line_maps", "localise"]
 

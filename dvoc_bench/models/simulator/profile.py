@@ -1,8 +1,8 @@
 """The simulator's profile: the ``sim:`` block of a ``conf/model/sim-*.yaml``, declared once.
 
-Each section is a settings model on :mod:`dvoc_bench.declare` (unknown keys, non-finite numbers and
+Each section is a settings model on :mod:`dvoc_bench.core.declare` (unknown keys, non-finite numbers and
 out-of-range values are errors; instances are immutable) and lists each knob once, with its type, default,
-range and docstring. A bad value is a :class:`~dvoc_bench.declare.ConfigError` of one line naming the
+range and docstring. A bad value is a :class:`~dvoc_bench.core.declare.ConfigError` of one line naming the
 dotted key, e.g. ``sim.noise.scale_px: must be greater than or equal to 0, got -1``. What each knob does is
 described in :mod:`dvoc_bench.models.simulator` (the numbered steps of one call).
 """
@@ -19,9 +19,9 @@ from typing import Annotated, Any, ClassVar, Literal
 import numpy as np
 from pydantic import BeforeValidator, Field, StrictBool, ValidationInfo, field_validator, model_validator
 
-from dvoc_bench.assumptions import assumed_labels, registered_knobs
-from dvoc_bench.declare import Declared, NonNegFloat, NonNegInt, PosFloat, PosInt, Prob, validate
-from dvoc_bench.geometry import Size
+from dvoc_bench.core.assumptions import assumed_labels, registered_knobs
+from dvoc_bench.core.declare import Declared, NonNegFloat, NonNegInt, PosFloat, PosInt, Prob, validate
+from dvoc_bench.core.geometry import Size
 
 __all__ = [
     "NATIVE_FRAMES",
@@ -426,13 +426,13 @@ class FittedFor(Declared):
     """``default``: fitted for the authors' colours and sizes only; another ``overlay_style`` is assumed."""
     knobs: dict[str, tuple[str, ...]] = {}
     """Fitted values of further knobs registered with
-    :func:`dvoc_bench.assumptions.register_assumed_knob` (by their ``fitted_key``); a registered knob not
+    :func:`dvoc_bench.core.assumptions.register_assumed_knob` (by their ``fitted_key``); a registered knob not
     named here counts as fitted for its ``default_fitted`` values only."""
 
 
 ASSUMPTION_LABELS = {k.name.replace("protocol", "frame"): k.label for k in registered_knobs()}
 """The marker text of each built-in assumed knob (``[SIMULATED; overlay effect assumed]``); the registry
-is :mod:`dvoc_bench.assumptions`."""
+is :mod:`dvoc_bench.core.assumptions`."""
 
 
 class SimProfile(Declared):
@@ -504,7 +504,7 @@ class SimProfile(Declared):
 
     @classmethod
     def from_mapping(cls, d: Any, prefix: str = "sim.") -> SimProfile:
-        """Build and validate a profile; a bad value is a :class:`~dvoc_bench.declare.ConfigError` (a
+        """Build and validate a profile; a bad value is a :class:`~dvoc_bench.core.declare.ConfigError` (a
         ``ValueError``) of one line naming the dotted key after ``prefix``."""
         return validate(cls, plain(d), prefix=prefix)
 
@@ -552,7 +552,8 @@ def assumed_knobs(
 ) -> list[str]:
     """The assumption markers of one trial of a profile (a raw ``sim:`` mapping): the knobs among the
     trial's that the profile's ``fitted_for`` does not list (``-`` = the knob does not apply), through
-    :func:`dvoc_bench.assumptions.assumed_labels`. ``extra``: values of further registered knobs (issue 20:
+    :func:`dvoc_bench.core.assumptions.assumed_labels`. ``extra``: values of further registered knobs
+    (issue 20:
     crops, zoom, datasets). Empty for a profile without ``fitted_for``."""
     ff = (sim or {}).get("fitted_for") if isinstance(sim, Mapping) else None
     if not ff:

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from dvoc_bench.geometry import Box, Frame, Point, Size, point_to_pixels
+from dvoc_bench.core.geometry import Box, Frame, Point, Size, point_to_pixels
+from dvoc_bench.core.scene import SceneTruth
 from dvoc_bench.models.base import ModelRequest
-from dvoc_bench.scenes.types import SceneTruth
 
 __all__ = [
     "crosshair_position",
@@ -168,7 +168,7 @@ def truth_in_image(
 ) -> SceneTruth:
     """Ground truth in pixels of the image sent: the scene's truth mapped through the request's crop
     (``ModelRequest.crop``; ``None``: the whole screen) and scaled to the size sent, the map of
-    :class:`dvoc_bench.sending.View`. Boxes outside the crop keep their (outside) coordinates."""
+    :class:`dvoc_bench.draw.sending.View`. Boxes outside the crop keep their (outside) coordinates."""
     if crop is None and size == truth.size:
         return truth
     x0, y0, x1, y1 = crop if crop is not None else (0.0, 0.0, truth.size.width, truth.size.height)

@@ -1,0 +1,155 @@
+"""The Hydra job body: validate, plan, run, summarise. Terminal output happens here, not in the library.
+
+Exit codes (:data:`dvoc_bench.runner.summary.EXIT_OK` ...): 0 done; 2 bad input, nothing ran (one line
+``config error: <key>: ...``); 3 model trials ran and none ended ``ok``; 130 interrupted (finished trials
+are saved; the printed command resumes). A multirun exits with the worst code of its jobs after all of
+them ran (``dvoc_bench.__main__.entry`` collects them through the file named by ``DVOC_EXIT_CODES``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shlex
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from dvoc_bench.app.jobstate import EXIT_CODES_ENV, mark_started
+from dvoc_bench.app.progress import Progress
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.redaction import install_log_redaction, redact
+from dvoc_bench.runner.compose import experiment_name, model_choice
+from dvoc_bench.runner.settings import load_settings
+from dvoc_bench.runner.setup import setup_from_settings
+from dvoc_bench.runner.store import RunDirBusy, discard_output_subdir
+from dvoc_bench.runner.summary import EXIT_CONFIG, EXIT_INTERRUPTED, EXIT_OK, exit_code, run_report
+from dvoc_bench.runner.sweep import plan, run_sweep
+
+log = logging.getLogger(__name__)
+
+
+def run_job(cfg: DictConfig) -> int:
+    """Run one Hydra job; returns its exit code. In a multirun the code is recorded, and 0 returned, so
+    the other jobs still run (``entry`` exits with the worst code at the end)."""
+    mark_started()
+    hc = HydraConfig.get()
+    code = _run(cfg, hc)
+    path = os.environ.get(EXIT_CODES_ENV)
+    if hc.mode == RunMode.MULTIRUN and path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"job": hc.job.num, "code": code}) + "\n")
+        return 0
+    return code
+
+
+def _resume_command(hc: object, run_dir: Path) -> str:
+    """The command that resumes this run: the same overrides, pointed at the same run dir."""
+    overrides = [o for o in hc.overrides.task if not o.startswith(("hydra.run.dir=", "hydra.sweep."))]
+    return " ".join(
+        ["python -m dvoc_bench", *map(shlex.quote, overrides), shlex.quote(f"hydra.run.dir={run_dir}")]
+    )
+
+
+def _check_writable(run_dir: Path) -> None:
+    """A run dir that cannot be written is a bad input, said before any trial runs."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=run_dir, prefix=".write-check-"):
+            pass
+    except OSError as e:
+        raise ConfigError(f"hydra.run.dir: cannot write to {run_dir}: {e.strerror or e}") from None
+
+
+def _discard_plan_only_dir(run_dir: Path, subdir: str | None) -> None:
+    """A plan-only invocation leaves no run behind: its Hydra output folder goes, and a run directory that
+    holds nothing else (a fresh one: only Hydra's job log) goes with it. An existing run is left as it was."""
+    discard_output_subdir(run_dir, subdir)
+    try:
+        left = list(run_dir.iterdir())
+    except OSError:
+        return
+    if all(p.is_file() and p.suffix == ".log" for p in left):
+        for p in left:
+            p.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            run_dir.rmdir()
+            run_dir.parent.rmdir()  # runs/<experiment>/ when this made it and nothing else is there
+
+
+def _run(cfg: DictConfig, hc: Any) -> int:
+    install_log_redaction()  # every log line of the job (console and run-dir log) passes the redactor
+    choices = dict(hc.runtime.choices)
+    run_dir = Path(hc.runtime.output_dir)
+    if choices.get("experiment") == "frame_probe":  # a probe of the models' coordinate frames, not a sweep
+        from dvoc_bench.runner.probe import run_job as probe_job
+
+        probe_cfg = OmegaConf.to_container(cfg, resolve=True)
+        assert isinstance(probe_cfg, dict)
+        return probe_job(probe_cfg, choices, run_dir)
+    try:
+        plain = OmegaConf.to_container(cfg, resolve=True)
+        assert isinstance(plain, dict)
+        settings = load_settings(plain)
+        plan_only = settings.run.plan_only
+        if not plan_only:
+            _check_writable(run_dir)
+        setup = setup_from_settings(settings, experiment_name(choices), model_choice(choices))
+        specs = plan(setup)
+        if plan_only:  # sizes the sweep: no model called, no key needed, nothing written
+            from dvoc_bench.runner.sizing import plan_lines
+
+            lines = plan_lines(setup, specs)
+    except ConfigError as e:
+        print(f"config error: {redact(str(e))}", file=sys.stderr)
+        return EXIT_CONFIG
+    if plan_only:
+        print("\n".join(lines))
+        _discard_plan_only_dir(run_dir, hc.output_subdir)
+        return EXIT_OK
+    quiet, retry_errors = settings.run.quiet, settings.resume.retry_errors
+    progress: list[Progress] = []
+    try:
+        summary = run_sweep(
+            setup,
+            run_dir,
+            specs=specs,
+            retry_errors=retry_errors,
+            on_start=lambda n: progress.append(Progress(n, quiet=quiet)),
+            on_done=lambda record: progress[0].update(record),
+        )
+    except (RunDirBusy, ConfigError) as e:  # busy, or a resume with other settings: nothing changed
+        discard_output_subdir(run_dir, hc.output_subdir)
+        print(f"config error: {'hydra.run.dir: ' if isinstance(e, RunDirBusy) else ''}{e}", file=sys.stderr)
+        return EXIT_CONFIG
+    except KeyboardInterrupt:
+        for p in progress:
+            p.close()
+        print(f"\ninterrupted: the finished trials are saved; resume with: {_resume_command(hc, run_dir)}",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_INTERRUPTED
+    finally:
+        for p in progress:
+            p.close()
+    print((run_dir / "summary.md").read_text(encoding="utf-8").rstrip("\n"))
+    resume = summary.resume
+    lines = run_report(
+        summary.trials,
+        ran=summary.ran,
+        skipped_items=resume.skipped if resume else None,
+        added_items=resume.added if resume else None,
+        spent_usd=summary.spent_usd,
+        budget_usd=summary.budget_usd,
+        unknown_cost_calls=summary.unknown_cost_calls,
+    )
+    lines.append(summary.frames_line)
+    print("\n" + "\n".join(redact(line) for line in lines))
+    print(f"run dir: {run_dir}")
+    return exit_code(summary.trials)

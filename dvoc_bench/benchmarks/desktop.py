@@ -1,0 +1,98 @@
+"""Benchmark of desktop scenes: ``python -m dvoc_bench.bench desktop [--steps N] [--probes N] [--clicks N]``.
+
+Prints, one ``key=value`` line per figure:
+
+- ``display_start_ms``: Xvfb start (once per run);
+- ``snapshot_<D>_ms``: one scene start (runner, Tk, the script), the screen grab and the truth query;
+- ``grab_median_ms``: one X11 grab of the whole 1280x800 screen;
+- ``step_desktop_median_ms`` / ``step_synth_median_ms``: harness cost of one DVOC step (overlay, PNG encode,
+  prompt, request hash, frame store, step record) on the 1280x800 D1 frame and on the 800x600 S3 scene,
+  measured the same way in the same process (a desktop frame is grabbed once per run, so a step costs the
+  same kind of work as on a synthetic scene, on more pixels);
+- ``probe_median_ms``: the toolkit hit test of a trial's final point (a pipe round trip to the live app);
+- ``probe_switch_median_ms``: the same when the previous probe was on another scene (that app withdrawn,
+  this one mapped again: what interleaved trials of several scenes pay);
+- ``verify_click_median_ms``: the optional real click per trial (fresh instance, pointer click, report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from dvoc_bench.benchmarks.harness import step_costs
+
+DESKTOP_IDS = ("D1", "D2", "D3", "D4")
+
+
+def _median_ms(xs: list[float]) -> float:
+    return 1000 * statistics.median(xs)
+
+
+def run(steps: int = 200, probes: int = 100, clicks: int = 10) -> dict[str, float]:
+    from dvoc_bench.core.geometry import Point
+    from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
+
+    out: dict[str, float] = {}
+    reg = SceneRegistry(default_scenes_dir(), options={"desktop": {"verify_click": True}})
+    desk = reg.source("desktop").backend
+    try:
+        t0 = time.perf_counter()
+        desk.display.start()
+        out["display_start_ms"] = 1000 * (time.perf_counter() - t0)
+        for sid in DESKTOP_IDS:
+            t0 = time.perf_counter()
+            reg.snapshot(sid)
+            out[f"snapshot_{sid}_ms"] = 1000 * (time.perf_counter() - t0)
+        grabs = []
+        for _ in range(20):
+            t0 = time.perf_counter()
+            desk.display.grab()
+            grabs.append(time.perf_counter() - t0)
+        out["grab_median_ms"] = _median_ms(grabs)
+        out["step_desktop_median_ms"] = _median_ms(step_costs(reg.snapshot("D1"), steps))
+        out["step_synth_median_ms"] = _median_ms(step_costs(reg.snapshot("S3"), steps))
+        rng = np.random.default_rng(1)
+        reg.probe("D3", Point(0, 0))  # shows D3: the timed probes measure the query, not the switch
+        hits = []
+        for _ in range(probes):
+            p = Point(float(rng.uniform(0, 1279)), float(rng.uniform(0, 799)))
+            t0 = time.perf_counter()
+            desk.scene("D3").instance.request(
+                {"op": "hit", "x": int(p.x), "y": int(p.y), "target": "widget:."}
+            )
+            hits.append(time.perf_counter() - t0)
+        out["probe_median_ms"] = _median_ms(hits)
+        switch = []
+        for k in range(probes // 4 * 4 or 4):  # each probe on another scene: withdraw one app, map the next
+            sid = DESKTOP_IDS[k % 4]
+            t0 = time.perf_counter()
+            desk.hit_test(sid, reg.truth(sid).target_box.centre)
+            switch.append(time.perf_counter() - t0)
+        out["probe_switch_median_ms"] = _median_ms(switch)
+        target = reg.truth("D1").target_box.centre
+        times = []
+        for _ in range(clicks):
+            t0 = time.perf_counter()
+            reg.probe("D1", target)
+            times.append(time.perf_counter() - t0)
+        out["verify_click_median_ms"] = _median_ms(times)
+    finally:
+        reg.close()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m dvoc_bench.bench desktop", description=__doc__.splitlines()[0]
+    )
+    ap.add_argument("--steps", type=int, default=200, help="harness steps timed per frame")
+    ap.add_argument("--probes", type=int, default=100, help="toolkit hit tests timed")
+    ap.add_argument("--clicks", type=int, default=10, help="real clicks timed")
+    args = ap.parse_args(argv)
+    for k, v in run(args.steps, args.probes, args.clicks).items():
+        print(f"{k}={v:.2f}")
+    return 0

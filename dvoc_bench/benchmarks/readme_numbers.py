@@ -1,0 +1,135 @@
+"""The numbers README.md quotes from simulated runs, regenerated (``python -m dvoc_bench.bench readme``).
+
+Every number the README takes from a simulated run is deterministic (the simulator is seeded from the
+request and the trial seed), so it is not typed by hand: :func:`blocks` runs the commands the README
+shows, each in a subprocess exactly as a reader would type it (into a temporary run directory), and
+returns the text the README must contain verbatim. ``tests/test_readme.py`` checks that it does; after a
+change to the simulator or the tables, paste the printed blocks into the README.
+
+Timings are never quoted here: the README writes them as ranges and no test checks them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN_DIR_SHOWN = "runs/quick/<YYYY-MM-DD_HH-MM-SS>"
+ONESHOT = "python -m dvoc_bench model=sim-gemma-4-26b methods=[oneshot]"
+
+
+def _dvoc(run_dir: Path, *overrides: str) -> str:
+    """Run ``python -m dvoc_bench *overrides`` into ``run_dir``; its standard output."""
+    p = subprocess.run(
+        [sys.executable, "-m", "dvoc_bench", *overrides, f"hydra.run.dir={run_dir}", "run.quiet=true"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    if p.returncode != 0:
+        raise RuntimeError(f"python -m dvoc_bench {' '.join(overrides)} failed:\n{p.stderr[-2000:]}")
+    return p.stdout
+
+
+def _hit_rate(run_dir: Path, **match: str) -> float:
+    trials = [json.loads(x) for x in (run_dir / "trials.jsonl").read_text().splitlines() if x.strip()]
+    ok = [t for t in trials if t["status"] == "ok" and all(t.get(k) == v for k, v in match.items())]
+    return sum(bool(t["hit"]) for t in ok) / len(ok)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f} %"
+
+
+def default_run_block(d: Path) -> str:
+    """What ``python -m dvoc_bench`` prints (its table, the note and the run directory; not the log line)."""
+    run = d / "default"
+    out = _dvoc(run)
+    lines = [x for x in out.splitlines() if not x.startswith("[")]  # Hydra's timestamped log line
+    return "\n".join(lines).strip().replace(str(run), RUN_DIR_SHOWN)
+
+
+def frames_lines(d: Path) -> str:
+    """The two one-shot commands of "Coordinate frames", each with its measured hit rate."""
+    own = _hit_rate(_run(d / "own", "model=sim-gemma-4-26b", "methods=[oneshot]"))
+    pixel_dir = _run(d / "pixel", "model=sim-gemma-4-26b", "methods=[oneshot]", "declare_frame=pixel")
+    pixel = _hit_rate(pixel_dir)
+    hit_tasks = sorted(
+        {
+            t["task"]
+            for t in map(json.loads, (pixel_dir / "trials.jsonl").read_text().splitlines())
+            if t["status"] == "ok" and t["hit"]
+        }
+    )
+    which = f": only {', '.join(hit_tasks)}, whose target sits near the top-left corner" if hit_tasks else ""
+    a = f"{ONESHOT}"
+    b = f"{ONESHOT} declare_frame=pixel"
+    width = len(b) + 2
+    return "\n".join(
+        [
+            f"{a:<{width}}# {_pct(own)} hit [SIMULATED]",
+            f"{b:<{width}}# {_pct(pixel)} hit [SIMULATED]{which}",
+        ]
+    )
+
+
+def _run(run_dir: Path, *overrides: str) -> Path:
+    _dvoc(run_dir, *overrides)
+    return run_dir
+
+
+def frames_sentence(d: Path) -> str:
+    """The one-shot hit rates of ``experiment=frames`` under each protocol, as the README words them."""
+    run = _run(d / "frames", "experiment=frames")
+    trials = [json.loads(x) for x in (run / "trials.jsonl").read_text().splitlines() if x.strip()]
+    rates = {}
+    for proto in ("paper", "v1"):
+        per_model = {}
+        for t in trials:
+            if t["method"] == "oneshot" and t["protocol"] == proto and t["status"] == "ok":
+                per_model.setdefault(t["model"], []).append(bool(t["hit"]))
+        vals = sorted(sum(v) / len(v) for v in per_model.values())
+        lo, hi = _pct(vals[0]).replace(" %", ""), _pct(vals[-1])
+        rates[proto] = hi if lo == hi.replace(" %", "") else f"{lo}–{hi}"
+    return (
+        f"one-shot hits {rates['paper']} of the targets under `protocol=paper` and {rates['v1']} under "
+        "`v1` [SIMULATED]"
+    )
+
+
+def blocks() -> dict[str, str]:
+    """Name -> the text README.md must contain verbatim."""
+    with tempfile.TemporaryDirectory(prefix="dvoc-readme-") as tmp:
+        d = Path(tmp)
+        return {
+            "default run (What the default run does)": default_run_block(d),
+            "one-shot and declare_frame (Coordinate frames)": frames_lines(d),
+            "experiment=frames (The finding, plainly)": frames_sentence(d),
+        }
+
+
+SEPARATOR = "==> {} <=="
+
+
+def render(bl: dict[str, str]) -> str:
+    return "\n\n".join(f"{SEPARATOR.format(name)}\n{text}" for name, text in bl.items()) + "\n"
+
+
+def parse(text: str) -> dict[str, str]:
+    """The blocks back from :func:`render`'s output."""
+    out: dict[str, str] = {}
+    name = None
+    for line in text.splitlines():
+        if line.startswith("==> ") and line.endswith(" <=="):
+            name = line[4:-4]
+            out[name] = ""
+        elif name is not None:
+            out[name] += line + "\n"
+    return {k: v.strip("\n") for k, v in out.items()}

@@ -1,0 +1,353 @@
+"""Detector recall on real pages: can Set-of-Mark work on a page before any model is asked? (issue #18)
+
+    python -m dvoc_bench.bench recall [--detectors oracle,cv] [--tasks W1,W2,W3,W4,W5]
+        [--task-file T.yaml ...] [--page P.html ...] [--root DIR] [--onnx-model M.onnx --onnx-anchors A]
+        [--selector CSS] [--csv outputs/detector_recall.csv] [--frames DIR]
+
+Each page is rendered by the web scene machinery (:mod:`dvoc_bench.scenes.web.source`: the repository's W1-W5,
+any task YAML, or any local page; a ``--page`` needs no task: its target is ``--selector``, by default
+its first visible interactive element). The truth is the DOM's: every visible interactive element the
+scene measured (links, buttons, inputs, selects, text areas, ARIA widget roles, ``onclick`` and
+focusable elements; clipped to the viewport), the target included. Each detector's boxes go through the
+SoM marking rule (boxes over half the screen dropped, at most 50:
+:func:`dvoc_bench.draw.som_render.marks_from_detections`); then per page:
+
+- **recall**: share of DOM elements matched one-to-one (greedy, highest IoU first) by a mark with
+  IoU >= 0.5;
+- **precision**: share of marks matched to a DOM element;
+- **target marked**: a mark's box contains the target's centre (the rule of ``som.target_detected``;
+  lenient: a panel's box around the target counts);
+- **target boxed**: a mark fits the target itself, IoU >= 0.5.
+
+Boxes are compared as continuous pixel boxes (a DOM element on pixels ``x0..x1`` is ``[x0, x1 + 1)``).
+The ``all`` row pools the elements and marks of every page. Datasets have no DOM: for them only the share
+of targets that received a mark is defined, :func:`target_marked_share` (a list of ``(image, target box)``
+pairs). ``--frames`` writes each page's SoM frame (``avoid`` tags) and the table counts its tag overlaps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dvoc_bench.core.geometry import Box, Point, box_iou
+from dvoc_bench.core.scene import Snapshot
+from dvoc_bench.detect.types import Detector
+from dvoc_bench.draw.som_render import MAX_AREA_FRAC, Mark, marks_from_detections
+
+IOU_MIN = 0.5
+"""A mark matches a DOM element at this IoU or more."""
+
+W_TASKS = ("W1", "W2", "W3", "W4", "W5")
+"""The repository's web tasks (``scenes/web``)."""
+
+PAGE_SELECTOR = (
+    ":is(a[href], button, input:not([type=hidden]), select, textarea, [role=button], [role=link]) "
+    ">> visible=true >> nth=0"
+)
+"""The target of a ``--page`` (recall needs none; the scene machinery wants one): its first visible
+interactive element."""
+
+
+@dataclass(frozen=True)
+class PageScore:
+    """One detector on one page (or ``all`` pages pooled)."""
+
+    page: str
+    """Scene id (``all`` for the pooled row)."""
+    detector: str
+    """Backend."""
+    elements: int
+    """Visible interactive DOM elements (the truth)."""
+    boxes: int
+    """Boxes the detector returned."""
+    marks: int
+    """Boxes marked (SoM's rule)."""
+    matched: int
+    """DOM elements matched one-to-one by a mark at IoU >= 0.5."""
+    recall: float | None
+    """``matched / elements``."""
+    precision: float | None
+    """``matched / marks``."""
+    targets: int
+    """Targets counted (1 per page)."""
+    targets_marked: int
+    """Targets whose centre lies in a mark's box."""
+    targets_boxed: int
+    """Targets fitted by a mark at IoU >= 0.5."""
+    tag_overlaps: int | None
+    """Tags drawn over another tag in the page's SoM frame (``--frames``), else ``None``."""
+    detector_ms: float
+    """Detector wall time (summed in the pooled row)."""
+
+
+def truth_boxes(snapshot: Snapshot) -> list[Box]:
+    """The page's visible interactive DOM elements as continuous boxes (a ``panel`` target is left out:
+    it is no interactive element)."""
+    return [_continuous(e.box) for e in snapshot.truth.elements if e.interactive and e.role != "panel"]
+
+
+def _continuous(b: Box) -> Box:
+    """An inclusive pixel box (``x0..x1``) as the continuous box ``[x0, x1 + 1)``."""
+    return Box(b.x0, b.y0, b.x1 + 1.0, b.y1 + 1.0)
+
+
+def match_count(truth: Sequence[Box], found: Sequence[Box], iou_min: float = IOU_MIN) -> int:
+    """Pairs matched one-to-one, greedily by descending IoU, each at ``iou_min`` or more."""
+    pairs = sorted(
+        ((box_iou(t, f), i, j) for i, t in enumerate(truth) for j, f in enumerate(found)),
+        key=lambda p: -p[0],
+    )
+    used_t: set[int] = set()
+    used_f: set[int] = set()
+    for v, i, j in pairs:
+        if v < iou_min:
+            break
+        if i not in used_t and j not in used_f:
+            used_t.add(i)
+            used_f.add(j)
+    return len(used_t)
+
+
+def target_marked(marks: Sequence[Mark], target: Box) -> bool:
+    """A mark's box contains the target's centre (``som.target_detected``)."""
+    c = target.centre
+    return any(m.box.contains(Point(c.x, c.y)) for m in marks)
+
+
+def target_marked_share(
+    detector: Detector, items: Iterable[tuple[np.ndarray, Box]], *, max_area_frac: float = MAX_AREA_FRAC
+) -> tuple[int, int]:
+    """Datasets (no DOM): ``(targets marked, targets)`` over ``(image, target box)`` pairs, the target box
+    in the image's pixels; a target is marked when a SoM mark's box contains its centre."""
+    from dvoc_bench.core.geometry import Size
+
+    k = n = 0
+    for image, target in items:
+        dets = detector.detect(image)
+        marks = marks_from_detections(dets, Size(image.shape[1], image.shape[0]), max_area_frac=max_area_frac)
+        k += target_marked(marks, target)
+        n += 1
+    return k, n
+
+
+def score_page(snapshot: Snapshot, detector: Detector, name: str, *, frames: Path | None = None) -> PageScore:
+    """One detector on one rendered page (see the module docstring)."""
+    run = detector.run(snapshot.image)
+    marks = marks_from_detections(run.detections, snapshot.size)
+    truth = truth_boxes(snapshot)
+    matched = match_count(truth, [m.box for m in marks])
+    overlaps = None
+    if frames is not None:
+        from dvoc_bench.draw.render import encode_png
+        from dvoc_bench.draw.som_render import draw_marks, plan_marks
+
+        layout = plan_marks(snapshot.image, marks)
+        overlaps = layout.tag_overlaps
+        frames.mkdir(parents=True, exist_ok=True)
+        png = encode_png(draw_marks(snapshot.image, marks, layout=layout))
+        (frames / f"{snapshot.scene_id}-{name}.png").write_bytes(png)
+    return PageScore(
+        page=snapshot.scene_id,
+        detector=name,
+        elements=len(truth),
+        boxes=len(run.detections),
+        marks=len(marks),
+        matched=matched,
+        recall=matched / len(truth) if truth else None,
+        precision=matched / len(marks) if marks else None,
+        targets=1,
+        targets_marked=int(target_marked(marks, snapshot.target_box)),
+        targets_boxed=int(any(box_iou(_continuous(snapshot.target_box), m.box) >= IOU_MIN for m in marks)),
+        tag_overlaps=overlaps,
+        detector_ms=round(run.wall_ms, 1),
+    )
+
+
+def pooled(rows: Sequence[PageScore], detector: str) -> PageScore:
+    """The ``all`` row of one detector: elements, marks and matches summed over pages."""
+    mine = [r for r in rows if r.detector == detector]
+    el, mk, mt = (sum(getattr(r, k) for r in mine) for k in ("elements", "marks", "matched"))
+    ov = [r.tag_overlaps for r in mine if r.tag_overlaps is not None]
+    return PageScore(
+        page="all",
+        detector=detector,
+        elements=el,
+        boxes=sum(r.boxes for r in mine),
+        marks=mk,
+        matched=mt,
+        recall=mt / el if el else None,
+        precision=mt / mk if mk else None,
+        targets=sum(r.targets for r in mine),
+        targets_marked=sum(r.targets_marked for r in mine),
+        targets_boxed=sum(r.targets_boxed for r in mine),
+        tag_overlaps=sum(ov) if ov else None,
+        detector_ms=round(sum(r.detector_ms for r in mine), 1),
+    )
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.0f}%"
+
+
+def format_table(rows: Sequence[PageScore]) -> str:
+    """A markdown table of the scores (one line per page and detector, pooled rows last)."""
+    heads = ["page", "detector", "DOM elements", "marks", "matched", "recall", "precision", "target marked"]
+    heads.append("target boxed")
+    with_frames = any(r.tag_overlaps is not None for r in rows)
+    if with_frames:
+        heads.append("tag overlaps")
+    body = []
+    for r in rows:
+        cells = [r.page, r.detector, str(r.elements), str(r.marks), str(r.matched), _pct(r.recall)]
+        cells += [_pct(r.precision), f"{r.targets_marked}/{r.targets}", f"{r.targets_boxed}/{r.targets}"]
+        if with_frames:
+            cells.append("-" if r.tag_overlaps is None else str(r.tag_overlaps))
+        body.append(cells)
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(heads)]
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    out = [line(heads), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *(line(b) for b in body)]
+    return "\n".join(out)
+
+
+def write_csv(rows: Sequence[PageScore], path: Path) -> None:
+    """The rows as CSV (one column per :class:`PageScore` field)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(PageScore.__dataclass_fields__))
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if v is None else v) for k, v in asdict(r).items()})
+
+
+# ----------------------------------------------------------------------------------------------- CLI
+
+
+def _snapshots(args: argparse.Namespace) -> list[Snapshot]:
+    from dvoc_bench.scenes import default_scenes_dir
+    from dvoc_bench.scenes.web.source import WebOptions, WebScenes, load_task, task_from_mapping
+
+    tasks = [load_task(default_scenes_dir() / "web" / f"{t}.yaml") for t in args.tasks]
+    tasks += [load_task(Path(f)) for f in args.task_file]
+    for p in args.page:
+        page = Path(p).resolve()
+        raw = {
+            "id": page.stem,
+            "page": str(page),
+            "instruction": "(recall: no task)",
+            "selector": args.selector,
+        }
+        if args.selector != PAGE_SELECTOR:
+            raw["wait_for"] = args.selector
+        if args.root:
+            raw["root"] = str(Path(args.root).resolve())
+        tasks.append(task_from_mapping(raw, base=Path.cwd(), where=f"--page {p}"))
+    web = WebScenes(WebOptions(timeout_s=args.timeout))
+    try:
+        return [web.render(t).snapshot for t in tasks]
+    finally:
+        web.close()
+
+
+def _detectors(args: argparse.Namespace) -> dict[str, Callable[[Snapshot], Detector]]:
+    from dvoc_bench.detect.config import detector_config
+    from dvoc_bench.detect.service import build_detector
+
+    out: dict[str, Callable[[Snapshot], Detector]] = {}
+    for name in args.detectors:
+        if name == "oracle":
+            cfg = detector_config("oracle")
+            out[name] = lambda s, cfg=cfg: build_detector(cfg, s.truth)
+        elif name == "cv":
+            cv = build_detector(detector_config("cv"))
+            out[name] = lambda s, cv=cv: cv
+        elif name == "onnx":
+            node = {"backend": "onnx", "model": args.onnx_model, "anchors": args.onnx_anchors}
+            onnx = build_detector(detector_config(node))
+            out[name] = lambda s, onnx=onnx: onnx
+    return out
+
+
+def run(args: argparse.Namespace) -> list[PageScore]:
+    """Render the pages, run every detector on each, and return the per-page rows then the pooled ones."""
+    detectors = _detectors(args)  # first: a bad model or anchors fails before any page is rendered
+    shots = _snapshots(args)
+    frames = Path(args.frames) if args.frames else None
+    rows = [score_page(s, make(s), name, frames=frames) for name, make in detectors.items() for s in shots]
+    return rows + [pooled(rows, name) for name in detectors]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from dvoc_bench.core.declare import ConfigError
+    from dvoc_bench.detect.types import DetectorError
+
+    ap = argparse.ArgumentParser(
+        prog="python -m dvoc_bench.bench recall",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--detectors", default=None, help="comma list of oracle, cv, onnx (default: oracle,cv; "
+                    "onnx is added when --onnx-model is given)")  # fmt: skip
+    ap.add_argument(
+        "--tasks", default=",".join(W_TASKS), help="repository web tasks (default W1-W5; '' none)"
+    )
+    ap.add_argument("--task-file", action="append", default=[], help="a web task YAML (repeatable)")
+    ap.add_argument("--page", action="append", default=[], help="a local HTML page (repeatable)")
+    ap.add_argument("--selector", default=PAGE_SELECTOR, help="target of each --page (default: its first "
+                    "visible link, button or input; it must lie in the viewport)")  # fmt: skip
+    ap.add_argument(
+        "--root", help="asset root for --page (files inside it may load; default: the page's folder)"
+    )
+    ap.add_argument("--onnx-model", help="YOLOv5 .onnx model for the onnx detector")
+    ap.add_argument("--onnx-anchors", help="its RK_anchors.txt, or yolov5-default")
+    ap.add_argument(
+        "--csv",
+        default="outputs/detector_recall.csv",
+        help="where the CSV goes (default: outputs/detector_recall.csv)",
+    )
+    ap.add_argument("--frames", help="folder for each page's SoM frame per detector (PNG)")
+    ap.add_argument("--timeout", type=float, default=30.0, help="page load timeout, seconds")
+    args = ap.parse_args(argv)
+    args.tasks = [t for t in args.tasks.split(",") if t.strip()]
+    default = ["oracle", "cv"] + (["onnx"] if args.onnx_model else [])
+    args.detectors = [d.strip() for d in args.detectors.split(",")] if args.detectors else default
+    bad = [d for d in args.detectors if d not in ("oracle", "cv", "onnx")]
+    try:
+        if bad:
+            raise ConfigError(f"--detectors: unknown {', '.join(bad)}; allowed: oracle, cv, onnx")
+        if "onnx" in args.detectors and not args.onnx_model:
+            raise ConfigError("--onnx-model: the onnx detector needs a model")
+        unknown = [t for t in args.tasks if t not in W_TASKS]
+        if unknown:
+            raise ConfigError(f"--tasks: unknown {', '.join(unknown)}; allowed: {', '.join(W_TASKS)}")
+        if not (args.tasks or args.task_file or args.page):
+            raise ConfigError("--tasks: no page to measure (give --tasks, --task-file or --page)")
+        rows = run(args)
+    except ConfigError as e:
+        print(f"config error: {e}", file=sys.stderr)
+        return 2
+    except DetectorError as e:
+        print(f"config error: --detectors: {e}", file=sys.stderr)
+        return 2
+    print(
+        f"detector recall against the DOM (IoU >= {IOU_MIN}; marks = boxes SoM would draw: over half the "
+        "screen dropped, at most 50)"
+    )
+    print(format_table(rows))
+    print(
+        "recall = DOM interactive elements matched one-to-one by a mark; precision = marks matched to a DOM "
+        "element; target marked = a mark's box contains the target's centre; target boxed = a mark fits the "
+        "target at IoU >= 0.5."
+    )
+    write_csv(rows, Path(args.csv))
+    print(f"csv: {args.csv}")
+    return 0

@@ -1,0 +1,533 @@
+"""Typed records of a sweep: what was planned, what each model call did, how each trial ended (§5, §6).
+
+This module is the one list of the values records may take: :data:`Status`, :data:`StopReason`,
+:data:`ErrorClass`, :data:`SceneKind`, :data:`StepKind`, :data:`ParseStatus`. Every later feature that
+needs a new value (a stop reason, an error class, a scene kind) adds it here, and everything that checks
+or groups by them (config validation, the summary, the analysis schema) reads it from here.
+
+Records are plain dataclasses; :func:`to_jsonable` turns any of them into JSON-ready dicts.
+:class:`TrialRecord` *is* the ``trials.jsonl`` line and :class:`Step` the ``steps.jsonl`` line. Points are
+stored as ``[x, y]`` lists in screenshot pixels, boxes as ``[x0, y0, x1, y1]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import logging
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from dvoc_bench.core.control import LoopConfig
+from dvoc_bench.core.geometry import Box, Point
+from dvoc_bench.core.scoring import score
+
+log = logging.getLogger(__name__)
+
+Status = Literal["ok", "error", "skipped"]
+"""``ok``: the method ran to a stop reason. ``error``: a model call (or the scene, the detector, the
+harness) failed for good. ``skipped``: never run (dead provider, or the cost budget ``run.max_cost_usd``)."""
+
+StopReason = Literal[
+    "act",  # the policy accepted the draft (two small confident reports)
+    "abort_oscillation",  # three non-decreasing reported magnitudes
+    "abort_stuck",  # two consecutive empty replies
+    "max_iterations",  # the iteration cap was reached
+    "hit",  # one-shot: an attempt landed on the target (the harness told the model nothing else)
+    "attempts_exhausted",  # one-shot: every attempt missed
+    "baseline",  # centre / random: no model involved
+    "selected",  # Set-of-Mark: the model named a valid mark
+    "no_valid_id",  # Set-of-Mark: the reply named no valid mark
+    "no_marks",  # Set-of-Mark: the detector found nothing to mark (older records; now grounding_error)
+    "grounding_error",  # SoM: detector failed or marked nothing; the model got the plain screenshot
+    "error",  # a call failed for good
+    "skipped",  # the trial never ran
+]
+"""How a trial ended."""
+
+ErrorClass = Literal[
+    "rate_limit",  # 429 after every retry
+    "timeout",  # the call took longer than the provider's timeout
+    "server",  # 5xx
+    "connection",  # the endpoint could not be reached
+    "auth",  # bad or missing key: ends the provider
+    "quota",  # daily or billing quota used up: ends the provider
+    "bad_request",  # the provider refused the request as malformed
+    "unknown",  # a provider failure the client could not classify
+    "provider_dead",  # the provider was ended by another trial's auth / quota failure
+    "detector",  # the Set-of-Mark detector failed
+    "scene",  # the scene could not be built (a web page hung, navigated away, crashed, had no valid target)
+    "internal",  # a bug in the harness (logged with its traceback)
+    "budget",  # skipped: starting it could have passed run.max_cost_usd (a resume with more budget runs it)
+]
+"""Class of a failed call or trial (``error_class`` of steps and trials)."""
+
+SceneKind = Literal["synthetic", "web", "desktop", "dataset"]
+"""What produced a scene: a Pillow drawing (``synthetic``), a page in a real Chromium (``web``), a Tk
+application on an Xvfb display (``desktop``) or a screenshot of a standard dataset (``dataset``:
+ScreenSpot, ScreenSpot-v2, ScreenSpot-Pro, a manifest).
+Task sources declare theirs when they register (:mod:`dvoc_bench.scenes.sources`)."""
+
+StepKind = Literal["verify", "click", "select", "baseline"]
+"""``verify``: a DVOC step; ``click``: a one-shot attempt; ``select``: a Set-of-Mark pick."""
+
+ParseStatus = Literal["ok", "text_fallback", "parse_error", "call_error"]
+"""What reading a reply gave: numbers from a tool call, numbers recovered from the text, nothing usable,
+or no reply at all."""
+
+TRIAL_STATUSES: tuple[str, ...] = get_args(Status)
+STOP_REASONS: tuple[str, ...] = get_args(StopReason)
+ERROR_CLASSES: tuple[str, ...] = get_args(ErrorClass)
+SCENE_KINDS: tuple[str, ...] = get_args(SceneKind)
+STEP_KINDS: tuple[str, ...] = get_args(StepKind)
+PARSE_STATUSES: tuple[str, ...] = get_args(ParseStatus)
+
+
+@dataclass(kw_only=True)
+class TrialSpec:
+    """One planned trial (a ``plan.jsonl`` line): everything that can change its outcome. Its
+    ``trial_key`` hashes all of it."""
+
+    trial_key: str
+    """Content hash of every outcome-relevant field (see ``dvoc_bench.runner.plan.trial_key``)."""
+    experiment: str
+    """Name of the experiment preset that planned it."""
+    model: str
+    """Name of the model config (``conf/model/<name>.yaml``)."""
+    model_id: str
+    """Provider model id (LiteLLM spelling) or the simulator profile id."""
+    api_base: str | None
+    """Endpoint override, part of the model identity."""
+    provider: str
+    """Provider name; one provider = one rate gate."""
+    simulated: bool
+    """True when the model is the simulator: every result from it is simulated."""
+    coord_frame: str
+    """Frame the model config declares for the model's answers (``pixel | norm1000 | norm1``)."""
+    task: str
+    """Scene / task id (``S1``..``S6``, ``W1``..)."""
+    scene_hash: str
+    """Content hash of the rendered scene (pixels + geometry + instruction)."""
+    method: str
+    """A registered method (:mod:`dvoc_bench.methods.registry`)."""
+    protocol: str
+    """Prompt protocol version (``v1`` corrected, ``paper`` faithful)."""
+    alpha: str
+    """Alpha schedule: ``decay | constant | undamped | adaptive``."""
+    overlay: str
+    """Overlay drawn on DVOC frames: ``full | crosshair | none``."""
+    predict: str
+    """DVOC answer kind: ``relative`` (offset) or ``absolute`` (point turned into an offset)."""
+    start: list[float] | None
+    """Start point in pixels (DVOC's first draft), ``None`` when the method has none."""
+    start_index: int | None
+    """1-based index of the start point in the start list (``pos<N>`` of the authors)."""
+    rep: int
+    """Repeat index, 0-based."""
+    seed: int
+    """Trial seed, derived from the sweep seed and the key; seeds every RNG of the trial."""
+    epsilon: float
+    """Convergence threshold on the reported offset, pixels (also the ``within_eps`` rule)."""
+    conf_threshold: float
+    """Minimum reported confidence for the act rule."""
+    window: int
+    """Number of consecutive small confident reports needed to act."""
+    max_iterations: int
+    """DVOC iteration cap."""
+    max_attempts: int
+    """One-shot attempt cap."""
+    alpha_constant: float
+    """Alpha of the ``constant`` schedule."""
+    hit_radius_min: float = 30.0
+    """Minimum of the paper's hit radius ``max(w/2, h/2, min)``."""
+    detector: str = "-"
+    """SoM methods: the detector backend and a digest of its settings (``cv:1a2b...``); ``-`` otherwise."""
+    start_from: Literal["plan", "oneshot"] = "plan"
+    """Where a method that ``uses_start`` starts: ``plan`` (the point in ``start``) or ``oneshot``
+    (``starts=oneshot``: the model's own one-shot answer, asked first, is DVOC's start; ``start`` is
+    ``None``). Part of the trial key only when not ``plan`` (earlier keys are unchanged)."""
+    zoom: str = "-"
+    """Zoom methods: the crop schedule ``factor/rounds/min_crop`` (``2/2/256``); ``-`` otherwise (then not
+    part of the key, so the keys of other methods are unchanged)."""
+    simulated_assumptions: list[str] = dataclasses.field(default_factory=list)
+    """Simulated models only: what this trial's result rests on beyond the profile's fit, one marker per
+    knob the profile was not fitted for (``frame request assumed``, ``overlay effect assumed``, ``overlay
+    style assumed``; :func:`dvoc_bench.models.simulator.assumed_knobs`). Empty for real models. Not part of
+    the trial key (it describes the model, not the trial)."""
+
+    @property
+    def loop(self) -> LoopConfig:
+        """The loop knobs this trial runs with, as the one type the settings and the stop policy use (the
+        record keeps them flat: they are part of its key)."""
+        return LoopConfig(
+            epsilon=self.epsilon,
+            threshold=self.conf_threshold,
+            window=self.window,
+            max_iterations=self.max_iterations,
+            alpha_constant=self.alpha_constant,
+            hit_radius_min=self.hit_radius_min,
+        )
+
+
+@dataclass
+class Step:
+    """One model call (or one baseline decision) of a trial, as written to ``steps.jsonl``."""
+
+    trial_key: str
+    """Key of the trial the call belongs to."""
+    index: int
+    """0-based call index within the trial."""
+    kind: StepKind
+    """``verify`` (DVOC offset or absolute check), ``click`` (one-shot), ``select`` (Set-of-Mark)."""
+    draft: list[float] | None
+    """Crosshair position (pixels) the frame showed, or ``None`` for one-shot."""
+    true_dist_px: float | None
+    """True distance from ``draft`` (or the answered point for one-shot) to the target centre."""
+    frame_sha: str | None
+    """sha256 of the PNG sent (``frames/<sha>.png``)."""
+    request_sha: str | None
+    """Hash of the whole request (model, text, image, tools, params)."""
+    prompt: str | None
+    """The text part of the request."""
+    reply_text: str | None
+    """Free text the model returned, if any."""
+    reply_tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """Tool calls as received: ``[{"name", "arguments"}]``, arguments verbatim (string or object)."""
+    parse_status: ParseStatus = "ok"
+    """``ok``, ``text_fallback`` (numbers recovered from text), ``parse_error`` or ``call_error``."""
+    parse_detail: str | None = None
+    """Why parsing failed or which fallback was used."""
+    values_raw: dict[str, float] | None = None
+    """Numbers as the model gave them (``dx, dy`` or ``x, y``, and ``confidence``), in its frame."""
+    frame: str | None = None
+    """Frame the numbers were read in (the model config's declared frame)."""
+    values_px: dict[str, float] | None = None
+    """The same numbers converted to pixels (offset for ``verify``, point for ``click``)."""
+    confidence: float | None = None
+    """Reported confidence, clamped to [0, 1]; ``None`` when missing."""
+    reported_offset_px: list[float] | None = None
+    """Offset the loop uses (absolute answers are turned into ``answer - draft``)."""
+    alpha: float | None = None
+    """Gain applied to the reported offset."""
+    decision: str | None = None
+    """Policy decision after this report: ``refine | act | abort_oscillation | abort_stuck``."""
+    step_raw: list[float] | None = None
+    """``alpha * offset`` before clamping."""
+    step_clamped: list[float] | None = None
+    """The step actually applied after clamping the next draft to the image."""
+    next_draft: list[float] | None = None
+    """Draft after the correction (equal to ``draft`` when the loop stops)."""
+    latency_s: float | None = None
+    """Wall time of the call."""
+    tokens_in: int | None = None
+    """Prompt tokens reported (or simulated)."""
+    tokens_out: int | None = None
+    """Completion tokens reported (or simulated)."""
+    cost_usd: float | None = None
+    """Cost of the call, ``None`` when unknown."""
+    cost_source: str | None = None
+    """Where ``cost_usd`` came from: ``pricing`` (the model config's block), ``litellm``, ``cache``,
+    ``simulated``; ``None`` when unknown."""
+    image_scale: float | None = None
+    """Sent pixels per screenshot pixel (horizontally) of the image sent (``image.max_side`` /
+    ``max_pixels``, zoom crops); ``None`` when the screenshot was sent as it is."""
+    sent_size: list[int] | None = None
+    """``[W, H]`` of the image actually sent, when it was resized or cropped (the answer frame's size)."""
+    crop: list[int] | None = None
+    """``[x0, y0, x1, y1]`` of the screenshot the image showed (zoom), ``None`` for the whole screen."""
+    raw_tool_calls: list[dict[str, Any]] | None = None
+    """Unused since the harness resizes (#20): records written before it may hold the provider's own tool
+    calls when the LiteLLM client rewrote pixel answers on a resized image."""
+    cached: bool = False
+    """True when the reply came from the response cache."""
+    attempts: int = 1
+    """Attempts the call took (each retry after a 429, timeout or 5xx counts)."""
+    attempt_errors: list[str] = field(default_factory=list)
+    """Error class of every failed attempt of this call, in order."""
+    retry_wait_s: float = 0.0
+    """Seconds this call waited in its provider's gate and in backoff."""
+    error_class: ErrorClass | None = None
+    """Class of a failed call (``timeout``, ``rate_limit``, ...)."""
+    error: str | None = None
+    """Redacted error message of a failed call."""
+    reply_chars: int | None = None
+    """Characters of the reply as received (text plus every tool call's arguments), before it was bounded
+    to ``run.max_reply_chars`` per part; ``None`` when there was no reply."""
+    reply_sha256: str | None = None
+    """sha256 of the reply as received, before bounding and redaction (``models.base.reply_digest``)."""
+    reply_truncated: dict[str, dict[str, Any]] | None = None
+    """Parts cut to ``run.max_reply_chars``: ``{"text" | "tool_calls[i].arguments": {"chars", "sha256"}}``
+    of the original part; ``None`` when nothing was cut."""
+
+
+@dataclass
+class SomRecord:
+    """What the detector and the pick did in a ``som`` / ``som_dvoc`` trial (the ``som`` field)."""
+
+    backend: str | None = None
+    """Detector backend (``oracle | cv | onnx | rknn | helper``)."""
+    config_digest: str | None = None
+    """Hash of the detector's settings (backend options and the area limit)."""
+    boxes: int | None = None
+    """Boxes the detector returned."""
+    marks: int | None = None
+    """Boxes marked on the screenshot (after dropping the ones over ``max_area_frac`` of the screen)."""
+    mark_boxes: list[list[float]] = field(default_factory=list)
+    """The marks as ``[x0, y0, x1, y1, score]`` in harness pixels; mark ``id`` is at position ``id - 1``."""
+    target_detected: bool | None = None
+    """Some mark's box contains the target's centre (the detector's recall for this task)."""
+    detector_ms: float | None = None
+    """Detector wall time for this screenshot (the helper's round trip included)."""
+    inference_ms: float | None = None
+    """Model-only time when the backend reports it (onnxruntime run, the helper's ``OK`` line)."""
+    chosen_id: int | None = None
+    """The id the model named (also an invalid one), ``None`` without a readable id."""
+    chosen_valid: bool | None = None
+    """The named id is one of the marks."""
+    point: list[float] | None = None
+    """Centre of the chosen mark (the SoM click; for ``som_dvoc`` the DVOC start)."""
+    hit: bool | None = None
+    """``point`` lies inside the target element's box."""
+    start_source: str | None = None
+    """``som_dvoc``: where DVOC started, ``som`` (the chosen mark) or ``centre`` (no valid pick)."""
+    dvoc_alpha: str | None = None
+    """``som_dvoc``: alpha schedule its DVOC part used."""
+    dvoc_overlay: str | None = None
+    """``som_dvoc``: overlay its DVOC part used."""
+    dvoc_predict: str | None = None
+    """``som_dvoc``: answer kind its DVOC part used."""
+    grounding_error: str | None = None
+    """Why there are no marks (the detector failed, or found nothing to mark), as stated to the model in
+    ``grounding.error``; the trial then fell back (``som``: one ``click_at`` on the plain screenshot;
+    ``som_dvoc``: plain DVOC) and ended ``grounding_error``. ``None`` when marks were shown."""
+    fallback_stop_reason: str | None = None
+    """``som_dvoc`` after a grounding error: how its plain DVOC loop ended (``act``, ...)."""
+    tag_layout: str | None = None
+    """Tag placement used (``avoid | spec``, ``detector.tag_layout``)."""
+    tag_overlaps: int | None = None
+    """Tags drawn over an earlier tag (``avoid`` leaves one only when no free place was left)."""
+
+
+@dataclass
+class SampleMeta:
+    """What a dataset sample says about itself (the ``sample`` field of dataset trials)."""
+
+    dataset: str | None = None
+    """Format it was read as: ``screenspot | screenspot_v2 | screenspot_pro | manifest``."""
+    file: str | None = None
+    """Stem of the annotation file (``screenspot_mobile``, ``photoshop_macos``, ...)."""
+    ui_type: str | None = None
+    """``text | icon`` (ScreenSpot's ``data_type``, ScreenSpot-Pro's ``ui_type``)."""
+    platform: str | None = None
+    """ScreenSpot-Pro's ``platform``; ScreenSpot: ``mobile | desktop | web`` (the file's name)."""
+    application: str | None = None
+    """ScreenSpot-Pro's ``application``."""
+    group: str | None = None
+    """ScreenSpot-Pro's ``group`` (Dev, Creative, CAD, Scientific, Office, OS)."""
+    data_source: str | None = None
+    """ScreenSpot's ``data_source`` (ios, android, windows, macos, ...)."""
+    instruction: str | None = None
+    """The instruction as the dataset states it (the task text)."""
+    image: str | None = None
+    """The screenshot's file name."""
+    img_size: list[int] | None = None
+    """``[w, h]`` the annotation states, when it does."""
+
+
+@dataclass(kw_only=True)
+class TrialOutcome:
+    """How one trial ended (the outcome part of its ``trials.jsonl`` line)."""
+
+    status: Status
+    """``ok | error | skipped``."""
+    stop_reason: StopReason
+    """How the trial ended."""
+    final_point: list[float] | None
+    """Where the harness would click, pixels; ``None`` when there is no point (error before any)."""
+    iterations: int = 0
+    """DVOC: verifier calls; one-shot: attempts; baselines: 0."""
+    model_calls: int = 0
+    """Model calls attempted (including failed ones)."""
+    cached_calls: int = 0
+    """Of those, the calls answered by the response cache (no provider was asked)."""
+    parse_errors: int = 0
+    """Replies that yielded no usable numbers."""
+    tokens_in: int = 0
+    """Sum of prompt tokens."""
+    tokens_out: int = 0
+    """Sum of completion tokens."""
+    cost_usd: float | None = None
+    """Sum of known costs; ``None`` when no call had a known cost."""
+    error_class: ErrorClass | None = None
+    """Error class when ``status`` is ``error`` (or why a ``skipped`` trial was skipped)."""
+    error: str | None = None
+    """Redacted error text when ``status == "error"``."""
+    som: SomRecord | None = None
+    """Set-of-Mark methods: what the detector and the pick did; ``None`` for every other method."""
+
+
+@dataclass(kw_only=True)
+class TrialResult(TrialOutcome):
+    """What a method returns (never ``None``, never an exception): the outcome and the calls it made."""
+
+    steps: list[Step] = field(default_factory=list)
+    """The calls of the trial (written to ``steps.jsonl``, not to ``trials.jsonl``)."""
+
+    def outcome(self) -> dict[str, Any]:
+        """The outcome fields (everything but ``steps``)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(TrialOutcome)}
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What lies under a trial's final point, as the scene reports it (§5). Web scenes ask the live DOM;
+    synthetic scenes look at their element boxes. Written into ``trials.jsonl`` by ``trial_record``."""
+
+    hit_element: str | None
+    """Web: short selector of the DOM element at the point (``document.elementFromPoint``), e.g.
+    ``button#edit-bob`` or ``a#card-beta > h3.title``. Synthetic: id of the topmost element whose box
+    contains the point. ``None``: nothing there."""
+    hit: bool | None
+    """Web: the element at the point is the target or inside it. This DOM rule *is* ``hit`` for web trials
+    (``hit_rule: dom``). ``None`` when the scene has no such rule (synthetic: the box rule stands)."""
+    clicked_target: bool | None = None
+    """Web with ``web.verify_click``: a real click at the point, in a fresh copy of the set-up page, fired a
+    click listener on the target. ``None`` when no click was made (synthetic scenes, option off)."""
+    blocked_requests: int | None = None
+    """Web: requests the page attempted that the harness blocked (load, set-up and this trial's click);
+    ``None`` for synthetic scenes."""
+    clicked_element: str | None = None
+    """Desktop with ``desktop.verify_click``: the widget or canvas item that received the real click (same
+    form as ``hit_element``). ``None`` when no click was made."""
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Turn records, enums and floats into JSON-safe values (NaN/inf become ``None``)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+@dataclass(kw_only=True)
+class TrialRecord(TrialOutcome, TrialSpec):
+    """One ``trials.jsonl`` line: the spec's fields, the outcome, the target and every scoring rule.
+
+    Build it with :meth:`build`; analysis derives its column list from these fields
+    (:mod:`dvoc_bench.analysis.schema`).
+    """
+
+    scene_kind: SceneKind
+    """What produced the scene (the task source's kind)."""
+    target_box: list[float]
+    """The target element's box ``[x0, y0, x1, y1]``, pixels."""
+    target_centre: list[float]
+    """Centre of ``target_box``."""
+    target_full_box: list[float] | None
+    """The target's whole box when ``target_box`` is only its visible part (a web target sticking out of
+    the viewport); ``None`` when they are the same."""
+    final_dist_px: float | None
+    """Distance from the final point to the target centre (3 decimals); ``None`` without a final point."""
+    hit: bool
+    """The honest rule: the final point is inside the target box, or on web scenes on the target's DOM
+    element (``hit_rule``)."""
+    within_eps: bool
+    """``final_dist_px < epsilon``."""
+    hit_radius: bool
+    """The paper's rule: ``final_dist_px < max(w/2, h/2, hit_radius_min)``."""
+    radius_px: float
+    """The paper's radius for this target."""
+    wall_s: float
+    """Wall time of the trial, seconds."""
+    finished_at: str
+    """UTC time the trial ended (ISO 8601)."""
+    hit_rule: Literal["box", "dom", "toolkit"]
+    """What decided ``hit``: the target box, the DOM element under the point (web), or the toolkit's hit
+    test (desktop: ``winfo_containing`` / ``canvas.find_overlapping``)."""
+    hit_box: bool
+    """The box rule, kept beside ``hit`` when the DOM decided it."""
+    hit_element: str | None
+    """What lies under the final point (web: a short DOM selector; synthetic: the element id)."""
+    clicked_target: bool | None
+    """Web with ``web.verify_click``: a real click at the point fired the target's listener."""
+    blocked_requests: int | None
+    """Web: requests the page attempted that the harness blocked; ``None`` for other scenes."""
+    clicked_element: str | None = None
+    """Desktop with ``desktop.verify_click``: what received the real click (widget or canvas item)."""
+    sample: SampleMeta | None = None
+    """Dataset trials: the sample's metadata (ui type, platform, application, group, data source,
+    instruction); ``None`` for the drawn scenes and web pages."""
+
+    @classmethod
+    def build(
+        cls,
+        spec: TrialSpec,
+        result: TrialResult,
+        target: Box,
+        wall_s: float,
+        *,
+        scene_kind: SceneKind,
+        probe: Probe | None = None,
+        target_full: Box | None = None,
+        sample: SampleMeta | None = None,
+    ) -> TrialRecord:
+        """Score ``result`` against ``target`` under every rule. ``probe`` (what the scene says lies under
+        the final point) decides ``hit`` when it carries a DOM verdict; ``hit_box`` keeps the box rule."""
+        final = Point(*result.final_point) if result.final_point is not None else None
+        s = score(final, target, spec.epsilon, spec.hit_radius_min)
+        dom = probe is not None and probe.hit is not None
+        return cls(
+            **{f.name: getattr(spec, f.name) for f in dataclasses.fields(TrialSpec)},
+            **result.outcome(),
+            scene_kind=scene_kind,
+            target_box=target.as_list(),
+            target_centre=target.centre.as_list(),
+            target_full_box=target_full.as_list() if target_full is not None else None,
+            final_dist_px=None if s.final_dist_px is None else round(s.final_dist_px, 3),
+            hit=bool(probe.hit) if dom and probe is not None else s.hit,
+            within_eps=s.within_eps,
+            hit_radius=s.hit_radius,
+            radius_px=s.radius_px,
+            wall_s=round(wall_s, 4),
+            finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            hit_rule=("toolkit" if scene_kind == "desktop" else "dom") if dom else "box",
+            hit_box=s.hit,
+            hit_element=probe.hit_element if probe else None,
+            clicked_target=probe.clicked_target if probe else None,
+            blocked_requests=probe.blocked_requests if probe else None,
+            clicked_element=probe.clicked_element if probe else None,
+            sample=sample,
+        )
+
+
+def dumps(obj: Any) -> str:
+    """One JSONL line (without the newline) for a record or a plain value."""
+    return json.dumps(to_jsonable(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def read_jsonl(path: Path | str) -> Iterator[dict[str, Any]]:
+    """The records of a JSONL file, in order. A line that does not parse (a torn write) is skipped."""
+    path = Path(path)
+    if not path.is_file():
+        return
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                log.warning("%s: skipped a line that does not parse (a torn write?)", path)

@@ -1,0 +1,201 @@
+"""Prices of model calls and the per-call estimates of the plan and the budget (issue 21).
+
+**Where a price comes from**, first match wins (:func:`price_of`):
+
+1. the model config's own ``pricing: {input_per_mtok, output_per_mtok, per_image}`` block (USD per million
+   prompt / completion tokens, and per image sent); the LiteLLM client then records the cost of every call
+   from the reply's token counts with it (``cost_source: pricing``);
+2. LiteLLM's local cost map (the JSON that ships with LiteLLM, read as a file: LiteLLM is not imported),
+   under the config's ``cost_model`` when set, else its ``model_id``;
+3. the in-process simulator: free (its calls cost 0.0);
+4. otherwise the price is **unknown**: the plan says so (never ``$0``) and ``run.max_cost_usd`` refuses
+   the model.
+
+**Tokens of one call** (:func:`call_estimate`): the prompt text and tool schemas, :data:`TEXT_TOKENS`
+(measured: our prompts are 570-1,800 characters, about 150-450 tokens, plus the tool schema; the DVOC
+history grows the prompt), plus the image's tokens by the provider's rule (``image_tokens:`` in
+``conf/provider/<name>.yaml``) applied to the size of the image sent (the scene, downscaled to
+``image.max_side`` when set); the reply, :data:`OUTPUT_TOKENS` (a tool call is about 40) or the request's
+``max_tokens`` when smaller. A previous run (``run.plan_from``) replaces these by its measured means.
+
+Image rules (:data:`IMAGE_RULES`):
+
+- ``gemini`` (Gemini API: Gemini and Gemma): 258 tokens per 768x768 tile, ``ceil(W/768)*ceil(H/768)``
+  tiles; an image with both sides <= 384 px is one 258-token image.
+- ``openai``: fit in 2048x2048, then shrink until the short side is <= 768; ``85 + 170`` per 512x512 tile
+  (high detail).
+- ``anthropic``: fit the long side in 1568 px; ``W*H/750`` tokens.
+- ``patch28`` (vLLM, Ollama, OpenRouter, the simulator server): one token per 28x28 patch,
+  ``ceil(W/28)*ceil(H/28)`` (Qwen2.5-VL's merged patches; a generic ViT estimate elsewhere).
+- ``none``: no image tokens (the in-process simulator, whose token counts are placeholders).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from dvoc_bench.core.geometry import Size
+from dvoc_bench.models.config import ModelConfig, Pricing
+from dvoc_bench.models.options import ImageOptions
+
+TEXT_TOKENS = 500
+"""Estimated prompt tokens of one call without the image (prompt text and tool schemas)."""
+OUTPUT_TOKENS = 100
+"""Estimated completion tokens of one call (a tool call is about 40; some models add reasoning)."""
+BOUND_MARGIN = 2.0
+"""The budget's per-call bound is this times the estimated cost of a call (or the dearest call seen)."""
+
+
+@dataclass(frozen=True)
+class Price:
+    """The price of a model's calls and where it comes from (``pricing`` ``None``: unknown)."""
+
+    pricing: Pricing | None
+    """The rates; ``None`` when no source knows the model."""
+    source: str
+    """Where they come from, or why there are none (one phrase)."""
+
+
+@lru_cache(maxsize=1)
+def litellm_cost_map() -> dict[str, Any]:
+    """LiteLLM's local cost map, read from the installed package's JSON without importing LiteLLM."""
+    try:
+        spec = importlib.util.find_spec("litellm")
+    except (ImportError, ValueError):
+        return {}
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    path = Path(next(iter(spec.submodule_search_locations))) / "model_prices_and_context_window_backup.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def litellm_pricing(key: str) -> Pricing | None:
+    """Rates of ``key`` (``gemini/gemini-2.5-flash-lite``, or without the provider prefix) in the map."""
+    m = litellm_cost_map()
+    for k in (key, key.split("/", 1)[1] if "/" in key else None):
+        e = m.get(k) if k else None
+        if isinstance(e, dict) and e.get("input_cost_per_token") is not None:
+            return Pricing(
+                input_per_mtok=float(e["input_cost_per_token"]) * 1e6,
+                output_per_mtok=float(e.get("output_cost_per_token") or 0.0) * 1e6,
+                per_image=float(e.get("input_cost_per_image") or 0.0),
+            )
+    return None
+
+
+def price_of(cfg: ModelConfig) -> Price:
+    """Where the price of ``cfg``'s calls comes from (module docstring, first match wins)."""
+    own = cfg.pricing
+    if own is not None:
+        return Price(own, f"pricing: block of conf/model/{cfg.name}.yaml")
+    key = str(cfg.cost_model or cfg.model_id)
+    if cfg.kind != "simulator":
+        found = litellm_pricing(key)
+        if found is not None:
+            return Price(found, f"LiteLLM's local cost map ({key})")
+    if cfg.kind == "simulator":
+        return Price(Pricing(input_per_mtok=0.0, output_per_mtok=0.0), "in-process simulator (free)")
+    return Price(None, f"no pricing: block, and LiteLLM's local cost map has no {key}")
+
+
+IMAGE_RULES = {
+    "gemini": "258 tokens per 768x768 tile (both sides <= 384 px: one image, 258)",
+    "openai": "fit 2048x2048, short side <= 768, 85 + 170 per 512x512 tile",
+    "anthropic": "long side <= 1568 px, W*H/750",
+    "patch28": "one token per 28x28 patch",
+    "none": "no image tokens",
+}
+"""The image-token rules, by the name a provider config gives (``image_tokens:``)."""
+
+
+def image_tokens(rule: str, size: Size) -> int:
+    """Prompt tokens of one image of ``size`` (pixels as sent) under ``rule`` (:data:`IMAGE_RULES`)."""
+    w, h = float(size.width), float(size.height)
+    if rule == "none":
+        return 0
+    if rule == "gemini":
+        if w <= 384 and h <= 384:
+            return 258
+        return 258 * math.ceil(w / 768) * math.ceil(h / 768)
+    if rule == "openai":
+        s = min(1.0, 2048 / max(w, h))
+        w, h = w * s, h * s
+        s = min(1.0, 768 / min(w, h))
+        w, h = w * s, h * s
+        return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+    if rule == "anthropic":
+        s = min(1.0, 1568 / max(w, h))
+        return math.ceil(w * s * h * s / 750)
+    if rule == "patch28":
+        return math.ceil(w / 28) * math.ceil(h / 28)
+    raise ValueError(f"unknown image-token rule {rule!r}; allowed: {', '.join(IMAGE_RULES)}")
+
+
+def sent_size(cfg: ModelConfig, size: Size, image: ImageOptions | None = None) -> Size:
+    """The size of the image sent for a screenshot of ``size``: downscaled to the model's input limits (its
+    config's own ``image:`` block over the sweep's) as the harness does (:mod:`dvoc_bench.draw.sending`)."""
+    from dvoc_bench.draw.sending import sent_size as fit
+    from dvoc_bench.models.options import model_image
+
+    limits = model_image(cfg.image, image)
+    return fit(size, limits.max_side, limits.max_pixels)
+
+
+@dataclass(frozen=True)
+class CallEstimate:
+    """What one call of a model is expected to use and cost."""
+
+    tokens_in: float
+    """Prompt tokens (text and image)."""
+    tokens_out: float
+    """Completion tokens."""
+    cost_usd: float | None
+    """Cost of the call; ``None`` when the price is unknown."""
+    price: Price
+    """The price and its source."""
+    how: str
+    """How the tokens were found (the rule, or the earlier run)."""
+
+
+def image_rule(cfg: ModelConfig) -> str:
+    """The image-token rule of ``cfg``'s provider (``none`` for the in-process simulator)."""
+    if cfg.kind == "simulator":
+        return "none"
+    pc = cfg.provider_config
+    return pc.image_tokens if pc is not None else "patch28"
+
+
+def call_estimate(
+    cfg: ModelConfig,
+    size: Size,
+    image: ImageOptions | None = None,
+    params: dict[str, Any] | None = None,
+    measured: tuple[float, float] | None = None,
+) -> CallEstimate:
+    """Tokens and cost of one call of ``cfg`` on a screenshot of ``size``; ``measured`` (mean prompt and
+    completion tokens per call of an earlier run) replaces the rule-based token estimate."""
+    price = price_of(cfg)
+    if measured is not None:
+        tin, tout = measured
+        how = "tokens per call measured in the earlier run"
+    else:
+        rule = image_rule(cfg)
+        sent = sent_size(cfg, size, image)
+        tin = TEXT_TOKENS + image_tokens(rule, sent)
+        cap = {**cfg.params, **(params or {})}.get("max_tokens")
+        tout = min(OUTPUT_TOKENS, int(cap)) if isinstance(cap, int) and cap > 0 else OUTPUT_TOKENS
+        how = (
+            f"{TEXT_TOKENS} text + image {sent.width}x{sent.height} by the {rule} rule ({IMAGE_RULES[rule]})"
+        )
+    p = price.pricing
+    cost = None if p is None else p.cost(round(tin), round(tout))
+    return CallEstimate(float(tin), float(tout), cost, price, how)

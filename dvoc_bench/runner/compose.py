@@ -1,0 +1,49 @@
+"""Compose the Hydra config outside ``@hydra.main`` (benchmarks, notebooks, tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dvoc_bench.models.config import default_conf_dir
+from dvoc_bench.runner.setup import SweepSetup, setup_from_config
+
+
+def compose(overrides: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The resolved config (without the ``hydra`` node) and Hydra's group choices."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from dvoc_bench.runner.settings import register_defaults
+
+    register_defaults()
+    with initialize_config_dir(config_dir=str(default_conf_dir()), version_base="1.3"):
+        cfg = hydra_compose("config", overrides=list(overrides), return_hydra_config=True)
+    choices = dict(cfg.hydra.runtime.choices)
+    OmegaConf.set_struct(cfg, False)
+    del cfg["hydra"]
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(plain, dict)
+    return plain, choices
+
+
+def experiment_name(choices: Mapping[str, Any]) -> str:
+    """The experiment a run is named after: Hydra's ``experiment`` group choice (``custom`` without one)."""
+    return str(choices.get("experiment") or "custom")
+
+
+def model_choice(choices: Mapping[str, Any]) -> str | None:
+    """The ``model=<name>`` shorthand from Hydra's group choices (``None`` when not used)."""
+    model = choices.get("model")
+    return None if model in (None, "null") else str(model)
+
+
+def setup_with_choices(cfg: dict[str, Any], choices: dict[str, Any]) -> SweepSetup:
+    """Validate a resolved config; Hydra's group choices name the experiment and the ``model=`` shorthand."""
+    return setup_from_config(cfg, experiment_name(choices), model_choice(choices))
+
+
+def quick_setup(overrides: Sequence[str] = ()) -> SweepSetup:
+    """A validated sweep setup from command-line style overrides."""
+    return setup_with_choices(*compose(overrides))

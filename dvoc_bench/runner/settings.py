@@ -1,0 +1,322 @@
+"""Every knob of ``python -m dvoc_bench``, declared once: type, default, range or allowed values, and what
+it means (the field docstrings). Hydra composes the config; :func:`load_settings` validates it inside the
+job, and a bad value is one line ``<key>: <what>; allowed: ...`` (:mod:`dvoc_bench.core.declare`).
+
+The defaults here are the defaults: :func:`register_defaults` hands them to Hydra's ConfigStore as the
+``base`` config that ``conf/config.yaml`` starts from (and ``detector/base_<backend>`` for the detector
+group), so no YAML file repeats them. Lists whose allowed values are only known at run time (models, tasks,
+methods, protocols) are checked against their registries when the sweep is set up
+(:func:`dvoc_bench.runner.setup.setup_from_settings`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from dvoc_bench.core.control import AdaptiveConfig, LoopConfig
+from dvoc_bench.core.control import AlphaSchedule as Alpha
+from dvoc_bench.core.declare import Declared, NonNegInt, PosFloat, PosInt, validate
+from dvoc_bench.draw.render import OverlayStyle
+from dvoc_bench.models.options import CacheOptions, ImageOptions
+from dvoc_bench.protocol.prompts import Overlay, Predict
+from dvoc_bench.runner.scheduler import RetryPolicy
+from dvoc_bench.scenes.datasets import DatasetSettings
+
+FrameName = Literal["pixel", "norm1000", "norm1"]
+STARTS = ("auto", "paper", "scaled", "centre", "oneshot")
+"""Named start lists (besides ``random:N``)."""
+
+
+class Oneshot(Declared):
+    """The one-shot baseline."""
+
+    max_attempts: PosInt = 5
+    """Attempts per trial."""
+    retry_rule: Literal["hit", "hit_radius", "within_eps"] = "hit"
+    """Which rule tells the model its answer missed (``protocol=paper`` always uses ``hit_radius``)."""
+
+
+class Zoom(Declared):
+    """Iterative zoom (``methods=[zoom]``): ask on the whole screen, crop around the answer, ask again."""
+
+    factor: float = Field(2.0, gt=1.0, le=16.0)
+    """Each crop's sides are the previous crop's divided by this (aspect kept)."""
+    rounds: NonNegInt = Field(2, le=8)
+    """Crops after the whole-screen question (a trial makes ``rounds + 1`` calls)."""
+    min_crop: PosInt = Field(256, ge=16)
+    """Shortest side of a crop, screenshot pixels (a crop never shrinks below it, nor exceeds the
+    screen)."""
+
+    def label(self) -> str:
+        """``factor/rounds/min_crop``, as recorded in a zoom trial's ``zoom`` field (part of its key)."""
+        return f"{self.factor:g}/{self.rounds}/{self.min_crop}"
+
+
+class Run(Declared):
+    """How the sweep runs (free to change on resume)."""
+
+    max_in_flight: PosInt = 16
+    """Trials in flight at once."""
+    quiet: bool = False
+    """No progress bar."""
+    render_workers: NonNegInt | None = None
+    """Threads drawing, encoding and storing frames off the event loop (``null``: one per core, none at
+    ``max_in_flight`` 1; ``0``: inline)."""
+    max_reply_chars: int = Field(64000, ge=100)
+    """Characters kept of a reply's text and of each tool call's arguments (the full length and sha256
+    are recorded; the cache stores the same)."""
+    plan_only: bool = False
+    """Print the plan per model (trials; upper-bound and expected calls; estimated cost; the wall time the
+    provider quotas imply) and exit 0: no model is called, no key is needed, no trial is written."""
+    plan_from: str | None = None
+    """A previous run (or multirun) directory whose recorded calls per trial, tokens and cost per call the
+    plan uses as its expectation (else the authors' records, else the upper bound; the plan says which)."""
+    frames: Literal["auto", "all", "sent", "none"] = "auto"
+    """Which frames are written to ``frames/``: ``all`` every frame the harness drew, full size; ``sent``
+    what a model saw, downscaled as sent (``image.max_side``); ``none`` hashes only (``frame_sha`` is
+    still recorded). ``auto``: ``all`` for the drawn scenes and web pages, ``sent`` for datasets."""
+    max_cost_usd: float | None = Field(None, ge=0.0)
+    """Budget of the run directory, USD (every call it recorded counts). No trial starts when the cost
+    spent plus the upper bounds of the trials in flight and its own would pass it; those are written
+    ``skipped`` with reason ``budget`` and a resume with a higher budget runs them. ``None``: no budget."""
+
+
+class ProviderOverride(Declared):
+    """Per-provider overrides of ``conf/provider/<name>.yaml``."""
+
+    rpm: PosFloat | None = None
+    """Requests per minute."""
+    rpd: PosFloat | None = None
+    """Requests per day."""
+    max_concurrent: PosInt | None = None
+    """Calls in flight at once."""
+    timeout_s: PosFloat | None = None
+    """Timeout of one call, seconds."""
+
+
+class Scheduler(Declared):
+    """Provider gates."""
+
+    rate_split: PosInt = 1
+    """Jobs sharing each provider's quota (a multirun of N jobs: set N; each gets rpm/N)."""
+    providers: dict[str, ProviderOverride] = {}
+    """Per-provider overrides: ``+scheduler.providers.<name>.rpm=30``."""
+
+
+class Resume(Declared):
+    """What a resumed run does again."""
+
+    retry_errors: bool = False
+    """Re-run ``status=error`` trials when resuming (``skipped`` ones always re-run)."""
+    allow_new_trials: bool = False
+    """Let a resume add trials to the run on purpose (more models, tasks, methods, knob values or
+    repeats); without it such a resume is refused. Fewer (a subset) is always allowed."""
+
+
+class Scenes(Declared):
+    """Limits on the scenes a sweep may render."""
+
+    max_side: PosInt = 8192
+    """Largest scene canvas side, px; a bigger scene is refused before it is drawn."""
+
+
+class Paths(Declared):
+    """Where scenes and model configs are read from."""
+
+    scenes: str | None = None
+    """Default: the repository's ``scenes/``."""
+    models: str | None = None
+    """Default: ``conf/model/``."""
+
+
+class WebCustom(Declared):
+    """One inline bring-your-own page (task id ``custom``)."""
+
+    page: str | None = None
+    """A local HTML file, ``file://`` URL, or ``http://127.0.0.1:PORT/path`` (``web.allow_origins``)."""
+    selector: str | None = None
+    """Playwright selector of the target (CSS, ``text=``, ``role=``, ``>> nth=N``...)."""
+    instruction: str | None = None
+    """The task text shown to the model."""
+    setup: list[dict[str, Any]] = []
+    """Actions before the snapshot, e.g. ``[{click: '#menu'}]``."""
+    viewport: list[int] | dict[str, float] = [1280, 720]
+    """``[width, height]``, or ``{width, height, device_scale_factor}`` (2: high-DPI frames)."""
+    root: str | None = None
+    """Asset root: local files resolving inside it load (default: the page's folder)."""
+    wait_for: str | None = None
+    """Selector that must be visible before the snapshot (a JavaScript-built control)."""
+    scroll_to: str | None = None
+    """Selector scrolled into view before the snapshot."""
+
+
+class Web(Declared):
+    """Web scenes W1-W5 and bring-your-own pages (README "Web scenes")."""
+
+    verify_click: bool = False
+    """Also click each final point in a fresh load of the page; records ``clicked_target``."""
+    chromium: str | None = None
+    """Chromium binary; default: Playwright's own, ``$DVOC_CHROMIUM``, ``/usr/bin/chromium``, ..."""
+    timeout_s: PosFloat = 30.0
+    """Browser launch, page load and each set-up action, seconds."""
+    task_files: list[str] = []
+    """Your own task YAMLs (schema of ``scenes/web/W1.yaml``); use their ids in ``tasks=[...]``."""
+    custom: WebCustom = WebCustom()
+    """``task=custom web.custom.page=... web.custom.selector=... web.custom.instruction=...``."""
+    allow_origins: list[str] = []
+    """Loopback dev servers pages may load from, e.g. ``[http://127.0.0.1:8000]`` (anything else refused)."""
+
+
+class DesktopCustom(Declared):
+    """One inline bring-your-own Tk app (task id ``desktop_custom``)."""
+
+    script: str | None = None
+    """A Python file that builds a Tk UI (``mainloop`` is hooked by the harness)."""
+    target: str | None = None
+    """``widget:<Tk path>`` (``widget:.dlg.ok``) or ``canvas:<canvas path>:<tag>`` (``canvas:.c:node1``)."""
+    instruction: str | None = None
+    """The task text shown to the model."""
+
+
+class Desktop(Declared):
+    """Desktop scenes D1-D4 (Tk on a private Xvfb display) and bring-your-own Tk apps (README "Desktop
+    scenes")."""
+
+    size: list[int] = [1280, 800]
+    """``[width, height]`` of the virtual screen; every desktop frame has this size."""
+    verify_click: bool = False
+    """Also click each final point with the real X pointer in a fresh instance of the scene."""
+    timeout_s: PosFloat = 20.0
+    """Display start, a scene becoming ready, each query and click, seconds."""
+    custom: DesktopCustom = DesktopCustom()
+    """``task=desktop_custom desktop.custom.script=app.py desktop.custom.target=widget:.ok
+    desktop.custom.instruction=...``."""
+
+
+class ProbeOptions(Declared):
+    """The frame probe (``experiment=frame_probe``): which coordinate frame does each model answer in?"""
+
+    repeats: PosInt = 2
+    """Calls per scene (different seeds)."""
+    margin_px: float = Field(10.0, ge=0.0)
+    """Slack around the target box when deciding whether a reading fits."""
+    min_share: float = Field(0.8, gt=0.0, le=1.0)
+    """Share of the telling answers the verdict frame needs."""
+    min_telling: PosInt = 3
+    """Telling answers needed for any verdict."""
+    seed: NonNegInt = 0
+    """Base of the per-call seeds."""
+
+
+class Settings(Declared):
+    """The whole configuration of one sweep (everything ``conf/config.yaml`` composes)."""
+
+    models: list[str] = ["sim-gemma-4-26b"]
+    """Names of files in ``conf/model/``; several in one run interleave providers."""
+    model: dict[str, Any] | None = None
+    """``model=<name>``: the one-model shorthand (Hydra puts the chosen file's content here)."""
+    tasks: list[str] = ["S1", "S2", "S3", "S4", "S5", "S6"]
+    """Scene / task ids."""
+    task: str | None = None
+    """``task=<id>``: the one-task shorthand."""
+    methods: list[str] = ["dvoc", "oneshot", "centre"]
+    """Registered methods (``dvoc_bench/methods/registry.py``)."""
+    alphas: list[Alpha] = ["decay"]
+    """Alpha schedules of DVOC."""
+    overlays: list[Overlay] = ["full"]
+    """What DVOC draws on its frames."""
+    predict_modes: list[Predict] = ["relative"]
+    """Whether DVOC asks for an offset or an absolute point."""
+    protocols: list[str] = ["v1"]
+    """``v1`` (corrected) and/or ``paper`` (the authors' semantics)."""
+    repeats: PosInt = 1
+    """Repeats per start point."""
+    starts: str = "auto"
+    """``paper`` (the authors' five points, absolute pixels for 800x600), ``scaled`` (the same points
+    scaled to each image), ``centre`` (the image centre), ``oneshot`` (DVOC refines the model's own
+    one-shot answer), or ``random:N``. ``auto``: ``paper`` on the paper's scenes, ``scaled`` on datasets."""
+    seed: int = Field(0, ge=0)
+    """The sweep seed."""
+    smoke: bool = False
+    """A reduced sweep for CI: two tasks, two start points, one repeat."""
+    declare_frame: FrameName | None = None
+    """Declare every model's answers in this frame (``pixel`` reproduces the paper's reading)."""
+    loop: LoopConfig = LoopConfig()
+    """The DVOC stop policy."""
+    adaptive: AdaptiveConfig = AdaptiveConfig()
+    """Knobs of the ``adaptive`` alpha schedule."""
+    oneshot: Oneshot = Oneshot()
+    """The one-shot baseline."""
+    zoom: Zoom = Zoom()
+    """Iterative zoom."""
+    overlay_style: OverlayStyle = OverlayStyle()
+    """Colours and sizes of the overlay."""
+    sampling: dict[str, Any] = {}
+    """Extra request parameters (temperature, max_tokens, ...)."""
+    cache: CacheOptions = CacheOptions(enabled=True)
+    """Response cache of real models (never the simulator)."""
+    image: ImageOptions = ImageOptions()
+    """Input limits of every model (a model config's own ``image:`` wins); the harness resizes to them."""
+    scenes: Scenes = Scenes()
+    """Limits on the scenes."""
+    paths: Paths = Paths()
+    """Where scenes and model configs are read from."""
+    run: Run = Run()
+    """How the sweep runs."""
+    scheduler: Scheduler = Scheduler()
+    """Provider gates."""
+    retry: RetryPolicy = RetryPolicy()
+    """Call-level retries."""
+    resume: Resume = Resume()
+    """What a resumed run does again."""
+    web: Web = Web()
+    """Web scenes and bring-your-own pages."""
+    desktop: Desktop = Desktop()
+    """Desktop scenes and bring-your-own Tk apps."""
+    dataset: DatasetSettings = DatasetSettings()
+    """A standard dataset as the task source (``dataset=screenspot_pro dataset.root=DIR``)."""
+    probe: ProbeOptions = ProbeOptions()
+    """The frame probe's options (``experiment=frame_probe``; no sweep runs)."""
+    detector: dict[str, Any] | None = None
+    """The Set-of-Mark detector (the ``detector`` config group; validated by
+    :func:`dvoc_bench.detect.config.detector_config` when a SoM method runs)."""
+
+    @field_validator("starts")
+    @classmethod
+    def _starts(cls, v: str) -> str:
+        if v in STARTS or (v.startswith("random:") and v[7:].isdigit() and int(v[7:]) >= 1):
+            return v
+        raise ValueError(f"unknown value {v!r}; allowed: {', '.join(STARTS)}, random:N (N >= 1)")
+
+
+def load_settings(cfg: dict[str, Any]) -> Settings:
+    """Validate a composed, resolved config (the ``hydra`` node left out); raises ``ConfigError``."""
+    return validate(Settings, {k: v for k, v in cfg.items() if k != "hydra"})
+
+
+def defaults_of(model: type[BaseModel]) -> dict[str, Any]:
+    """The declared defaults of a settings model as plain YAML-able values (no validation)."""
+    out: dict[str, Any] = {}
+    for name, f in model.model_fields.items():
+        v = f.get_default(call_default_factory=True)
+        if isinstance(v, BaseModel):
+            v = v.model_dump(mode="json")
+        elif isinstance(v, tuple):
+            v = list(v)
+        out[name] = v
+    return out
+
+
+def register_defaults() -> None:
+    """Give Hydra the declared defaults: ``base`` (the whole config) and ``detector/base_<backend>``."""
+    from hydra.core.config_store import ConfigStore
+
+    from dvoc_bench.detect.config import DETECTOR_SETTINGS
+
+    cs = ConfigStore.instance()
+    base = Settings().model_dump(mode="json", exclude={"model", "detector"})
+    cs.store(name="base", node=base)
+    for backend, model in DETECTOR_SETTINGS.items():
+        cs.store(group="detector", name=f"base_{backend}", node=defaults_of(model))

@@ -1,0 +1,333 @@
+"""The run directory (§6): append-only JSONL records, content-addressed frames, resume.
+
+Layout::
+
+    <run_dir>/plan.jsonl       every planned TrialSpec (rewritten at each start; same plan, same file)
+    <run_dir>/trials.jsonl     one line per finished trial (written after its steps; flushed at once,
+                               fsynced at most once a second and at close)
+    <run_dir>/steps.jsonl      one line per model call of finished trials
+    <run_dir>/frames/<sha256>.png
+
+Crash safety: a trial's steps and then its trial line are appended only when the trial ends, so a kill
+loses at most the trials in flight. On open, a torn last line (no trailing newline) is cut off, and
+steps whose trial line never made it are dropped, so a resumed trial's steps are not duplicated.
+
+Every string of a record passes the redactor (:mod:`dvoc_bench.core.redaction`) before it is written, except
+the hashes and keys of :data:`EXACT_FIELDS`.
+
+Resume: ``ok`` trials are done. ``skipped`` trials (a provider died) are always run again, ``error``
+trials only with ``retry_errors=True``. The record and steps of a trial that is run again are moved to
+``superseded.jsonl`` / ``superseded_steps.jsonl`` (nothing is lost), so ``trials.jsonl`` keeps exactly one
+line per trial.
+
+One writer: the store holds an exclusive lock on ``<run_dir>/.lock`` (``fcntl.flock``) from before it
+touches anything (tail repair, supersede, compaction) until :meth:`RunStore.close`. A second process (or
+a second store in the same process) on the same directory fails at once with :class:`RunDirBusy`, whose
+one-line message names the holder's PID and host. The lock file stays (removing it would race); the lock
+itself dies with its process, so a killed run never leaves the directory locked. ``flock`` is not reliable
+on every network file system: keep run directories on a local disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import socket
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from dvoc_bench.core.records import dumps as _dumps
+from dvoc_bench.core.records import read_jsonl, to_jsonable
+from dvoc_bench.core.redaction import redact_value
+
+PLAN, TRIALS, STEPS, FRAMES = "plan.jsonl", "trials.jsonl", "steps.jsonl", "frames"
+LOCK = ".lock"
+"""The lock file of a run directory (holds the PID, host and start time of the current holder)."""
+
+
+class RunDirBusy(RuntimeError):
+    """Another process (or another store of this one) holds the run directory's lock."""
+
+    def __init__(self, run_dir: Path, holder: dict[str, Any] | None):
+        self.run_dir = run_dir
+        """The contested run directory."""
+        self.holder = holder or {}
+        """What the holder wrote into the lock file (``pid``, ``host``, ``since``), if readable."""
+        h = self.holder
+        who = f"pid {h.get('pid', '?')} on host {h.get('host', '?')}" if h else "another process"
+        since = f" since {h['since']}" if h.get("since") else ""
+        super().__init__(
+            f"{run_dir} is in use by {who}{since}; wait for it to finish or choose another run dir"
+        )
+
+
+def _plausible(info: dict[str, Any]) -> bool:
+    """False for a record left by a previous holder of this host that is gone (the new holder is about
+    to overwrite it)."""
+    if info.get("host") != socket.gethostname():
+        return True
+    try:
+        os.kill(int(info["pid"]), 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, ValueError, TypeError):
+        return True
+    return True
+
+
+def _read_holder(path: Path, wait_s: float = 1.0) -> dict[str, Any] | None:
+    """The holder's record in the lock file (it is written just after the lock is taken: wait briefly)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            info = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(info, dict) and "pid" in info and _plausible(info):
+                return info
+        except (OSError, ValueError):
+            pass
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.05)
+
+
+class RunDirLock:
+    """Exclusive, non-blocking lock on a run directory (``fcntl.flock`` on ``<run_dir>/.lock``).
+
+    ``acquire`` raises :class:`RunDirBusy` at once when another open lock exists, in any process. Use as a
+    context manager, or ``acquire()`` / ``release()``. The lock is not re-entrant.
+    """
+
+    def __init__(self, run_dir: Path | str):
+        self.dir = Path(run_dir)
+        """The locked directory."""
+        self.path = self.dir / LOCK
+        """The lock file."""
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        """True while this object holds the lock."""
+        return self._fd is not None
+
+    def acquire(self) -> RunDirLock:
+        if self._fd is not None:
+            raise RuntimeError(f"{self.path}: already held by this object")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise RunDirBusy(self.dir, _read_holder(self.path)) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        data = (json.dumps(info) + "\n").encode()
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, data, 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        """Give the lock up (the file stays; its content names the last holder)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def __enter__(self) -> RunDirLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def discard_output_subdir(run_dir: Path | str, subdir: str | None) -> None:
+    """Remove a refused invocation's own fresh Hydra output folder (``.hydra/<time>/``), and ``.hydra``
+    itself if that leaves it empty. Never touches anything else: a ``subdir`` that is not strictly inside
+    the run directory's ``.hydra`` (e.g. the old layout, ``.hydra`` itself) is left alone."""
+    if not subdir:
+        return
+    run_dir = Path(run_dir).resolve()
+    target = (run_dir / subdir).resolve()
+    hydra = run_dir / ".hydra"
+    if target.parent != hydra or not target.is_dir():
+        return
+    shutil.rmtree(target, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        hydra.rmdir()  # only when empty
+
+
+def _repair_tail(path: Path) -> None:
+    """Cut a torn last line (a write interrupted by a kill)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb+") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        f.seek(max(0, size - 1))
+        if f.read(1) == b"\n":
+            return
+        # Find the last newline; everything after it is a partial line.
+        pos = size
+        while pos > 0:
+            step = min(65536, pos)
+            f.seek(pos - step)
+            chunk = f.read(step)
+            i = chunk.rfind(b"\n")
+            if i >= 0:
+                f.truncate(pos - step + i + 1)
+                return
+            pos -= step
+        f.truncate(0)
+
+
+EXACT_FIELDS = frozenset(
+    {"key", "trial_key", "frame_sha", "request_sha", "reply_sha256", "sha256", "scene_hash"}
+)
+"""Fields written as they are: hashes and keys that must match exactly (no text, no key can hide there)."""
+
+
+def _clean_dumps(obj: Any) -> str:
+    """A record line with every string through the redactor (no key reaches a record, whatever echoed it)."""
+    return _dumps(redact_value(to_jsonable(obj), EXACT_FIELDS))
+
+
+def _rewrite(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    """Replace a JSONL file atomically."""
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        f.writelines(_dumps(r) + "\n" for r in rows)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class RunStore:
+    """Reads and appends the records of one run directory."""
+
+    def __init__(
+        self,
+        run_dir: Path | str,
+        *,
+        retry_errors: bool = False,
+        on_locked: Callable[[Path], None] | None = None,
+    ):
+        """``on_locked(run_dir)`` runs once the lock is held and before anything is changed (the resume
+        check); an exception from it releases the lock and leaves the directory as it was."""
+        self.dir = Path(run_dir)
+        self.lock = RunDirLock(self.dir).acquire()  # before anything of the directory is touched
+        """The run directory's lock, held until :meth:`close` (:class:`RunDirBusy` if someone has it)."""
+        try:
+            if on_locked is not None:
+                on_locked(self.dir)
+            self._open(retry_errors)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _open(self, retry_errors: bool) -> None:
+        self.frames_dir = self.dir / FRAMES
+        self.frames_dir.mkdir(parents=True, exist_ok=True)
+        for name in (TRIALS, STEPS):
+            _repair_tail(self.dir / name)
+        rows = [r for r in read_jsonl(self.dir / TRIALS) if "trial_key" in r]
+        done = {"ok", "error"} if not retry_errors else {"ok"}
+        self.finished: set[str] = {r["trial_key"] for r in rows if r.get("status", "ok") in done}
+        rerun = [r for r in rows if r["trial_key"] not in self.finished]
+        if rerun:
+            self._supersede(rows, rerun)
+        self._compact_steps()
+        self._known_frames: set[str] = set()
+        self.fsync_every_s = 1.0
+        """Trial lines are flushed at once and fsynced at most this often (and at close)."""
+        self._last_sync = 0.0
+        self._trials = (self.dir / TRIALS).open("a", encoding="utf-8")
+        self._steps = (self.dir / STEPS).open("a", encoding="utf-8")
+
+    def _supersede(self, rows: list[dict[str, Any]], rerun: list[dict[str, Any]]) -> None:
+        """Move the records (and steps) of trials to be run again out of the live files."""
+        keys = {r["trial_key"] for r in rerun}
+        steps = list(read_jsonl(self.dir / STEPS))
+        with (self.dir / "superseded.jsonl").open("a", encoding="utf-8") as f:
+            f.writelines(_dumps(r) + "\n" for r in rerun)
+        with (self.dir / "superseded_steps.jsonl").open("a", encoding="utf-8") as f:
+            f.writelines(_dumps(r) + "\n" for r in steps if r.get("trial_key") in keys)
+        _rewrite(self.dir / TRIALS, [r for r in rows if r["trial_key"] not in keys])
+
+    def _compact_steps(self) -> None:
+        path = self.dir / STEPS
+        if not path.exists():
+            return
+        rows = list(read_jsonl(path))
+        keep = [r for r in rows if r.get("trial_key") in self.finished]
+        if len(keep) == len(rows):
+            return
+        _rewrite(path, keep)
+
+    def write_plan(self, specs: Iterable[Any]) -> None:
+        """Write the plan (atomically)."""
+        tmp = self.dir / (PLAN + ".tmp")
+        with tmp.open("w", encoding="utf-8") as f:
+            f.writelines(_clean_dumps(s) + "\n" for s in specs)
+        os.replace(tmp, self.dir / PLAN)
+
+    def save_frame(self, png: bytes) -> str:
+        """Store a PNG under its sha256 (once) and return the hash."""
+        sha = hashlib.sha256(png).hexdigest()
+        if sha in self._known_frames:
+            return sha
+        path = self.frames_dir / f"{sha}.png"
+        if not path.exists():
+            tmp = path.with_name(f".{sha}.tmp")
+            tmp.write_bytes(png)
+            os.replace(tmp, path)
+        self._known_frames.add(sha)
+        return sha
+
+    def append_trial(self, record: dict[str, Any], steps: Iterable[Any]) -> None:
+        """Append a finished trial: its steps first, then its line (flushed and fsynced)."""
+        lines = [_clean_dumps(s) + "\n" for s in steps]
+        if lines:
+            self._steps.writelines(lines)
+            self._steps.flush()
+        self._trials.write(_clean_dumps(record) + "\n")
+        self._trials.flush()  # in the OS now: a killed process loses nothing written
+        now = time.monotonic()
+        if now - self._last_sync >= self.fsync_every_s:  # against a machine crash, at most once a second
+            os.fsync(self._trials.fileno())
+            self._last_sync = now
+        self.finished.add(record["trial_key"])
+
+    def trials(self) -> list[dict[str, Any]]:
+        """All trial records written so far."""
+        return list(read_jsonl(self.dir / TRIALS))
+
+    def close(self) -> None:
+        """Flush, fsync and close the records, then release the lock. Safe to call twice."""
+        try:
+            for f in (self._steps, self._trials):
+                if not f.closed:
+                    f.flush()
+                    os.fsync(f.fileno())
+                    f.close()
+        finally:
+            self.lock.release()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

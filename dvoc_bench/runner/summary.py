@@ -1,0 +1,188 @@
+"""The end-of-run table: model x method, every rule named, simulated rows labelled. No pandas needed."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from dvoc_bench.core.records import TRIAL_STATUSES
+
+KNOBS = ("protocol", "coord_frame", "alpha", "overlay", "predict", "detector")
+"""Knob columns shown (and grouped by) when they take more than one value in the run."""
+
+
+def varying_knobs(trials: list[dict[str, Any]]) -> list[str]:
+    """The knobs with more than one value among the trials where they apply (``-`` = not applicable)."""
+    return [k for k in KNOBS if len({t.get(k) for t in trials if t.get(k) not in (None, "-")}) > 1]
+
+
+def summarise(trials: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (model, method, varying knobs): counts, rates under each rule (over ok trials), means."""
+    trials = list(trials)
+    knobs = varying_knobs(trials)
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for t in trials:
+        groups[(t["model"], t["method"], *(str(t.get(k)) for k in knobs))].append(t)
+    rows = []
+    for key, ts in sorted(groups.items()):
+        model, method = key[0], key[1]
+        ok = [t for t in ts if t["status"] == "ok"]
+        dists = [t["final_dist_px"] for t in ok if t.get("final_dist_px") is not None]
+        n_ok = len(ok)
+        row = {
+            "model": model + simulated_label(ts),
+            "method": method,
+            **dict(zip(knobs, key[2:], strict=True)),
+            "n": len(ts),
+            "errors": sum(t["status"] == "error" for t in ts),
+            "skipped": sum(t["status"] == "skipped" for t in ts),
+            "hit": _rate(sum(bool(t["hit"]) for t in ok), n_ok),
+            "within_eps": _rate(sum(bool(t["within_eps"]) for t in ok), n_ok),
+            "hit_radius": _rate(sum(bool(t["hit_radius"]) for t in ok), n_ok),
+            "mean_dist": sum(dists) / len(dists) if dists else None,
+            "mean_iters": sum(t["iterations"] for t in ok) / n_ok if n_ok else None,
+        }
+        rows.append(row)
+    return rows
+
+
+def simulated_label(trials: Iterable[dict[str, Any]]) -> str:
+    """`` [SIMULATED]`` for simulated trials, with every assumption a row rests on (the records'
+    ``simulated_assumptions``), e.g. `` [SIMULATED; overlay effect assumed]``; empty for real models."""
+    from dvoc_bench.core.assumptions import marker
+
+    trials = list(trials)
+    tag = marker(any(t.get("simulated") for t in trials), (t.get("simulated_assumptions") for t in trials))
+    return f" [{tag}]" if tag else ""
+
+
+def _rate(k: int, n: int) -> float | None:
+    return k / n if n else None
+
+
+def _fmt(v: Any, kind: str) -> str:
+    if v is None:
+        return "-"
+    if kind == "pct":
+        return f"{100 * v:.0f}%"
+    if kind == "f1":
+        return f"{v:.1f}"
+    return str(v)
+
+
+COLUMNS = [
+    ("model", "s"),
+    ("method", "s"),
+    ("n", "s"),
+    ("errors", "s"),
+    ("hit", "pct"),
+    ("within_eps", "pct"),
+    ("hit_radius", "pct"),
+    ("mean_dist", "f1"),
+    ("mean_iters", "f1"),
+]
+HEADERS = {
+    "within_eps": "within-eps",
+    "hit_radius": "paper-radius",
+    "mean_dist": "mean dist px",
+    "mean_iters": "mean iters",
+}
+
+
+def format_table(rows: list[dict[str, Any]], epsilon: float = 30.0) -> str:
+    """A markdown table with a legend naming each rule."""
+    knobs = [k for k in KNOBS if rows and k in rows[0]]
+    cols = COLUMNS[:2] + [(k, "s") for k in knobs] + COLUMNS[2:]
+    heads = [HEADERS.get(c, c) for c, _ in cols]
+    body = [[_fmt(r[c], k) for c, k in cols] for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(heads)]
+    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"  # noqa: E731
+    out = [line(heads), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += [line(b) for b in body]
+    legend = (
+        f"Rates over trials with status ok. hit = the final point is on the target (inside its box on "
+        f"synthetic scenes; on the target's DOM element on web scenes; on the target by the toolkit's hit "
+        f"test on desktop scenes); within-eps = "
+        f"distance to the target centre < {epsilon:g} px; paper-radius = distance < max(w/2, h/2, 30) "
+        f"(the authors' rule). Rows marked [SIMULATED] come from the simulated VLM, not a real model; "
+        f"'... assumed' in the marker names a knob the simulated profile was not fitted for (its effect is "
+        f"the simulator's assumption, not a measurement)."
+    )
+    return "\n".join(out) + "\n\n" + legend
+
+
+def run_report(trials: list[dict[str, Any]], *, ran: int, skipped_items: dict[str, list[Any]] | None = None,
+               added_items: dict[str, list[Any]] | None = None, spent_usd: float = 0.0,
+               budget_usd: float | None = None, unknown_cost_calls: int = 0) -> list[str]:  # fmt: skip
+    """The end-of-run lines printed under the table: trials by status; for each error class (and skip
+    reason) its count and most common message; how many model calls the response cache answered; the cost
+    the run directory recorded against its budget (``run.max_cost_usd``; shown with a budget or a cost);
+    what a resume left out or added.
+    """
+    counts = Counter(t["status"] for t in trials)
+    lines = [
+        f"trials: {len(trials)} ({', '.join(f'{counts.get(s, 0)} {s}' for s in TRIAL_STATUSES)}); "
+        f"{ran} run by this call"
+    ]
+    for status in ("error", "skipped"):
+        by_class: dict[str, Counter[str]] = defaultdict(Counter)
+        for t in trials:
+            if t["status"] == status:
+                by_class[t.get("error_class") or "unknown"][str(t.get("error") or "")] += 1
+        for cls, msgs in sorted(by_class.items(), key=lambda kv: -sum(kv[1].values())):
+            msg, _ = msgs.most_common(1)[0]
+            lines.append(f"{status}: {cls} x{sum(msgs.values())}: {msg[:160] or '(no message)'}")
+    lines += grounding_lines(trials)
+    calls = sum(int(t.get("model_calls") or 0) for t in trials)
+    cached = sum(int(t.get("cached_calls") or 0) for t in trials)
+    lines.append(f"model calls: {calls} ({cached} answered by the response cache, no provider asked)")
+    if budget_usd is not None or spent_usd > 0:
+        unknown = f"; {unknown_cost_calls} calls of unknown cost not counted" if unknown_cost_calls else ""
+        if budget_usd is None:
+            lines.append(f"cost: ${spent_usd:.4f} recorded by the run directory's calls{unknown}")
+        else:
+            held = sum(t["status"] == "skipped" and t.get("error_class") == "budget" for t in trials)
+            more = (
+                f"; {held} trials skipped for the budget (a resume with a higher one runs them)"
+                if held
+                else ""
+            )
+            lines.append(
+                f"cost: ${spent_usd:.4f} spent of the ${budget_usd:.4f} budget (run.max_cost_usd; every "
+                f"call of the run directory){unknown}{more}"
+            )
+    if skipped_items:
+        shown = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in skipped_items.items())
+        lines.append(f"resumed a subset of the run; not run now: {shown}")
+    if added_items:
+        shown = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in added_items.items())
+        lines.append(f"the run's plan grew (resume.allow_new_trials): {shown}")
+    return lines
+
+
+def grounding_lines(trials: list[dict[str, Any]]) -> list[str]:
+    """The Set-of-Mark trials that ended ``grounding_error`` (no marks shown; the fallback ran), by method,
+    with the most common reason; empty when there are none."""
+    hit = [t for t in trials if t.get("stop_reason") == "grounding_error"]
+    if not hit:
+        return []
+    by_method = Counter(str(t.get("method")) for t in hit)
+    reasons = Counter(str((t.get("som") or {}).get("grounding_error") or "") for t in hit)
+    msg, _ = reasons.most_common(1)[0]
+    methods = ", ".join(f"{m} x{n}" for m, n in sorted(by_method.items()))
+    return [
+        f"stop grounding_error x{len(hit)} ({methods}): no marks shown, the model got the plain screenshot "
+        f"(som: one click_at, som_dvoc: plain DVOC); most common reason: {msg[:160] or '(none)'}"
+    ]
+
+
+EXIT_OK, EXIT_CONFIG, EXIT_NO_SUCCESS, EXIT_INTERRUPTED = 0, 2, 3, 130
+"""Exit codes of ``python -m dvoc_bench``: 0 done; 2 bad input (nothing ran); 3 model trials ran and none
+ended ``ok``; 130 interrupted (Ctrl-C; finished trials are saved, the same command resumes)."""
+
+
+def exit_code(trials: list[dict[str, Any]]) -> int:
+    """3 when the run has model trials and none of them ended ``ok``; 0 otherwise (model-free runs too)."""
+    model = [t for t in trials if t.get("model") != "none"]
+    return EXIT_NO_SUCCESS if model and not any(t["status"] == "ok" for t in model) else EXIT_OK

@@ -1,0 +1,188 @@
+"""Run a sweep: setup -> plan -> trials (:mod:`dvoc_bench.runner.trials`) -> the run directory's records,
+``summary.md`` and ``run.json``. The only way anything runs a sweep (the CLI, benchmarks, calibration,
+tests)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dvoc_bench.core.geometry import Size
+from dvoc_bench.core.records import TrialSpec, read_jsonl, to_jsonable
+from dvoc_bench.models.base import Model
+from dvoc_bench.models.config import ModelConfig
+from dvoc_bench.runner.budget import spent_in
+from dvoc_bench.runner.frames import FrameSaver
+from dvoc_bench.runner.gates import build_gates
+from dvoc_bench.runner.plan import build_plan
+from dvoc_bench.runner.runmeta import ResumeCheck, check_resume
+from dvoc_bench.runner.scheduler import RateGate
+from dvoc_bench.runner.setup import SweepSetup, model_options
+from dvoc_bench.runner.trials import ModelFactory, TrialRunner, scene_failure
+
+log = logging.getLogger(__name__)
+
+
+UNRENDERED = "unrendered"
+"""Scene hash of a scene that failed to build (its trials are ``error``/``scene``)."""
+
+
+def plan(setup: SweepSetup) -> list[TrialSpec]:
+    """The sweep's trials. A scene that fails to build still gets its trials (they end ``error``/``scene``
+    when run); its size is the one it would have had."""
+    scenes = {}
+    for t in setup.swept.tasks:
+        try:
+            snap = setup.registry.snapshot(t)
+            scenes[t] = (snap.content_hash, snap.size)
+        except Exception as e:
+            if scene_failure(e) is None:
+                raise
+            log.warning("scene %s failed: %s", t, scene_failure(e))
+            scenes[t] = (UNRENDERED, getattr(e, "size", None) or Size(800, 600))
+    kinds = {t: setup.registry.kind(t) for t in setup.swept.tasks}
+    return build_plan(setup, scenes, kinds)
+
+
+@dataclass
+class RunSummary:
+    """What :func:`run_sweep` did."""
+
+    run_dir: Path
+    """The run directory."""
+    specs: list[TrialSpec]
+    """Every planned trial."""
+    trials: list[dict[str, Any]]
+    """The ``trials.jsonl`` records of the planned trials (including ones finished by earlier runs)."""
+    ran: int
+    """Trials run by this call (the others were finished before: a resume)."""
+    gates: dict[str, RateGate]
+    """The providers' gates, with their call counters."""
+    resume: ResumeCheck | None = None
+    """What the resume check found (items of the run this call skipped, items it added)."""
+    spent_usd: float = 0.0
+    """USD recorded by every call of the run directory (earlier invocations included)."""
+    unknown_cost_calls: int = 0
+    """Calls of the run directory whose cost is unknown (not in ``spent_usd``)."""
+    budget_usd: float | None = None
+    """``run.max_cost_usd`` of this call; ``None`` without a budget."""
+    frames_line: str = ""
+    """The end-of-run line on the frames this call wrote (``run.frames``; :mod:`dvoc_bench.runner.frames`)."""
+    frame_bytes: int = 0
+    """Bytes of the frames this call wrote."""
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Trials by status."""
+        out: dict[str, int] = {}
+        for t in self.trials:
+            out[t["status"]] = out.get(t["status"], 0) + 1
+        return out
+
+
+def default_factory(setup: SweepSetup) -> ModelFactory:
+    """Models as the config describes them: the simulator, or LiteLLM behind the response cache."""
+    from dvoc_bench.models.factory import build_model
+
+    def factory(cfg: ModelConfig, gate: Callable[[Model], Model]) -> Model:
+        return build_model(cfg, setup.registry.truth, wrap=gate, **model_options(setup.settings))
+
+    return factory
+
+
+def run_sweep(
+    setup: SweepSetup,
+    run_dir: Path | str,
+    model_factory: ModelFactory | None = None,
+    *,
+    specs: list[TrialSpec] | None = None,
+    retry_errors: bool = False,
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    gates: dict[str, RateGate] | None = None,
+) -> RunSummary:
+    """Plan the sweep (unless ``specs`` are given), run what ``run_dir`` does not have yet, write
+    ``plan.jsonl``, ``trials.jsonl``, ``steps.jsonl``, the frames, ``summary.md`` and ``run.json``.
+
+    The only way anything runs a sweep (the CLI, benchmarks, calibration, tests). ``model_factory``
+    defaults to :func:`default_factory`; ``on_done`` sees every finished trial record (progress bars).
+    Re-running into the same ``run_dir`` resumes: finished trials are kept; ``skipped`` ones run again,
+    ``error`` ones only with ``retry_errors``. A resume must use the run's own settings
+    (:mod:`dvoc_bench.runner.runmeta`: a different fingerprint is a :class:`ConfigError` and nothing changes);
+    a subset is allowed, more trials only with ``resume.allow_new_trials``, and ``plan.jsonl`` keeps the
+    run's whole plan. ``on_start(n)`` is told how many trials this call will run.
+    """
+    from dvoc_bench.runner.store import RunStore
+    from dvoc_bench.runner.summary import format_table, summarise
+
+    run_dir = Path(run_dir)
+    specs = plan(setup) if specs is None else specs
+    factory = model_factory or default_factory(setup)
+    checked: list[ResumeCheck] = []
+
+    def on_locked(d: Path) -> None:  # before anything in the run dir changes
+        if setup.fingerprint is not None:
+            checked.append(check_resume(d, setup.fingerprint, setup.settings.resume.allow_new_trials))
+
+    with RunStore(run_dir, retry_errors=retry_errors, on_locked=on_locked) as store:
+        old_plan = [p for p in read_jsonl(run_dir / "plan.jsonl") if isinstance(p.get("trial_key"), str)]
+        known = {p["trial_key"] for p in old_plan}
+        store.write_plan(old_plan + [to_jsonable(s) for s in specs if s.trial_key not in known])
+        todo = sum(s.trial_key not in store.finished for s in specs)
+        log.info("%d trials planned, %d to run, run dir %s", len(specs), todo, run_dir)
+        if on_start is not None:
+            on_start(todo)
+        saver = FrameSaver(store.save_frame, setup.frames)
+        gates = gates if gates is not None else build_gates(setup.models, setup.settings)
+        runner = TrialRunner(setup, store, factory, gates, saver, on_done)
+        _run_coroutine(lambda: runner.run(specs))
+        keys = {s.trial_key for s in specs}
+        trials = [t for t in store.trials() if t["trial_key"] in keys]
+        spent, unknown = spent_in(run_dir)
+        table = format_table(summarise(trials), setup.settings.loop.epsilon)
+        (run_dir / "summary.md").write_text(table + "\n", "utf-8")  # still under the run dir's lock
+        (run_dir / "run.json").write_text(
+            json.dumps(
+                {
+                    "experiment": setup.experiment,
+                    "planned": len(specs),
+                    "finished": len(trials),
+                    "simulated": any(t.get("simulated") for t in trials),
+                    "frames": setup.frames,
+                    "fingerprint": setup.fingerprint.digest if setup.fingerprint else None,
+                },
+                indent=1,
+            ),
+            encoding="utf-8",
+        )
+    return RunSummary(
+        run_dir,
+        specs,
+        trials,
+        todo,
+        gates,
+        checked[0] if checked else None,
+        spent,
+        unknown,
+        setup.settings.run.max_cost_usd,
+        saver.line(len({s.task for s in specs})),
+        saver.bytes,
+    )
+
+
+def _run_coroutine(make: Callable[[], Any]) -> Any:
+    """Run the coroutine ``make()`` to completion, also from inside a running event loop (a notebook):
+    then in a worker thread with its own loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()

@@ -1,0 +1,282 @@
+"""The virtual display of a run: Xvfb, pinned fonts, screen grab, real pointer clicks.
+
+One :class:`XDisplay` per scene source (so one per run): Xvfb picks a free display number itself and
+writes it to a pipe (``-displayfd``: no guessing, no races between parallel runs); the root window has the
+fixed size ``desktop.size`` and no window manager runs, so a Tk toplevel lands exactly where it asks and
+has no decorations. :meth:`XDisplay.close` stops it (also registered for interpreter exit).
+
+Children die with the harness. ``kill -9`` of the harness sends its children nothing, so every child
+(Xvfb, each Tk runner, xdotool) is started with ``PR_SET_PDEATHSIG = SIGKILL``. That signal fires when the
+*thread* that forked the child ends, not the process, so all children are forked from one dedicated thread
+that lives as long as the process (:func:`spawn`); a child whose parent already died before the ``prctl``
+took effect exits at once. The Tk runner also exits when its command pipe closes.
+
+Fonts: a ``FONTCONFIG_FILE`` that lists only the folder of the project's font (matplotlib's DejaVu files,
+:func:`dvoc_bench.draw.render.dejavu_path`), so Tk's Xft renderer finds the same fonts on every machine and no
+system font can take part in the layout.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import os
+import queue
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dvoc_bench.core.geometry import Size
+
+PR_SET_PDEATHSIG = 1
+"""``prctl`` option: the signal a child receives when the thread that forked it ends (linux/prctl.h)."""
+
+XVFB_PACKAGE = "xvfb"
+XDOTOOL_PACKAGE = "xdotool"
+TK_PACKAGE = "python3-tk"
+
+
+class DesktopUnavailable(RuntimeError):
+    """Something desktop scenes need is missing; the message is one line naming the Debian package."""
+
+
+def missing(what: str, package: str) -> DesktopUnavailable:
+    return DesktopUnavailable(
+        f"desktop scenes need {what}: install the Debian package {package} (apt-get install {package})"
+    )
+
+
+def check_tk() -> None:
+    """Raise :class:`DesktopUnavailable` naming ``python3-tk`` when this Python has no Tk."""
+    try:
+        import _tkinter  # noqa: F401
+    except ImportError:
+        raise missing("Tk for Python (tkinter)", TK_PACKAGE) from None
+
+
+# ------------------------------------------------------------------------------------ child processes
+
+_prctl: Any = None
+with contextlib.suppress(OSError, AttributeError):  # non-Linux: no PDEATHSIG (the pipe watchdog stays)
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+
+def _die_with_parent(parent: int) -> Callable[[], None]:
+    """``preexec_fn`` of every child: SIGKILL when the forking thread ends; exit if the parent is gone."""
+
+    def setup() -> None:
+        if _prctl is not None:
+            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the harness died between fork and prctl
+            os._exit(1)
+
+    return setup
+
+
+class _Spawner:
+    """A thread that lives as long as the process and forks every child (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name="dvoc-desktop-spawner", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            fn, fut = self._jobs.get()
+            try:
+                fut.set_result(fn())
+            except BaseException as e:
+                fut.set_exception(e)
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        fut: Future[Any] = Future()
+        self._jobs.put((fn, fut))
+        return fut.result()
+
+
+_spawner: _Spawner | None = None
+_spawner_lock = threading.Lock()
+
+
+def spawn(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen(argv, **kwargs)`` forked from the spawner thread, dying with this process."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None or not _spawner._thread.is_alive():
+            _spawner = _Spawner()
+        spawner = _spawner
+    pre = _die_with_parent(os.getpid())
+    return spawner.call(lambda: subprocess.Popen(list(argv), preexec_fn=pre, **kwargs))  # noqa: PLW1509
+
+
+def stop(proc: subprocess.Popen[bytes], grace_s: float = 2.0) -> None:
+    """Terminate ``proc`` (SIGTERM, then SIGKILL after ``grace_s``) and reap it; idempotent."""
+    if proc.poll() is None:
+        with contextlib.suppress(OSError):
+            proc.terminate()
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                proc.kill()
+            proc.wait(timeout=grace_s)
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+
+
+# ------------------------------------------------------------------------------------------- fonts
+
+
+def font_folder() -> Path:
+    """The folder of the project's font files (matplotlib's DejaVu family)."""
+    from dvoc_bench.draw.render import dejavu_path
+
+    return Path(dejavu_path()).parent
+
+
+def write_fontconfig(where: Path) -> Path:
+    """A ``fonts.conf`` in ``where`` naming only the project's font folder (and a private cache)."""
+    conf = where / "fonts.conf"
+    conf.write_text(
+        '<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n<fontconfig>\n'
+        f"  <dir>{font_folder()}</dir>\n  <cachedir>{where / 'fontcache'}</cachedir>\n"
+        "  <config><rescan><int>0</int></rescan></config>\n</fontconfig>\n",
+        encoding="utf-8",
+    )
+    return conf
+
+
+# ----------------------------------------------------------------------------------------- display
+
+
+class XDisplay:
+    """One Xvfb server (started by :meth:`start`, stopped by :meth:`close`). Thread-safe."""
+
+    def __init__(self, size: Size | None = None, timeout_s: float = 20.0) -> None:
+        self.size = size or Size(1280, 800)
+        """The root window (screen) size, pixels."""
+        self.timeout_s = timeout_s
+        """Bound on the server start and each click."""
+        self.name: str | None = None
+        """``:N`` while running."""
+        self.proc: subprocess.Popen[bytes] | None = None
+        """The Xvfb process while running."""
+        self.starts = 0
+        """How many times a server was started by this object."""
+        self.tmp: Path | None = None
+        """Private folder (fontconfig file and cache) while running."""
+        self._lock = threading.RLock()
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> str:
+        """Start Xvfb if it is not running; return the display name ``:N``."""
+        with self._lock:
+            if self.running:
+                assert self.name is not None
+                return self.name
+            self.close()
+            xvfb = shutil.which("Xvfb")
+            if xvfb is None:
+                raise missing("Xvfb", XVFB_PACKAGE)
+            check_tk()
+            self.tmp = Path(tempfile.mkdtemp(prefix="dvoc-desktop-"))
+            write_fontconfig(self.tmp)
+            r, w = os.pipe()
+            w_, h_ = self.size.width, self.size.height
+            argv = [xvfb, "-displayfd", str(w), "-screen", "0", f"{w_}x{h_}x24", "-dpi", "96"]
+            argv += ["-nolisten", "tcp", "-noreset", "-nocursor"]
+            log_path = self.tmp / "xvfb.log"
+            try:
+                with open(log_path, "wb") as log_file:
+                    self.proc = spawn(
+                        argv, pass_fds=(w,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                        stderr=log_file,
+                    )  # fmt: skip
+            finally:
+                os.close(w)
+            try:
+                number = _read_display(r, self.proc, self.timeout_s, log_path)
+            finally:
+                os.close(r)
+            self.name = f":{number}"
+            self.starts += 1
+            atexit.register(self.close)
+            return self.name
+
+    def env(self) -> dict[str, str]:
+        """The environment of a client of this display: ``DISPLAY`` and the pinned ``FONTCONFIG_FILE``."""
+        name = self.start()
+        assert self.tmp is not None
+        env = {k: v for k, v in os.environ.items() if k not in ("XAUTHORITY", "WAYLAND_DISPLAY")}
+        env.update(DISPLAY=name, FONTCONFIG_FILE=str(self.tmp / "fonts.conf"), LC_ALL="C.UTF-8")
+        return env
+
+    def grab(self) -> np.ndarray:
+        """The whole screen as ``HxWx3`` uint8 (an X11 ``GetImage`` of the root window)."""
+        from PIL import ImageGrab
+
+        name = self.start()
+        img = ImageGrab.grab(xdisplay=name).convert("RGB")
+        return np.asarray(img, dtype=np.uint8)
+
+    def click(self, x: int, y: int) -> None:
+        """Move the X pointer to pixel ``(x, y)`` and click button 1 there (XTest, via ``xdotool``)."""
+        tool = shutil.which("xdotool")
+        if tool is None:
+            raise missing("xdotool for desktop.verify_click", XDOTOOL_PACKAGE)
+        argv = [tool, "mousemove", "--sync", str(x), str(y), "click", "1"]
+        proc = spawn(argv, env=self.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            _, err = proc.communicate(timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            stop(proc)
+            raise RuntimeError(f"xdotool did not return within {self.timeout_s:g} s") from None
+        if proc.returncode != 0:
+            raise RuntimeError(f"xdotool failed: {err.decode(errors='replace').strip()[:200]}")
+
+    def close(self) -> None:
+        """Stop the server and remove its folder (idempotent; a later :meth:`start` starts a new one)."""
+        with self._lock:
+            proc, self.proc, self.name = self.proc, None, None
+            if proc is not None:
+                stop(proc)
+            if self.tmp is not None:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+                self.tmp = None
+        atexit.unregister(self.close)
+
+
+def _read_display(fd: int, proc: subprocess.Popen[bytes], timeout_s: float, log_path: Path) -> int:
+    """The display number Xvfb writes to its ``-displayfd`` pipe once it accepts connections."""
+    data = b""
+    deadline = time.monotonic() + timeout_s
+    while not data.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        ready = select.select([fd], [], [], max(left, 0))[0] if left > 0 else []
+        chunk = os.read(fd, 64) if ready else b""
+        if not chunk:
+            if not ready or proc.poll() is None:
+                stop(proc)
+            err = log_path.read_text(errors="replace") if log_path.is_file() else ""
+            last = err.strip().splitlines()[-1:] or ["no output"]
+            why = "timed out" if not ready else f"exited with code {proc.returncode}"
+            raise RuntimeError(f"Xvfb did not start ({why}): {last[0][:200]}")
+        data += chunk
+    return int(data.strip())
