@@ -85,8 +85,8 @@ def test_image_token_rules_and_price_sources(tmp_path):
     assert lite.pricing.input_per_mtok == pytest.approx(0.1)
     gemma = price_of(load_model_config("gemma-4-26b", models, check_key=False))
     assert gemma.pricing is None and "gemma-4-26b-a4b-it" in gemma.source
-    cfg = ModelConfig("m", "litellm", "openai/x", "p", "pixel", raw={"image": {"max_side": 400}},
-                      provider_config=ProviderConfig("p", image_tokens="patch28"))  # fmt: skip
+    cfg = ModelConfig(name="m", kind="litellm", model_id="openai/x", provider="p", coord_frame="pixel",
+                      image={"max_side": 400}, provider_config=ProviderConfig(name="p"))  # fmt: skip
     est = call_estimate(cfg, s)
     assert est.cost_usd is None and "400x300" in est.how  # the sent (downscaled) image is counted
 

@@ -202,3 +202,26 @@ def test_every_bad_input_is_one_line_and_exit_code_2(tmp_path, overrides, line):
 def test_hydra_full_error_still_shows_the_trace(tmp_path):
     r = run_cli("model=gpt-9", f"hydra.run.dir={tmp_path}", env_extra={"HYDRA_FULL_ERROR": "1"})
     assert r.returncode != 0 and "Traceback" in r.stderr and "MissingConfigException" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "line"),
+    [
+        ("temprature", 0.2, "model bad: temprature: unknown key; allowed: name, kind, model_id"),
+        ("timeout_s", -1, "model bad: timeout_s: must be greater than 0, got -1"),
+        ("coord_frame", "norm100", "model bad: coord_frame: unknown value 'norm100'; allowed: pixel"),
+        ("limits", {"rpm": 0}, "model bad: limits.rpm: must be greater than 0, got 0"),
+    ],
+)
+def test_a_bad_model_file_is_one_line_and_exit_code_2(tmp_path, key, value, line):
+    """Model configs are validated like the settings: one line naming the file's key, nothing run."""
+    models = tmp_path / "conf" / "model"
+    models.mkdir(parents=True)
+    good = yaml.safe_load((ROOT / "conf" / "model" / "sim-ideal.yaml").read_text(encoding="utf-8"))
+    (models / "bad.yaml").write_text(yaml.safe_dump({**good, "name": "bad", key: value}), encoding="utf-8")
+    run_dir = f"hydra.run.dir={tmp_path / 'run'}"
+    r = run_cli("models=[bad]", f"paths.models={models}", run_dir, "run.quiet=true")
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert lines[0].startswith(f"config error: {line}"), lines[0]
+    assert not (tmp_path / "run" / "trials.jsonl").exists()

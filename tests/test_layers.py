@@ -189,3 +189,34 @@ def test_no_import_circle() -> None:
     for m in sorted(graph):
         if m not in state and (cycle := visit(m)):
             pytest.fail("import circle: " + " -> ".join(cycle))
+
+
+CONFIG_NAMES = {"cfg", "plain", "config", "conf", "raw"}
+"""Names the composed config goes by before it is validated."""
+
+
+def raw_config_reads(path: Path, keys: set[str]) -> list[str]:
+    """``cfg.get("run")`` / ``plain["task"]``-style reads of a top-level setting from a raw config mapping."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        key = obj = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            if node.args and isinstance(node.args[0], ast.Constant):
+                key, obj = node.args[0].value, node.func.value
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            key, obj = node.slice.value, node.value
+        if key in keys and isinstance(obj, ast.Name) and obj.id in CONFIG_NAMES:
+            out.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return out
+
+
+def test_no_module_reads_the_raw_config_after_validation(tmp_path: Path) -> None:
+    """Every knob is read from the validated Settings; a raw ``cfg.get("run")`` is a side door."""
+    from dvoc_bench.runner.settings import Settings
+
+    keys = set(Settings.model_fields)
+    probe = tmp_path / "probe.py"
+    probe.write_text('def f(cfg, plain):\n    return cfg.get("run", {}), plain["task"], cfg.hydra.get("x")\n')
+    assert raw_config_reads(probe, keys) == ["line 2: cfg.get('run', {})", "line 2: plain['task']"]
+    found = {str(p.relative_to(ROOT)): raw_config_reads(p, keys) for p in MODULES}
+    assert not {k: v for k, v in found.items() if v}

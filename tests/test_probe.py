@@ -36,7 +36,7 @@ def registry():
 
 def sim(name, registry, **oneshot):
     cfg = load_model_config(name, MODELS)
-    raw = dict(cfg.raw["sim"])
+    raw = dict(cfg.sim or {})
     if oneshot:
         raw["oneshot"] = {**raw["oneshot"], **oneshot}
     return SimulatedModel(name, SimProfile.from_mapping(raw), registry.truth)

@@ -9,8 +9,10 @@ import os
 import pytest
 
 from dvoc_bench.core.records import read_jsonl
-from dvoc_bench.models.factory import build_model, model_options
+from dvoc_bench.models.factory import build_model
 from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.settings import load_settings
+from dvoc_bench.runner.setup import model_options
 from dvoc_bench.runner.sweep import plan, run_sweep
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
@@ -41,7 +43,7 @@ def sweep(tmp_path, backend, faults, *overrides):
             setup = quick_setup(["model=local-sim", *FAST, *overrides])
             from dvoc_bench.runner.compose import compose
 
-            kw = model_options(compose(["model=local-sim", *FAST, *overrides])[0])
+            kw = model_options(load_settings(compose(["model=local-sim", *FAST, *overrides])[0]))
             specs = plan(setup)
             run_sweep(setup, tmp_path, lambda m, gate: build_model(m, setup.registry.truth, wrap=gate, **kw))
         finally:

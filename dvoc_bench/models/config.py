@@ -152,6 +152,11 @@ class ModelConfig(Declared):
             object.__setattr__(self, "simulated", True)
         return self
 
+    def updated(self, **changes: Any) -> ModelConfig:
+        """A copy with ``changes``, validated like a file (a bad value: one line naming the key)."""
+        data = {**self.model_dump(exclude={"provider_config"}), "provider_config": self.provider_config}
+        return validate(ModelConfig, {**data, "declared": self.declared, **changes}, f"model {self.name}: ")
+
     @property
     def identity(self) -> str:
         """What makes two configs the same model for hashing and caching."""

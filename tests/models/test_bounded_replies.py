@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,9 +21,11 @@ from dvoc_bench.draw.render import encode_png
 from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelRequest, Reply, ToolCall, bound_reply, reply_digest
 from dvoc_bench.models.cache import CachedModel, ResponseCache
 from dvoc_bench.models.config import default_conf_dir, load_model_config
-from dvoc_bench.models.factory import build_model, model_options
+from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.litellm_client import LiteLLMModel
 from dvoc_bench.protocol import tools_for
+from dvoc_bench.runner.settings import load_settings
+from dvoc_bench.runner.setup import model_options
 from dvoc_bench.runner.store import read_jsonl
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
@@ -115,10 +116,10 @@ def test_run_max_reply_chars_is_threaded_through_the_config(backend, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     steps = list(read_jsonl(tmp_path / "run" / "steps.jsonl"))
     assert steps and all(len(s["reply_text"]) == 1000 for s in steps)
-    assert model_options({"run": {"max_reply_chars": 500}})["max_reply_chars"] == 500
-    assert model_options({})["max_reply_chars"] == MAX_REPLY_CHARS
+    assert model_options(load_settings({"run": {"max_reply_chars": 500}}))["max_reply_chars"] == 500
+    assert model_options(load_settings({}))["max_reply_chars"] == MAX_REPLY_CHARS
     with pytest.raises(ConfigError, match="run.max_reply_chars"):
-        model_options({"run": {"max_reply_chars": 0}})
+        model_options(load_settings({"run": {"max_reply_chars": 0}}))
 
 
 def test_bound_reply_keeps_the_head_and_records_length_and_hash_of_the_original():
@@ -171,7 +172,7 @@ def test_in_process_replies_logs_and_a_stale_cache_entry_are_redacted(backend, t
     )
     with serve_in_thread(FaultOptions(required_key=FAKE_KEY, echo_key=True), backend) as (url, _):
         cfg = load_model_config("local-sim", default_conf_dir() / "model")
-        model = LiteLLMModel(replace(cfg, api_base=url))
+        model = LiteLLMModel(cfg.updated(api_base=url))
         reply = asyncio.run(model.complete(req))
         logging.getLogger("dvoc_bench.test").info("reply: %s", reply)
     assert "[REDACTED]" in reply.text and leaks(reply.text) == []

@@ -10,10 +10,12 @@ from dvoc_bench.core.geometry import Size
 from dvoc_bench.core.records import read_jsonl
 from dvoc_bench.models.base import ModelCallError, ModelRequest, Reply, ToolCall
 from dvoc_bench.models.cache import CachedModel, ResponseCache, request_key
-from dvoc_bench.models.factory import build_model, model_options
+from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.options import CacheOptions
 from dvoc_bench.protocol import tools_for
 from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.settings import load_settings
+from dvoc_bench.runner.setup import model_options
 from dvoc_bench.runner.sweep import plan, run_sweep
 
 pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
@@ -113,17 +115,17 @@ def test_errors_are_not_cached_and_corrupt_entries_are_ignored(tmp_path):
 
 
 def test_cache_options_from_config():
-    opts = model_options({"cache": {"enabled": True, "dir": "x/y"}, "image": None})
+    opts = model_options(load_settings({"cache": {"enabled": True, "dir": "x/y"}}))
     assert opts["cache"] == CacheOptions(enabled=True, dir="x/y")
     with pytest.raises(ConfigError, match="^cache.enable: unknown key; allowed: enabled, dir"):
-        model_options({"cache": {"enable": True}})
+        model_options(load_settings({"cache": {"enable": True}}))
 
 
 def test_rerun_of_a_sweep_is_served_from_the_cache(sim_url, tmp_path):
     url, server = sim_url
     overrides = ["model=local-sim", "tasks=[S2]", "methods=[dvoc,oneshot]", "starts=random:2"]
     setup = quick_setup(overrides)
-    kw = model_options({"cache": {"enabled": True, "dir": str(tmp_path / "cache")}})
+    kw = model_options(load_settings({"cache": {"enabled": True, "dir": str(tmp_path / "cache")}}))
     specs = plan(setup)
 
     def run(d):

@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -56,7 +55,7 @@ def request(png, **kw):
 
 def sim_cfg(**raw):
     cfg = load_model_config("local-sim", MODELS, check_key=False)
-    return replace(cfg, raw={**cfg.raw, **raw})
+    return cfg.updated(**raw)
 
 
 def test_request_carries_text_image_tools_params_seed_and_no_key(png, monkeypatch):
@@ -102,7 +101,7 @@ def test_a_crop_is_sent_to_the_local_simulator_only(png):
         "top_k": 5,
         "dvoc_crop": [100.0, 50.0, 500.0, 350.0],
     }  # merged, not replaced
-    real = replace(sim_cfg(), raw={**sim_cfg().raw, "simulated": False})
+    real = sim_cfg(simulated=False)
     assert not LiteLLMModel(real).simulated
     assert "extra_body" not in LiteLLMModel(real).request_kwargs(request(png, crop=crop))
 
@@ -117,8 +116,9 @@ def test_image_options_are_validated():
         validate(ImageOptions, {"pixel_answers": "sent"}, "image.")
     with pytest.raises(ConfigError, match="^image.maxside: unknown key"):
         validate(ImageOptions, {"maxside": 512}, "image.")
-    with pytest.raises(ConfigError, match="tool_choice"):
-        LiteLLMModel(sim_cfg(tool_choice="always"))
+    bad = "^model local-sim: tool_choice: unknown value 'always'; allowed: auto"
+    with pytest.raises(ConfigError, match=bad):
+        sim_cfg(tool_choice="always")
 
 
 def _resp(code, headers=None):
@@ -226,7 +226,7 @@ def test_every_real_model_config_loads_with_its_key(monkeypatch):
             assert cfg.coord_frame == "norm1000", name
     assert load_model_config("gemma-4-26b", MODELS).model_id == "gemini/gemma-4-26b-a4b-it"
     assert load_model_config("gemma-4-31b-via-or", MODELS).model_id == "openrouter/google/gemma-4-31b-it:free"
-    assert load_model_config("gemma-4-26b", MODELS).limits["rpm"] == 15
+    assert load_model_config("gemma-4-26b", MODELS).gate_limits["rpm"] == 15
 
 
 def test_local_sim_base_url_comes_from_the_environment(monkeypatch):

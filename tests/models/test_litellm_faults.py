@@ -2,7 +2,6 @@
 
 import asyncio
 import socket
-from dataclasses import replace
 
 import pytest
 
@@ -39,7 +38,7 @@ def req(backend):
 
 def client(url, model_id="openai/sim-gemma-4-26b", **raw):
     cfg = load_model_config("local-sim", default_conf_dir() / "model", check_key=False)
-    return LiteLLMModel(replace(cfg, api_base=url, model_id=model_id, raw={**cfg.raw, **raw}))
+    return LiteLLMModel(cfg.updated(api_base=url, model_id=model_id, **raw))
 
 
 def call(model, req):

@@ -30,7 +30,7 @@ def _strip(d):
 
 def in_process(name, truth):
     cfg = load_model_config(name, default_conf_dir() / "model")
-    return SimulatedModel(cfg.name, SimProfile.from_mapping(cfg.raw["sim"]), truth)
+    return SimulatedModel(cfg.name, SimProfile.from_mapping(cfg.sim), truth)
 
 
 def _over_http_and_in_process(tmp_path, setup, specs, server):

@@ -3,7 +3,6 @@
 import asyncio
 import logging
 import os
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -107,7 +106,7 @@ def test_errors_and_debug_logs_in_process_leak_nothing(backend, caplog, monkeypa
     )
     with serve_in_thread(FaultOptions(auth_fail=True), backend) as (url, _):
         cfg = load_model_config("local-sim", default_conf_dir() / "model")
-        model = LiteLLMModel(replace(cfg, api_base=url))
+        model = LiteLLMModel(cfg.updated(api_base=url))
         with pytest.raises(ModelCallError) as e:
             asyncio.run(model.complete(req))
         logging.getLogger("dvoc_bench.test").error("call failed: %s (key was %s)", e.value, FAKE_KEY)

@@ -568,7 +568,7 @@ def test_a_bad_profile_in_a_model_config_names_the_model() -> None:
         model_id="sim/x",
         provider="simulator",
         coord_frame="norm1000",
-        raw={"sim": {"noise": {"scale_px": -1}}},
+        sim={"noise": {"scale_px": -1}},
     )
     with pytest.raises(
         ConfigError, match=r"^model sim-x: sim\.noise\.scale_px: must be greater than or equal to 0, got -1$"
