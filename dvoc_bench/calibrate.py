@@ -1,5 +1,5 @@
 """``python -m dvoc_bench.calibrate --upstream DIR --out conf/model/``: fit the simulator's profiles to the
-authors' recorded replies and write them (issue 8); ``--validate`` also runs the out-of-sample check.
+authors' recorded replies and write them; ``--validate`` also runs the out-of-sample check.
 
 The fit reads step-level records only (one row per model call); the validation simulates the authors'
 sweeps under ``protocol=paper`` and compares trial outcomes. See :mod:`dvoc_bench.calibration`.

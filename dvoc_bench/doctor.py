@@ -1,6 +1,6 @@
 """``python -m dvoc_bench.doctor RUN_DIR [--repair]``: check a run directory, optionally repair it.
 
-Checks (DESIGN §6 layout):
+Checks:
 
 - **torn lines**: a line of ``plan.jsonl``, ``trials.jsonl`` or ``steps.jsonl`` that is not a JSON object
   with its key (``key``, ``trial_key``, ``trial_key`` + ``index``), or a last line without its newline;

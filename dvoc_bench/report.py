@@ -3,7 +3,7 @@
     python -m dvoc_bench.report RUN_DIR... [--upstream PATH ...] [--rule hit|within_eps|hit_radius]
                                 [--out DIR]
 
-Builds every table and figure from the records only (DESIGN §11): for our runs, the tables under one
+Builds every table and figure from the records only: for our runs, the tables under one
 explicit rule with Wilson / bootstrap intervals, the authors' rule for comparison, per-task and ablation
 tables, paired comparisons on the same start points, the coordinate-frame audit, the cost per successful
 click and the figures; for the authors' records (``--upstream``: their folder, the ``responses/`` tree or
@@ -284,7 +284,7 @@ def _audit(rep: Report, steps: Any, span_note: bool = False) -> None:
             w = honest.frame_audit_points(steps, span="W")
             w = w[w["reading"] == "norm1000"]
             rep.p(
-                "The same 0–1000 reading with `x * W / 1000` (Gemini's documented rule; upstream-facts §9.6):"
+                "The same 0–1000 reading with `x * W / 1000` (Gemini's documented rule):"
             )
             rep.table(md_table(label_models(w), fmt))
         rep.fig(plots.frame_audit_bars(pts), "frame_audit", "frame audit")
@@ -314,7 +314,7 @@ def _upstream_section(rep: Report, paths: list[str], rule: str, seed: int, n_boo
     rep.h(2, "The authors' records (DVOC paper)")
     rep.p("Found: " + (", ".join(f"{k} = `{v}`" for k, v in roles.items()) or "nothing usable"))
     rep.p(
-        "Paper tables use the authors' exact rules (upstream-facts §8): only the four main models, raw rate "
+        "Paper tables use the authors' exact rules: only the four main models, raw rate "
         "over all trials, protocol rate over valid ones, means over valid trials, their stored `success`. "
         "Each table is followed by a check of every published number; mismatches are listed, never adjusted."
     )
@@ -328,7 +328,7 @@ def _upstream_section(rep: Report, paths: list[str], rule: str, seed: int, n_boo
                 "Note: this is the per-trial tree, not the authors' final `complete_results.json` (not "
                 "shared). 590 of the 600 records of that aggregate match a `trial.json`; the 10 others are "
                 "Gemini 3.1 FL "
-                "naive synthetic trials re-run later (upstream-facts §6.4). The tables below reproduce from "
+                "naive synthetic trials re-run later. The tables below reproduce from "
                 "the tree all the same, except Table 4.5 (see there)."
             )
         elif Path(main).stem != "complete_results":
@@ -352,7 +352,7 @@ def _upstream_section(rep: Report, paths: list[str], rule: str, seed: int, n_boo
         main_t = t[t["model"].isin(MAIN_MODELS)]
         rep.h(3, f"The same records under one rule — `{rule}`")
         rep.p(
-            f"{honest.RULE_TEXT[rule]}. The authors' web boxes are inferred (upstream-facts §4.2), so `hit` "
+            f"{honest.RULE_TEXT[rule]}. The authors' web boxes are inferred, so `hit` "
             "on "
             "W1–W5 is approximate; `hit_radius` is their own code's rule everywhere."
         )
@@ -390,11 +390,11 @@ def _upstream_section(rep: Report, paths: list[str], rule: str, seed: int, n_boo
         rep.h(3, f"Table {name}")
         if role not in roles:
             rep.p(
-                f"Not reproduced here: the authors' `{file}` was not given (it is not in ../shared/upstream)."
+                f"Not reproduced here: the authors' `{file}` was not given (not every copy of the records has it)."
             )
             if name == "5.2":
                 rep.p(
-                    "Known from upstream-facts §8.6: two of its printed medians (crosshair-only 22, full 24) "
+                    "Known from the authors' ablation file: two of its printed medians (crosshair-only 22, full 24) "
                     "do not follow from the records (25.3 and 29.4)."
                 )
             continue

@@ -1,4 +1,4 @@
-"""``python -m dvoc_bench.serve``: the simulator behind an OpenAI-compatible HTTP server on localhost (§7).
+"""``python -m dvoc_bench.serve``: the simulator behind an OpenAI-compatible HTTP server on localhost.
 
 It lets the real path (LiteLLM -> HTTP -> JSON -> parser) run end to end without the internet:
 ``model=local-sim`` sends its requests here. The server needs only what a real endpoint gets, the

@@ -1,4 +1,4 @@
-"""Analysis (DESIGN §11): run directories and the authors' records -> pandas frames -> tables and figures.
+"""Analysis: run directories and the authors' records -> pandas frames -> tables and figures.
 
 - :func:`load_runs` reads our run directories (and Hydra multirun sweeps) into :class:`Runs`.
 - :func:`load_upstream` reads the DVOC authors' JSON records into the same schema.

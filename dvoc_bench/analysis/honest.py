@@ -1,4 +1,4 @@
-"""Tables under one explicit success rule, with intervals (DESIGN §5, §11; upstream-facts §8.8, §9, §11).
+"""Tables under one explicit success rule, with intervals.
 
 Everything here states its rule and never mixes rules:
 
@@ -39,7 +39,7 @@ RULE_TEXT = {
     "hit": "hit = final point inside the target box",
     "within_eps": "within_eps = distance to the target centre < epsilon",
     "hit_radius": "hit_radius = distance < max(w/2, h/2, 30) (the authors' code rule)",
-    "paper_success": "paper_success = the authors' stored success (mixed rule, upstream-facts §8.8)",
+    "paper_success": "paper_success = the authors' stored success (mixed rule)",
 }
 FRAMES = ("pixel", "norm1000", "norm1")
 
@@ -422,7 +422,7 @@ def frame_audit_points(
 
     ``as_recorded`` marks the reading the harness actually used (the step's ``frame``); the authors read
     everything as pixels. The 0–1000 reading uses ``x * (W - 1) / 1000`` (our geometry's rule) or, with
-    ``span="W"``, ``x * W / 1000`` (Gemini's documentation; upstream-facts §9.6 used it): at most 1.3 px
+    ``span="W"``, ``x * W / 1000`` (Gemini's documentation): at most 1.3 px
     apart on 1280-wide images, but it moves medians of well-aimed answers (0.7 vs 0.4 px on S1).
     """
     s = steps[steps["raw_x"].notna() & steps["raw_y"].notna() & steps["image_w"].notna()].copy()
@@ -517,7 +517,7 @@ def _nearest_frame(gain: float, size: float) -> str:
 
 def rules_side_by_side(trials: pd.DataFrame, by: Sequence[str] | str = ("model", "method")) -> pd.DataFrame:
     """Rate over valid trials under every rule at once (and the authors' stored ``paper_success`` where the
-    records have it): how much of a result is the choice of rule (upstream-facts §8.8)."""
+    records have it): how much of a result is the choice of rule."""
     keys = _keys(by)
     v = trials[trials["valid"]]
     rows = []

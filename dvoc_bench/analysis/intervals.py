@@ -6,7 +6,7 @@
 (The textbook formula gives 0.9999999999999999 at ``k = n`` for many ``n``; a bar chart then refuses the
 negative error.) :func:`error_bars` turns a rate and its bounds into matplotlib's ``yerr``.
 
-With ``clusters=(k_per_cluster, n_per_cluster)`` the interval is *clustered* (issue 16 item 2): trials
+With ``clusters=(k_per_cluster, n_per_cluster)`` the interval is *clustered*: trials
 with an identical first input (:func:`dvoc_bench.analysis.clustered.cluster_keys`: model, task and start
 point for DVOC; the first prompt and image for one-shot and the baselines) are correlated when a model
 repeats itself, real or simulated alike. The interval is then the Wilson interval on the effective sample

@@ -1,4 +1,4 @@
-"""Read our run directories into :class:`~dvoc_bench.analysis.schema.Runs` (DESIGN §6, §11).
+"""Read our run directories into :class:`~dvoc_bench.analysis.schema.Runs`.
 
 A path given to :func:`load_runs` may be a run directory (it holds ``trials.jsonl``), a ``trials.jsonl``
 file, or any directory above run directories: a Hydra multirun sweep

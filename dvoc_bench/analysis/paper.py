@@ -1,4 +1,4 @@
-"""The paper's tables, rebuilt from trial records with the authors' exact rules (upstream-facts §8).
+"""The paper's tables, rebuilt from trial records with the authors' exact rules.
 
 The rules that reproduce the published numbers:
 
@@ -7,7 +7,7 @@ The rules that reproduce the published numbers:
 - An error is a trial with an error (their ``final_dist == 999``); ``skipped`` trials of our runs (never
   ran) are left out like the authors' dropped quota trials.
 - Success is the record's own ``success`` (``paper_success``). That column mixes two rules in the authors'
-  data (facts §8.8); for our runs, which have no such column, the authors' code rule ``hit_radius`` is used.
+  data; for our runs, which have no such column, the authors' code rule ``hit_radius`` is used.
 - Raw rate = successes / total (errors included); protocol rate = successes / valid.
 - Mean distance and mean iterations are over valid trials only, from the record's ``final_dist``
   (``paper_final_dist``; our ``final_dist_px`` when absent).
@@ -17,7 +17,7 @@ The rules that reproduce the published numbers:
 Rates are fractions in the returned frames; :func:`formatted` prints them the paper's way, and
 :func:`reproduction_check` puts every published number next to the reproduced one.
 
-What the authors' shared records allow (``../shared/upstream``): the ``responses/`` tree reproduces Table
+What the authors' shared records allow (``$DVOC_UPSTREAM``): the ``responses/`` tree reproduces Table
 4.1 (all 8 rows, every printed digit), 4.2 and 4.4; 4.5 only partly (see :func:`table_4_5`);
 ``predict_ablation.json`` reproduces 5.1 exactly. 5.2 and 5.3 need ``ablation_results.json`` and
 ``alpha_ablation.json``, which are not shared; the functions take them when given.
@@ -102,7 +102,7 @@ def _simulated(g: pd.DataFrame) -> bool:
 def table_4_1(trials: pd.DataFrame) -> pd.DataFrame:
     """Table 4.1, overall: ``model, method, total, errors, valid, success, raw_rate, proto_rate,
     mean_dist, mean_iters`` (+ ``simulated``). Reproduced exactly (every printed digit of all 8 rows)
-    from the authors' ``responses/`` tree and, per upstream-facts §8.1, from their final aggregate."""
+    from the authors' ``responses/`` tree and from their final aggregate."""
     t = paper_trials(trials)
     rows = []
     for (model, method), g in t.groupby(["model", "method"], sort=False):
@@ -191,7 +191,7 @@ def table_4_5(trials: pd.DataFrame) -> pd.DataFrame:
     means, and its "72 %" is 17/24 = 70.8 % misprinted. **The Gemma 26B (47.0 px, 8.0) and Gemma 31B
     (54.0 px, 7.8) distances and iterations cannot be reproduced from the records under any rule tried**
     (pooled 30.0 / 46.5 px, per-task means 28.1 / 44.0 px, medians, success-only, the earlier aggregate);
-    upstream-facts §8.4 suggests they come from an intermediate run. This function does not fudge them.
+    They look like the output of an intermediate run. This function does not fudge them.
     """
     t = paper_trials(trials)
     t = t[(t["method"] == "dvoc") & (t["scene_kind"] == "web")]
@@ -252,7 +252,7 @@ def table_5_1(trials: pd.DataFrame) -> pd.DataFrame:
 
 def table_5_2(trials: pd.DataFrame) -> pd.DataFrame:
     """Table 5.2, visual overlay (DVOC trials by ``overlay``). Needs the authors' ``ablation_results.json``
-    (not in ``../shared/upstream``). Rates and means reproduce (facts §8.6), and so does the text-only
+    (not in every copy of the records). Rates and means reproduce, and so does the text-only
     median (102.7 -> 103), but **two published medians do not**: crosshair-only 25.3 (printed 22) and
     full 29.4 (printed 24); the printed values equal the truncated medians of Table 5.1 relative (22.6)
     and 5.3 decay (24.95), a likely copy error. The n are 17 / 12 / 17, not 30 per condition."""
@@ -261,7 +261,7 @@ def table_5_2(trials: pd.DataFrame) -> pd.DataFrame:
 
 def table_5_3(trials: pd.DataFrame) -> pd.DataFrame:
     """Table 5.3, alpha schedule (DVOC trials by ``alpha``): decay, constant 0.5, undamped. Needs the
-    authors' ``alpha_ablation.json`` (not in ``../shared/upstream``); per facts §8.7 it reproduces."""
+    authors' ``alpha_ablation.json`` (not in every copy of the records); it reproduces."""
     return _ablation(trials, "alpha", ("decay", "constant", "undamped", "adaptive"))
 
 

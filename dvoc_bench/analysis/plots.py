@@ -1,4 +1,4 @@
-"""Figures from the trials / steps frames (DESIGN §11). Every function returns a matplotlib ``Figure``.
+"""Figures from the trials / steps frames. Every function returns a matplotlib ``Figure``.
 
 Figures are built with the object API (``matplotlib.figure.Figure``, no pyplot), so nothing here picks or
 changes a backend: saving uses Agg, and a notebook shows the returned figure inline. Every figure whose

@@ -81,7 +81,7 @@ TRIAL_COLUMNS: dict[str, str] = {
     "valid": BOOL,  # status == "ok"
     "target_inferred": BOOL,  # True when the target box is inferred (the authors' web scenes)
     # the authors' own fields (upstream only)
-    "paper_success": NBOOL,  # their stored `success` (mixed rule, see upstream-facts §8.8)
+    "paper_success": NBOOL,  # their stored `success` (a mixed rule: see analysis/honest.py)
     "paper_final_dist": FLOAT,  # their stored `final_dist` (0.1 px; NaN for their 999 error marker)
     "paper_method": STR,  # their method string (dvoc, naive, dvoc_full_absolute, ...)
     "paper_trial_id": STR,

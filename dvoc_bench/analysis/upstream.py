@@ -1,9 +1,9 @@
-"""Read the DVOC authors' published records into the common schema (upstream-facts §1.3–1.6, §4, §6).
+"""Read the DVOC authors' published records into the common schema.
 
 Three formats are understood:
 
 - an aggregate file ``{"elapsed_seconds", "config", "results": [trial, ...]}`` (``benchmark_results.json``,
-  and the final ``complete_results.json``, which is not in ``../shared/upstream``);
+  and the final ``complete_results.json``, which not every copy of the records has);
 - a bare list of trials (the ablation files ``predict_ablation.json``, ``ablation_results.json``,
   ``alpha_ablation.json``);
 - the per-trial tree ``<model>/<task>/<dval|naive>/pos<N>_rep<M>/trial.json`` with one ``iter_NNN.json``
@@ -14,7 +14,7 @@ Every trial keeps the authors' ``success`` as ``paper_success`` and their ``fina
 policy (ε = 30, confidence ≥ 0.5, window 2, abort on three non-decreasing magnitudes; α 1, 0.5, 0.25),
 the distance, and every rule: ``hit`` (inside the target box), ``within_eps`` (d < 30) and ``hit_radius``
 (d < max(w/2, h/2, 30), their code's rule). Target boxes: S1–S6 from our scene files (which reproduce
-theirs; the table below is the fallback), W1–W5 as *inferred* in upstream-facts §4.2 (centre from the
+theirs; the table below is the fallback), W1–W5 as *inferred* from the recorded clicks (centre from the
 record, width and height inferred from the layout), flagged ``target_inferred``.
 
 Their answers were read as pixels (``coord_frame = "pixel"``), although the models answered in 0–1000
@@ -57,7 +57,7 @@ PROVIDERS = {
     "gemma-4-31b-via-or": ("openrouter/google/gemma-4-31b-it:free", "openrouter"),
     "openrouter-free-vision": ("openrouter/openrouter/free", "openrouter"),
 }
-"""Model key -> (first LiteLLM model id tried, provider) as configured by the authors (facts §1.5)."""
+"""Model key -> (first LiteLLM model id tried, provider) as configured by the authors."""
 
 START_POSITIONS = ((194, 92), (361, 205), (308, 151), (184, 426), (638, 124))
 """The authors' five seeded start points, ``pos1`` .. ``pos5`` (also used on 1280×720 pages)."""
@@ -112,14 +112,14 @@ UPSTREAM_ENV = "DVOC_UPSTREAM"
 
 
 def default_upstream_dir() -> Path | None:
-    """``$DVOC_UPSTREAM`` if set, else ``../shared/upstream`` beside the repository; ``None`` if absent."""
+    """The folder named by ``$DVOC_UPSTREAM``; ``None`` when it is unset or absent."""
     env = os.environ.get(UPSTREAM_ENV)
-    p = Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "upstream"
-    return p if p.exists() else None
+    p = Path(env) if env else None
+    return p if p is not None and p.exists() else None
 
 
 def is_excluded(model: str) -> bool:
-    """The authors' exclusion (facts §8): OpenRouter-only keys, nemotron and the free router."""
+    """The authors' exclusion: OpenRouter-only keys, nemotron and the free router."""
     return model.endswith("-via-or") or model.startswith("nemotron") or model == "openrouter-free-vision"
 
 
@@ -208,7 +208,7 @@ def replay_dvoc(
 
     Returns ``(stop_reason, final_point, per-step dicts)``; per step: ``alpha``, ``decision``, the raw and
     clamped step and the next draft. The final point is the last verified draft on act / abort and the
-    last corrected draft on the iteration cap (facts §1.3). ``stop_reason`` is ``"inconsistent"`` when the
+    last corrected draft on the iteration cap. ``stop_reason`` is ``"inconsistent"`` when the
     history ends while the policy would have continued (a truncated record).
     """
     reports: list[Report] = []

@@ -1,4 +1,4 @@
-"""``python -m dvoc_bench.bench dataset``: memory and frame bytes of a dataset sweep at 4K (issue 19).
+"""``python -m dvoc_bench.bench dataset``: memory and frame bytes of a dataset sweep at 4K.
 
 Builds a 500-sample ScreenSpot-Pro fixture of 3840x2160 screenshots (:mod:`dvoc_bench.scenes.dataset_fixture`:
 125 screenshot files, 4 targets each), then runs ``experiment=screenspot_pro`` (oneshot, and dvoc started

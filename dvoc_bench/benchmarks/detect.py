@@ -1,4 +1,4 @@
-"""Detector latency per screenshot (DESIGN §12: figures, not assertions).
+"""Detector latency per screenshot (figures, not assertions).
 
     python -m dvoc_bench.bench detect [cv|onnx|helper|all] [-n 30] [--threads 2] [--size 800x600]
     python -m dvoc_bench.bench recall [...]   # recall against the DOM (dvoc_bench.benchmarks.recall)

@@ -1,4 +1,4 @@
-"""Benchmarks (§12): ``python -m dvoc_bench.bench overhead|sweep|scheduler|loader|hires``. Figures, not
+"""Benchmarks: ``python -m dvoc_bench.bench overhead|sweep|scheduler|loader|hires``. Figures, not
 assertions.
 (``readme`` is not a benchmark: it prints the numbers README.md quotes from simulated runs,
 :mod:`dvoc_bench.benchmarks.readme_numbers`.)

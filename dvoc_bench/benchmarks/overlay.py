@@ -1,5 +1,5 @@
 """Overlay style sweep (``python -m dvoc_bench.bench overlay``): does the simulator's success move smoothly
-with the crosshair's colour and size (issue 16 item 1)?
+with the crosshair's colour and size?
 
 Five crosshair colours from red to green, five sizes (arm 5-25 px at the authors' 3 px bars) and five bar
 widths (1-5 px at the authors' 15 px arms), each a sweep of the Gemini-like profile, DVOC under

@@ -1,4 +1,4 @@
-"""Detector recall on real pages: can Set-of-Mark work on a page before any model is asked? (issue #18)
+"""Detector recall on real pages: can Set-of-Mark work on a page before any model is asked?
 
     python -m dvoc_bench.bench recall [--detectors oracle,cv] [--tasks W1,W2,W3,W4,W5]
         [--task-file T.yaml ...] [--page P.html ...] [--root DIR] [--onnx-model M.onnx --onnx-anchors A]

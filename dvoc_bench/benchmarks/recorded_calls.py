@@ -1,11 +1,11 @@
 """Calls per trial in the authors' records: what ``run.plan_only`` expects of a method when no earlier run
-of ours is given (issue 21).
+of ours is given.
 
 :func:`recorded_calls` reduces the authors' main-benchmark trials (valid ones: the trial ran to a stop
 reason) to one row per (model, method): trials, mean and largest model calls, and the median seconds per
 call (their wall time over their calls, backoff included). The table ships with the package as
 ``recorded_calls.json`` beside this module (the plan reads it without importing pandas or this package);
-``python -m dvoc_bench.bench recorded-calls --upstream ../shared/upstream`` rewrites it, and a test checks it
+``python -m dvoc_bench.bench recorded-calls --upstream "$DVOC_UPSTREAM"`` rewrites it, and a test checks it
 against the records when they are present.
 """
 

@@ -1,4 +1,4 @@
-"""Calibration of the simulator on the authors' recorded replies (issue 8), one module per job:
+"""Calibration of the simulator on the authors' recorded replies, one module per job:
 
 - :mod:`~dvoc_bench.calibration.extract`: tables and statistics from the records (one row per DVOC step or
   one-shot answer, shares, repeats, per-step statistics and their comparison);

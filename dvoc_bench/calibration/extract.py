@@ -1,4 +1,4 @@
-"""What the calibration reads from the records (issue 8): statistics and tables, no fit, no simulation.
+"""What the calibration reads from the records: statistics and tables, no fit, no simulation.
 
 - :func:`load_calibration_data`: the authors' records split by role (the ``responses/`` tree is fitted,
   ``predict_ablation.json`` is validation only);
@@ -6,7 +6,7 @@
   :func:`click_table`: one row per one-shot ``click_at`` answer. Both work on the authors' steps and on
   ours, and on the simulator's replays of them (:mod:`~dvoc_bench.calibration.replay`);
 - plain shares (:func:`discrete_shares`), repeated situations (:func:`repeat_pairs`), the per-step
-  statistics of upstream-facts §9 and their recorded-vs-simulated comparison with bootstrap intervals
+  statistics of the records and their recorded-vs-simulated comparison with bootstrap intervals
   (:func:`step_statistics`, :func:`compare_steps`), the one-shot statistics;
 - :func:`replay_truths`: the ground truth of the authors' scenes (S1-S6 from our scene files, W1-W5 as
   the inferred target box).
@@ -38,9 +38,9 @@ from dvoc_bench.core.geometry import Box, Size
 from dvoc_bench.models.simulator.behaviour import BOX_NEAR_PX
 
 CALIBRATED_MODELS = ("gemini-3.1-flash-lite", "gemma-4-26b", "gemma-4-31b")
-"""Models with enough valid records to fit (upstream-facts §9: 162-598 DVOC steps each)."""
+"""Models with enough valid records to fit (162-598 DVOC steps each)."""
 BIN_EDGES = (0.0, 30.0, 100.0, 300.0, math.inf)
-"""True-distance bins of upstream-facts §9.2 (px)."""
+"""True-distance bins of the residual statistics (px)."""
 BIN_LABELS = ("<30", "30-100", "100-300", ">300")
 
 
@@ -65,7 +65,7 @@ def recorded_name(model: str) -> str:
 
 
 def distance_bin(d: pd.Series | np.ndarray) -> pd.Categorical:
-    """The §9.2 bin of each distance (px)."""
+    """The residual-statistics bin of each distance (px)."""
     return pd.cut(np.asarray(d, dtype=float), list(BIN_EDGES), right=False, labels=list(BIN_LABELS))
 
 
@@ -456,7 +456,7 @@ def no_tool_share(steps: pd.DataFrame, model: str) -> tuple[int, int]:
 
 def replay_truths(tasks: Sequence[str]) -> dict[str, Any]:
     """Ground truth of the authors' scenes for replaying steps: S1-S6 from our scene files (the authors'
-    geometry), W1-W5 as the target box inferred in upstream-facts §4.2 (their pages are not ours)."""
+    geometry), W1-W5 as the target box inferred from the recorded clicks (their pages are not ours)."""
     from dvoc_bench.core.scene import Element, SceneTruth
 
     out: dict[str, Any] = {}
@@ -496,7 +496,7 @@ def replay_truths(tasks: Sequence[str]) -> dict[str, Any]:
 
 
 def step_statistics(vt: pd.DataFrame, by: str = "canvas") -> pd.DataFrame:
-    """Per-step statistics of §9 in long form (``group, stat, bin, value, n``): gain through the origin
+    """Per-step statistics in long form (``group, stat, bin, value, n``): gain through the origin
     per axis, quantiles of the frame-corrected residual |r/g - t| (0-1000 reading) and of the raw residual
     |r - t|, per distance bin the share of (0, 0) reports, of reversals and of dropped x / y axes, the
     confidence mean and the share of each confidence value, and the share of replies without a tool call."""

@@ -1,4 +1,4 @@
-"""The fit of a simulator profile to a model's step-level records (issue 8; trial outcomes are never read).
+"""The fit of a simulator profile to a model's step-level records (trial outcomes are never read).
 
 - offsets: one EM over a mixture whose components are exactly the simulator's generative paths
   (:func:`fit_offsets`): the native-frame mixture (pixel / norm1000 / mixed = target in 0-1000 units minus

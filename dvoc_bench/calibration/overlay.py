@@ -1,4 +1,4 @@
-"""The perception parameters of the calibrated profiles (``sim.perception``; issue 16 item 1).
+"""The perception parameters of the calibrated profiles (``sim.perception``).
 
 The authors' records hold full-overlay steps in one style only (red crosshair, 15 px arms, 3 px bars), so
 no step-level record can tell how perception degrades with the marker's contrast, size or clutter. The
@@ -15,7 +15,7 @@ values below are set by hand, under three constraints, and written into every ca
   between neighbours; the 11 px, 1 px crosshair itself (61 % against 85 % for 21 px, 2 px) stays the one
   steep corner: it is lost among the circle's and labels' strokes in about half the frames;
 - Table 5.2 (text only 6 / 17, crosshair only 12 / 12, full 14 / 17) stays inside the simulator's 95 %
-  predictive interval (met for all three since the Gemini profile's stopping was fitted, issue 16 item 4;
+  predictive interval (met for all three since the Gemini profile's stopping was fitted;
   before, crosshair only, 12 / 12 against [6, 11], was not). Table 5.2 is therefore an **in-sample**
   check (:data:`dvoc_bench.calibration.predictive.PUBLISHED` marks it so); 5.1 and 5.3 stay out of
   sample.

@@ -1,4 +1,4 @@
-"""A validation that can fail (issue 16 item 5): for each model and method under ``protocols=[paper]`` on
+"""A validation that can fail: for each model and method under ``protocols=[paper]`` on
 S1-S6 (the authors' radius rule), is the recorded success count inside the simulator's 95 % *predictive*
 interval for the recorded number of trials?
 
@@ -49,7 +49,7 @@ __all__ = [
 @dataclass(frozen=True)
 class Published:
     """A success count the paper publishes for Gemini 3.1 FL under ``protocol=paper`` on S1-S6 (hit radius;
-    upstream-facts §8.5-8.7)."""
+    the authors' ablation files)."""
 
     table: str
     """The paper's table."""

@@ -1,4 +1,4 @@
-"""A model's profile (issue 8): the fit mapped onto the simulator's ``sim:`` block, refined by replay,
+"""A model's profile: the fit mapped onto the simulator's ``sim:`` block, refined by replay,
 its goodness of fit measured, and the text of ``conf/model/sim-<model>.yaml`` rendered; the validation
 figure.
 
@@ -271,8 +271,8 @@ def with_perception(block: Mapping[str, Any]) -> dict[str, Any]:
 
 
 HEADER = """\
-# Simulator profile: {label}-like, CALIBRATED on the authors' recorded replies (issue 8).
-# Written by `python -m dvoc_bench.calibrate --upstream ../shared/upstream --out conf/model/` from the records
+# Simulator profile: {label}-like, CALIBRATED on the authors' recorded replies.
+# Written by `python -m dvoc_bench.calibrate --upstream "$DVOC_UPSTREAM" --out conf/model/` from the records
 # with digest {digest} (fit.data.records_digest); the file is a pure function of the records and the code:
 # do not edit by hand: re-run the calibration. Supersedes the hand-set v0 profile (see git history).
 # Every number under `sim:` was fitted from STEP-LEVEL records only (one row per model call of the
@@ -281,16 +281,16 @@ HEADER = """\
 # sample. The `fit:` block (ignored by the simulator) holds provenance, the fitted statistics and the
 # goodness of fit per statistic (simulator replayed on the recorded inputs vs the records).
 #   frames / gain / noise / outlier / near.shrink / near.p_reverse: EM over the simulator's own paths
-#     (upstream-facts §9.1 model-frame test H0/H1/H2, §9.2 residuals), per canvas (`canvas:`) and pooled.
-#   near.p_zero_* / axis_drop: recorded shares (§9.2, §9.3) corrected by replay until matched;
+#     (the model-frame test H0/H1/H2 and the residuals), per canvas (`canvas:`) and pooled.
+#   near.p_zero_* / axis_drop: recorded shares corrected by replay until matched;
 #     `near.zero_rule: box` when at least 90 % of the model's (0, 0) reports (20 or more) came with the
 #     crosshair on the target box or at most 10 px off it: then the rates are inside the box (below 15,
 #     15-30, from 30 px off its centre) / near it, and the axis-drop rates are split by whether the
 #     crosshair lies within the box's span on that axis.
-#   confidence: categorical per bucket of the reported magnitude (§9.5). consistency: per-call repeat
+#   confidence: categorical per bucket of the reported magnitude. consistency: per-call repeat
 #     rate, sqrt of the share of identical answers over pairs of calls with identical input (same prompt,
-#     same image; §9.6 "fixation"); the trial seed enters every other draw.
-#   oneshot / no_task_target: the one-shot answers (§9.6); tokens: placeholder (no token data upstream).
+#     same image: "fixation"); the trial seed enters every other draw.
+#   oneshot / no_task_target: the one-shot answers; tokens: placeholder (no token data upstream).
 #   perception: NOT fitted (the records hold one overlay style): set by hand so that the authors' style is
 #     read exactly and Table 5.2 stays inside the predictive intervals (in sample; calibration/overlay.py).
 #   latency: fitted per-call seconds (median, log-sd); scale 0 keeps offline sweeps fast. For realistic

@@ -1,4 +1,4 @@
-"""Repeats as samples, checked on whole sweeps (issue 16 item 2, "done when"): the paper sweep run with seed 0
+"""Repeats as samples, checked on whole sweeps: the paper sweep run with seed 0
 and with seed 1 gives pairs of trials with an identical first input (model, method, task, start point,
 repeat). Two figures per calibrated model and method:
 

@@ -1,4 +1,4 @@
-"""The simulator replayed on recorded situations (issue 8): same scene, same drawn crosshair, the task in
+"""The simulator replayed on recorded situations: same scene, same drawn crosshair, the task in
 the text as the paper protocol words it. The only module of the calibration that builds a
 :class:`~dvoc_bench.models.simulator.SimulatedModel` itself.
 

@@ -1,4 +1,4 @@
-"""Out-of-sample validation of the profiles (issue 8): the authors' sweeps simulated through the real
+"""Out-of-sample validation of the profiles: the authors' sweeps simulated through the real
 harness (:func:`dvoc_bench.runner.sweep.run_sweep`, ``protocol=paper``) and compared with their trial
 outcomes,
 which the fit never reads.

@@ -1,4 +1,4 @@
-"""UI-element detectors for Set-of-Mark grounding (DESIGN §10, research/som.md).
+"""UI-element detectors for Set-of-Mark grounding.
 
 One interface, :class:`Detector` (``detect(image) -> list[Detection]``, ``run(image) -> DetectionRun`` with
 timing), five backends, chosen with ``detector=`` (:mod:`.config`, built by :mod:`.service`):

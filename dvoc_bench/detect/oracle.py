@@ -1,7 +1,7 @@
 """The ``oracle`` detector: the scene's own element boxes (synthetic spec or DOM), optionally degraded.
 
 It knows the answer, so it bounds what Set-of-Mark can reach with a perfect detector; the error rates
-emulate a real detector's failure modes (research/som.md §4.2: SoM is capped by the detector's recall):
+emulate a real detector's failure modes (SoM is capped by the detector's recall):
 
 - ``miss_rate``: each element is left out with this probability;
 - ``duplicate_rate``: each kept element is boxed a second time (independent jitter, lower score);

@@ -1,7 +1,7 @@
 """The same YOLOv5 model compiled to ``.rknn``, run on a Rockchip NPU through ``rknnlite``.
 
 ``rknn-toolkit-lite2`` exists only for aarch64 Linux and supports the RK3562/3566/3568/3576/3588 and
-RV1126B NPUs (research/som.md §1.1); the RV1106 of the seed is reached through its C helper and the
+RV1126B NPUs; the RV1106 of the seed is reached through its C helper and the
 ``helper`` backend instead. ``rknnlite`` is imported only when this backend is built; anywhere else the
 error says what to use instead. The model takes NHWC uint8 RGB (normalisation is baked in at conversion);
 its heads may come back NCHW (float, dequantised) or NHWC, both are accepted.

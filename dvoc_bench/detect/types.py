@@ -1,4 +1,4 @@
-"""What every detector backend returns: scored boxes in source pixels, plus timing (DESIGN §10)."""
+"""What every detector backend returns: scored boxes in source pixels, plus timing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""YOLOv5 pre- and post-processing of the seed's detector, in numpy (research/som.md §2).
+"""YOLOv5 pre- and post-processing of the seed's detector, in numpy.
 
 Pipeline of one screenshot ``W x H`` for a square model input ``S`` (960):
 

@@ -1,4 +1,4 @@
-"""Overlays drawn on a scene screenshot, PNG encoding and the pinned font (DESIGN §4, §9).
+"""Overlays drawn on a scene screenshot, PNG encoding and the pinned font.
 
 Everything here is a pure function on ``HxWx3`` uint8 numpy arrays: no file is written, no global state
 except the font cache and the encoder's cache of clean screenshots; both are thread-safe, so frames can

@@ -1,4 +1,4 @@
-"""Where Set-of-Mark tags go and which colours the marks get: pure functions, no drawing (issue #18).
+"""Where Set-of-Mark tags go and which colours the marks get: pure functions, no drawing.
 
 Two placements (``detector.tag_layout``):
 

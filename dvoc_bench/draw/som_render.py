@@ -1,4 +1,4 @@
-"""Set-of-Mark drawing (seed ``ui-grounding-som.txt``, DESIGN §10): pure functions on ``HxWx3`` arrays.
+"""Set-of-Mark drawing (seed ``ui-grounding-som.txt``): pure functions on ``HxWx3`` arrays.
 
 From detections to marks (:func:`marks_from_detections`):
 

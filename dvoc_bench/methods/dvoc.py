@@ -1,4 +1,4 @@
-"""DVOC: draw the draft, ask for the offset to the target, apply a damped correction, repeat (§4).
+"""DVOC: draw the draft, ask for the offset to the target, apply a damped correction, repeat.
 
 The loop runs in screenshot pixels; what the model sees and reads is in pixels of the image sent (the
 screenshot downscaled to the model's input limits, :mod:`dvoc_bench.draw.sending`): the crosshair is drawn

@@ -1,6 +1,6 @@
 """Set-of-Mark: detector -> numbered marks -> the model picks a number -> click that box's centre.
 
-One trial (seed ``ui-grounding-som.txt``, DESIGN §10):
+One trial (seed ``ui-grounding-som.txt``):
 
 1. The sweep's detector (``env.detector``) finds boxes on the clean screenshot (pixel backends once per
    screenshot; the oracle per trial, its errors seeded by the trial).

@@ -1,4 +1,4 @@
-"""The one model protocol every backend implements (§7), and its request/reply types."""
+"""The one model protocol every backend implements, and its request/reply types."""
 
 from __future__ import annotations
 

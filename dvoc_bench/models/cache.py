@@ -1,4 +1,4 @@
-"""Content-addressed response cache (DESIGN §7): re-runs and re-analysis cost nothing.
+"""Content-addressed response cache: re-runs and re-analysis cost nothing.
 
 The key is sha256 over the model identity (model id + api base), the messages exactly as sent (the image
 replaced by the sha256 of its PNG bytes), the tools, ``tool_choice``, the request's parameters and seed,

@@ -1,4 +1,4 @@
-"""The LiteLLM client: every real provider behind the :class:`~dvoc_bench.models.base.Model` protocol (§7).
+"""The LiteLLM client: every real provider behind the :class:`~dvoc_bench.models.base.Model` protocol.
 
 One call = one ``user`` turn (the prompt text, then the PNG as a ``data:`` URL), the tool schemas, an
 optional ``tool_choice``, and the sampling parameters (model config ``params:`` overridden by the request's

@@ -1,4 +1,4 @@
-"""Prices of model calls and the per-call estimates of the plan and the budget (issue 21).
+"""Prices of model calls and the per-call estimates of the plan and the budget.
 
 **Where a price comes from**, first match wins (:func:`price_of`):
 

@@ -1,4 +1,4 @@
-"""What the harness says to a model and how it reads the answer (DESIGN §4).
+"""What the harness says to a model and how it reads the answer.
 
 - :mod:`.tools`: tool schemas (``report_offset``, ``click_at``, ``select_element``).
 - :mod:`.protocols`: one object per protocol (``v1`` corrected, ``paper`` faithful) that the methods

@@ -1,4 +1,4 @@
-"""Protocol ``paper``: the authors' benchmark semantics, faithfully, in our own words (upstream-facts §1–§3).
+"""Protocol ``paper``: the authors' benchmark semantics, faithfully, in our own words.
 
 What it keeps from the authors' harness, on purpose (these are the artefacts the paper's numbers rest on):
 

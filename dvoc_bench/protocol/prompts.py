@@ -1,15 +1,15 @@
-"""Prompt texts of the corrected protocol ``v1`` (DESIGN §4); the faithful ``paper`` texts are in
+"""Prompt texts of the corrected protocol ``v1``; the faithful ``paper`` texts are in
 :mod:`dvoc_bench.protocol.paper`. Methods reach both through the protocol objects
 (:mod:`dvoc_bench.protocol.protocols`).
 
 What ``v1`` tells the model, and why:
 
 - the image size and the coordinate frame the model config declares (``pixel``, ``norm1000``, ``norm1``),
-  so the answer's units are agreed instead of guessed (upstream-facts §0.1, §0.4);
-- the task instruction, in every prompt including the first one-shot attempt (§0.2);
+  so the answer's units are agreed instead of guessed;
+- the task instruction, in every prompt including the first one-shot attempt;
 - the crosshair position as text on a machine-readable line, for every overlay (the ``none`` overlay
-  otherwise leaves the model blind at step 0, §0.8);
-- a history that shows where the crosshair actually went after damping and clamping (§0.8).
+  otherwise leaves the model blind at step 0);
+- a history that shows where the crosshair actually went after damping and clamping.
 
 All wording is ours. Every number shown to the model is in its own frame; the caller passes pixels.
 """

@@ -94,7 +94,7 @@ class PaperProtocol(Protocol):
     missing_answer_is_zero: bool = True
 
     def answer_frame(self, declared: str) -> str:
-        return "pixel"  # the prompt says pixels and every number is read as one (upstream-facts §0)
+        return "pixel"  # the prompt says pixels and every number is read as one
 
     def drawn_point(self, p: Point) -> Point:
         return paper.truncated(p)  # the authors drew at int(x), int(y)

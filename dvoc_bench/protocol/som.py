@@ -1,4 +1,4 @@
-"""Set-of-Mark prompt, element list and answer parsing (DESIGN §4, §10; seed ``ui-grounding-som.txt``).
+"""Set-of-Mark prompt, element list and answer parsing (seed ``ui-grounding-som.txt``).
 
 The model sees the marked screenshot and one prompt holding the instruction, the image size, the units of
 the element list, a sentence introducing it (our wording), and the detector's output as one JSON line
@@ -7,7 +7,7 @@ holding the seed's ``grounding`` object: the element list with the spec's fields
     Grounding: {"grounding":{"error":null,"elements":[{"id":1,"center":[500.0,260.4],"box":[62.5,...]}]}}
 
 ordered as the marks are numbered (by detector score). Numbers are in the **model's coordinate frame**
-(DESIGN §10): pixels with one decimal, 0-1000 units (``pixel / (size - 1) x 1000``, one decimal: on a
+: pixels with one decimal, 0-1000 units (``pixel / (size - 1) x 1000``, one decimal: on a
 1920-wide screenshot pixel 960 is 500.3) or 0-1 units (three decimals). The pixel values are the mark's
 box (the detector's numbers, see :mod:`dvoc_bench.draw.som_render`), clamped to ``[0, size - 1]`` first, so no
 value leaves the frame's range; rounding is half up on the decimal value. The model answers

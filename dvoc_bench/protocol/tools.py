@@ -1,4 +1,4 @@
-"""Tool schemas offered to the model (OpenAI function-calling format, DESIGN §4).
+"""Tool schemas offered to the model (OpenAI function-calling format).
 
 The schemas say nothing about units on purpose: the prompt states the coordinate frame the model must use
 (pixels or a normalised scale), and offsets and points are read in that frame.

@@ -1,4 +1,4 @@
-"""Synthetic scenes: declarative YAML specs rendered with Pillow and the pinned DejaVu Sans (DESIGN §9).
+"""Synthetic scenes: declarative YAML specs rendered with Pillow and the pinned DejaVu Sans.
 
 Spec schema (one scene per file, ``scenes/synthetic/<id>.yaml``)::
 

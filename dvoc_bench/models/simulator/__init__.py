@@ -1,4 +1,4 @@
-"""The simulator: a stochastic stand-in for a vision-language model (DESIGN §7, upstream-facts §9).
+"""The simulator: a stochastic stand-in for a vision-language model.
 
 The simulator sees what a model sees (the image pixels and the prompt text) plus the scene's ground truth,
 looked up by ``request.scene_id``. It never reads harness state or the protocol module: the paper's
@@ -27,7 +27,7 @@ Mechanism of one call (every random draw comes from a per-call generator, see *D
    history prints). With none of these, the model does not know where the crosshair is and answers ``(0,
    0)`` (``unknown_position: zero``) or assumes the image centre (``guess_centre``).
 5. **Native frame** per call from the mixture ``frames`` over ``pixel``, ``norm1000``, ``norm1`` and
-   ``mixed``. ``mixed`` is upstream-facts §9.1 H2: the target read in 0-1000 units, the crosshair read in
+   ``mixed``. ``mixed`` is the authors' hypothesis H2: the target read in 0-1000 units, the crosshair read in
    pixels from the drawn label, ``r = g*T^ - P^`` with ``g = 1000/(W-1), 1000/(H-1)``. It needs a prompt that
    does not state the crosshair position; when the text has a ``Crosshair position:`` line, the ``mixed``
    weight goes to ``norm1000``. Offsets and points leave pixels with the factor of ``geometry``
@@ -50,7 +50,7 @@ Mechanism of one call (every random draw comes from a per-call generator, see *D
 9. **Confidence** from the categorical ``confidence.values / probs``, or, when ``confidence.by_distance`` is
    set, from the first bucket whose ``max_px`` is at least the magnitude of the offset the model believes
    in after step 6 (px, before frame conversion and gain). That makes a Gemini-like profile informative
-   (§9.5) and gives ``(0, 0)`` reports the first bucket (§9.4: (0,0) reports come with confidence 1.0).
+   and gives ``(0, 0)`` reports the first bucket (in the records, (0,0) reports come with confidence 1.0).
 10. With probability ``p_no_tool_call`` the reply carries no tool call, only a short text.
 11. **Point mode** (one-shot / absolute): ``T^`` with ``oneshot.noise_px`` inlier noise and
     ``oneshot.outlier_p`` outliers, in the native frame (``oneshot.frames`` if given, else ``frames`` with
@@ -70,14 +70,14 @@ Mechanism of one call (every random draw comes from a per-call generator, see *D
     toward nearby boxes. Confidence from ``som.confidence`` (default: ``oneshot.confidence``). The reply
     is ``select_element({"id": n, "confidence": c})``. ``p_no_tool_call`` applies as in the other modes.
 
-Knobs added by the calibration (issue 8; each default keeps the behaviour above):
+Knobs added by the calibration (each default keeps the behaviour above):
 
 14. **Per-canvas overrides** ``canvas: [{size: [W, H], frames, gain, noise, outlier, near, axis_drop,
     confidence, oneshot}]``: a call on a scene whose own size is ``W x H`` uses the sections given there
     instead of the top-level ones (the authors' models answered differently on 800x600 and 1280x720
-    screens: more mixed-frame answers and more noise on the web pages, upstream-facts §9.1-9.2).
+    screens: more mixed-frame answers and more noise on the web pages).
 15. ``no_task_target``: probability that a prompt without the task still aims at the real target (the
-    element that stands out) instead of ``no_task``'s pick (§9.6: first one-shot calls landed on the
+    element that stands out) instead of ``no_task``'s pick (in the records, first one-shot calls landed on the
     target in 58-68 % of the authors' trials).
 16. ``latency: {median_s, sigma, scale}``: per-call latency drawn from a log-normal with that median and
     log-sd (fitted on the authors' records) times ``scale``, added to ``latency_s``. ``scale`` is 0 in

@@ -37,13 +37,13 @@ __all__ = [
 ]
 
 NEAR_PX = 30.0
-"""Inner near-target threshold (px) of §9.2's bins."""
+"""Inner near-target threshold (px) of the residual statistics' bins."""
 MID_PX = 100.0
-"""Outer near-target threshold (px) of §9.2's bins."""
+"""Outer near-target threshold (px) of the residual statistics' bins."""
 BOX_NEAR_PX = 10.0
 """``near.zero_rule: box``: a crosshair at most this far outside the box aimed at is "near" it."""
 AXIS_DROP_MIN_PX = 30.0
-"""Only an axis further off than this can be dropped (§9.3's definition)."""
+"""Only an axis further off than this can be dropped (the axis-drop statistic's definition)."""
 
 
 def _interactive(truth: SceneTruth) -> list[Element]:
@@ -143,7 +143,7 @@ def near_target(
     box_px: tuple[float, float] | None = None,
     centre_px: float | None = None,
 ) -> Offset:
-    """Apply §9.2/§9.3 near-target behaviour and axis dropping to a perceived offset (px); ``box_px`` is
+    """Apply the near-target behaviour and axis dropping to a perceived offset (px); ``box_px`` is
     the perceived crosshair's distance to the span of the box aimed at on each axis (used by ``near.zero_rule:
     box`` and ``axis_drop.p_x_in_span`` / ``p_y_in_span``), ``centre_px`` its distance to that box's centre
     (the in-box zero rates by distance; the model knows where it stands on the button, its offset estimate
@@ -162,7 +162,7 @@ def near_target(
             return Offset(0.0, 0.0)
         if rng.random() < near.p_reverse_30_100:
             o = o.scaled(-1.0)
-    seen = o  # the axis test reads the offset as perceived, before the shrink (as §9.3 reads the truth)
+    seen = o  # the axis test reads the offset as perceived, before the shrink (as the axis-drop statistic reads the truth)
     if d < near.shrink_below_px:
         o = o.scaled(near.shrink_below_100)
     p_x, p_y = axis_drop.per_axis()
@@ -180,7 +180,7 @@ def near_target(
             drop_y = abs(seen.dy) > AXIS_DROP_MIN_PX and rng.random() < p_y and abs(seen.dy) <= reach
         if drop_x and drop_y:  # never both: keep the larger component
             drop_x, drop_y = abs(o.dx) < abs(o.dy), abs(o.dx) >= abs(o.dy)
-        drop_x = drop_x and abs(o.dy) >= 1.0  # a drop never makes a (0, 0) report (§9.3 counts non-zero
+        drop_x = drop_x and abs(o.dy) >= 1.0  # a drop never makes a (0, 0) report (the statistic counts non-zero
         drop_y = drop_y and abs(o.dx) >= 1.0  # replies; a zero is the zero rule's)
         o = Offset(0.0 if drop_x else o.dx, 0.0 if drop_y else o.dy)
     return o

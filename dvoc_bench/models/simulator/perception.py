@@ -1,4 +1,4 @@
-"""Perceiving the crosshair from the pixels (issue 16 item 1): a localiser that knows no colour.
+"""Perceiving the crosshair from the pixels: a localiser that knows no colour.
 
 A model does not match exact RGB values: it sees a thin cross that stands out from what is around it. The
 localiser here does the same with pure numpy functions on an ``HxWx3`` uint8 image:

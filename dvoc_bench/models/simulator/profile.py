@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 NATIVE_FRAMES = ("pixel", "norm1000", "norm1", "mixed")
-"""Frames a simulated answer can be given in; ``mixed`` is the H2 frame of upstream-facts §9.1."""
+"""Frames a simulated answer can be given in; ``mixed`` is the H2 frame of the model-frame test (docs/simulator.md)."""
 
 
 def _none_is_no_bound(v: Any) -> Any:
@@ -149,7 +149,7 @@ class OutlierSpec(Declared):
 
 
 class NearSpec(Declared):
-    """Near-target behaviour on the perceived offset (px), bins of upstream-facts §9.2."""
+    """Near-target behaviour on the perceived offset (px), bins of the residual statistics."""
 
     p_zero_below_30: Prob = 0.0
     """Probability of reporting ``(0, 0)`` when the perceived offset is below 30 px."""
@@ -186,7 +186,7 @@ class NearSpec(Declared):
 
 
 class AxisDropSpec(Declared):
-    """Axis dropping: one component reported as 0 while that axis is far off (§9.3)."""
+    """Axis dropping: one component reported as 0 while that axis is far off."""
 
     p: Prob = 0.0
     """Probability, per axis with ``|t^_axis| > 30`` px, that the axis is reported as 0."""
@@ -255,7 +255,7 @@ class ConfidenceBucket(_Categorical):
 
 
 class ConfidenceSpec(_Categorical):
-    """Categorical self-reported confidence (§9.5); a bare number means always that value."""
+    """Categorical self-reported confidence; a bare number means always that value."""
 
     number_means_always: ClassVar[bool] = True
 
@@ -293,7 +293,7 @@ def _none_is_default(v: Any) -> Any:
 
 
 class OneShotSpec(Declared):
-    """Point answers (``click_at``): one-shot and absolute-mode calls (§9.6)."""
+    """Point answers (``click_at``): one-shot and absolute-mode calls."""
 
     noise_px: NonNegFloat = 1.0
     """Inlier noise scale in px (same distribution family as ``noise``)."""
@@ -553,8 +553,7 @@ def assumed_knobs(
     """The assumption markers of one trial of a profile (a raw ``sim:`` mapping): the knobs among the
     trial's that the profile's ``fitted_for`` does not list (``-`` = the knob does not apply), through
     :func:`dvoc_bench.core.assumptions.assumed_labels`. ``extra``: values of further registered knobs
-    (issue 20:
-    crops, zoom, datasets). Empty for a profile without ``fitted_for``."""
+    (crops, zoom, datasets). Empty for a profile without ``fitted_for``."""
     ff = (sim or {}).get("fitted_for") if isinstance(sim, Mapping) else None
     if not ff:
         return []

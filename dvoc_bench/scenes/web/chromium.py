@@ -1,4 +1,4 @@
-"""Which Chromium to launch, and with which switches (DESIGN §9).
+"""Which Chromium to launch, and with which switches.
 
 Order: an explicit path (``web.chromium`` in the config), Playwright's own download if it is present,
 ``$DVOC_CHROMIUM``, ``/usr/bin/chromium``, ``chromium-browser`` and ``google-chrome`` on ``PATH``. With none

@@ -1,4 +1,4 @@
-"""Web scenes: HTML pages rendered in a real Chromium, targets measured from the DOM (DESIGN §9).
+"""Web scenes: HTML pages rendered in a real Chromium, targets measured from the DOM.
 
 A web task is a YAML file (``scenes/web/W1.yaml``)::
 
