@@ -390,12 +390,13 @@ def _upstream_section(rep: Report, paths: list[str], rule: str, seed: int, n_boo
         rep.h(3, f"Table {name}")
         if role not in roles:
             rep.p(
-                f"Not reproduced here: the authors' `{file}` was not given (not every copy of the records has it)."
+                f"Not reproduced here: the authors' `{file}` was not given "
+                "(not every copy of the records has it)."
             )
             if name == "5.2":
                 rep.p(
-                    "Known from the authors' ablation file: two of its printed medians (crosshair-only 22, full 24) "
-                    "do not follow from the records (25.3 and 29.4)."
+                    "Known from the authors' ablation file: two of its printed medians "
+                    "(crosshair-only 22, full 24) do not follow from the records (25.3 and 29.4)."
                 )
             continue
         ab = load_upstream(roles[role])

@@ -162,7 +162,9 @@ def near_target(
             return Offset(0.0, 0.0)
         if rng.random() < near.p_reverse_30_100:
             o = o.scaled(-1.0)
-    seen = o  # the axis test reads the offset as perceived, before the shrink (as the axis-drop statistic reads the truth)
+    # the axis test reads the offset as perceived, before the shrink (as the axis-drop statistic
+    # reads the truth)
+    seen = o
     if d < near.shrink_below_px:
         o = o.scaled(near.shrink_below_100)
     p_x, p_y = axis_drop.per_axis()
@@ -180,8 +182,10 @@ def near_target(
             drop_y = abs(seen.dy) > AXIS_DROP_MIN_PX and rng.random() < p_y and abs(seen.dy) <= reach
         if drop_x and drop_y:  # never both: keep the larger component
             drop_x, drop_y = abs(o.dx) < abs(o.dy), abs(o.dx) >= abs(o.dy)
-        drop_x = drop_x and abs(o.dy) >= 1.0  # a drop never makes a (0, 0) report (the statistic counts non-zero
-        drop_y = drop_y and abs(o.dx) >= 1.0  # replies; a zero is the zero rule's)
+        # a drop never makes a (0, 0) report (the statistic counts non-zero replies; a zero is the
+        # zero rule's)
+        drop_x = drop_x and abs(o.dy) >= 1.0
+        drop_y = drop_y and abs(o.dx) >= 1.0
         o = Offset(0.0 if drop_x else o.dx, 0.0 if drop_y else o.dy)
     return o
 

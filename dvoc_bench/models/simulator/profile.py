@@ -48,7 +48,8 @@ __all__ = [
 ]
 
 NATIVE_FRAMES = ("pixel", "norm1000", "norm1", "mixed")
-"""Frames a simulated answer can be given in; ``mixed`` is the H2 frame of the model-frame test (docs/simulator.md)."""
+"""Frames a simulated answer can be given in; ``mixed`` is the H2 frame of the model-frame test
+(docs/simulator.md)."""
 
 
 def _none_is_no_bound(v: Any) -> Any:
