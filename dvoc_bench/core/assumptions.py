@@ -102,7 +102,7 @@ def assumed_labels(fitted_for: Mapping[str, Any] | None, values: Mapping[str, st
     return out
 
 
-def labels_of(cell: Any) -> list[str]:
+def labels_of(cell: object) -> list[str]:
     """The labels held by one record field or table cell: a list, or text joined with ``; `` (the loaders'
     column), or a JSON list; empty for nothing."""
     if cell is None or (isinstance(cell, float) and cell != cell):
@@ -122,7 +122,7 @@ def labels_of(cell: Any) -> list[str]:
     return [x.strip() for x in text.split(";") if x.strip()]
 
 
-def marker(simulated: bool, assumed: Iterable[Any] = ()) -> str:
+def marker(simulated: bool, assumed: Iterable[object] = ()) -> str:
     """``SIMULATED`` with every assumption (sorted, each once), e.g. ``SIMULATED; overlay effect assumed``;
     empty for real results. ``assumed``: labels, or cells :func:`labels_of` reads."""
     if not simulated:

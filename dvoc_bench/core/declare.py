@@ -13,6 +13,7 @@ validation happens inside the job (Hydra composes, pydantic checks) and a failur
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -140,7 +141,7 @@ def format_error(e: ValidationError, model: type[BaseModel], prefix: str = "") -
     return f"{key}: {msg}, got {value!r}"
 
 
-def validate(model: type[M], data: Any, prefix: str = "") -> M:
+def validate(model: type[M], data: object, prefix: str = "") -> M:
     """``model.model_validate(data)``; a failure is a :class:`ConfigError` with one line naming the key
     (``prefix`` is prepended, e.g. ``"loop."`` or ``"model sim-x: sim."``)."""
     try:
@@ -149,7 +150,7 @@ def validate(model: type[M], data: Any, prefix: str = "") -> M:
         raise ConfigError(format_error(e, model, prefix)) from None
 
 
-def check_list(key: str, values: Any, allowed: Any) -> list[str]:
+def check_list(key: str, values: str | Iterable[object] | None, allowed: Collection[object]) -> list[str]:
     """A non-empty list of allowed values (a bare string is taken as a one-item list), for the lists whose
     allowed values are only known at run time (registries, files); ``ConfigError`` naming ``key``."""
     if isinstance(values, str):

@@ -406,7 +406,7 @@ class Probe:
     form as ``hit_element``). ``None`` when no click was made."""
 
 
-def to_jsonable(obj: Any) -> Any:
+def to_jsonable(obj: object) -> Any:
     """Turn records, enums and floats into JSON-safe values (NaN/inf become ``None``)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
@@ -512,7 +512,7 @@ class TrialRecord(TrialOutcome, TrialSpec):
         )
 
 
-def dumps(obj: Any) -> str:
+def dumps(obj: object) -> str:
     """One JSONL line (without the newline) for a record or a plain value."""
     return json.dumps(to_jsonable(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 

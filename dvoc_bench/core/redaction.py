@@ -117,7 +117,7 @@ def has_secrets() -> bool:
         return bool(_SECRETS)
 
 
-def redact_value(value: Any, keep: Iterable[str] = ()) -> Any:
+def redact_value(value: object, keep: Iterable[str] = ()) -> Any:
     """``value`` with every string in it redacted (lists, tuples and mappings walked; mapping keys named in
     ``keep`` are left as they are, e.g. content hashes that must stay exact)."""
     keep = frozenset(keep)

@@ -19,9 +19,8 @@ import asyncio
 import math
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from dvoc_bench.core.records import TrialResult, read_jsonl
+from dvoc_bench.core.records import Step, TrialResult, read_jsonl
 
 STEP_FILES = ("steps.jsonl", "superseded_steps.jsonl")
 """The files of a run directory whose calls have been paid for."""
@@ -41,7 +40,7 @@ def spent_in(run_dir: Path | str) -> tuple[float, int]:
     return total, unknown
 
 
-def step_costs(steps: Iterable[Any], per_call_bound: float) -> tuple[float, float]:
+def step_costs(steps: Iterable[Step], per_call_bound: float) -> tuple[float, float]:
     """What a trial's calls cost (a call that answered with no known cost is charged ``per_call_bound``)
     and the dearest known call."""
     total, dearest = 0.0, 0.0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from dvoc_bench.models.config import default_conf_dir
 from dvoc_bench.runner.setup import SweepSetup, setup_from_config
@@ -25,7 +25,8 @@ def compose(overrides: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, An
     del cfg["hydra"]
     plain = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(plain, dict)
-    return plain, choices
+    # OmegaConf types keys as any DictKeyType; a composed Hydra config's keys are the YAML's strings
+    return cast("dict[str, Any]", plain), choices
 
 
 def experiment_name(choices: Mapping[str, Any]) -> str:

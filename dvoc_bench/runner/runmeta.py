@@ -51,7 +51,7 @@ class Fingerprint:
         return {"digest": self.digest, "lists": self.lists, "settings": self.settings}
 
 
-def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
+def _flatten(d: object, prefix: str = "") -> dict[str, Any]:
     if isinstance(d, dict) and d:
         out: dict[str, Any] = {}
         for k, v in d.items():
@@ -81,7 +81,7 @@ class ResumeCheck:
     """List items this invocation adds (only with ``resume.allow_new_trials``)."""
 
 
-def _short(v: Any) -> str:
+def _short(v: object) -> str:
     s = json.dumps(v, default=str)
     return s if len(s) <= 40 else s[:37] + "..."
 

@@ -34,16 +34,16 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from tenacity import AsyncRetrying, RetryCallState
 
 from dvoc_bench.core.declare import Declared, NonNegFloat, NonNegInt
+from dvoc_bench.core.records import ErrorClass
 from dvoc_bench.models.base import Model, ModelCallError, ModelRequest, Reply
 
 TRANSIENT = frozenset({"timeout", "server", "connection"})
 """Error classes retried with exponential backoff."""
-FATAL_FOR_PROVIDER = frozenset({"auth", "quota"})
+FATAL_FOR_PROVIDER: frozenset[ErrorClass] = frozenset({"auth", "quota"})
 """Error classes that end the provider for this run."""
 SPACING_MARGIN = 1.01
 """Requests are spaced by ``SPACING_MARGIN * 60 / rpm`` seconds (1 % headroom against clock jitter)."""
@@ -113,7 +113,7 @@ class RateGate:
         limits: ProviderLimits,
         *,
         clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ):
         self.name = name
         self.limits = limits
@@ -121,7 +121,7 @@ class RateGate:
         self.sleep = sleep
         self.dead: str | None = None
         """Why the provider is unusable for the rest of the run (``None`` while alive)."""
-        self.dead_class: str | None = None
+        self.dead_class: ErrorClass | None = None
         self.stats = GateStats()
         self._last: float | None = None
         self._day: deque[float] = deque()
@@ -129,7 +129,7 @@ class RateGate:
         self._lock = asyncio.Lock()
         self._sem = asyncio.Semaphore(limits.max_concurrent) if limits.max_concurrent else None
 
-    def kill(self, error_class: str, reason: str) -> None:
+    def kill(self, error_class: ErrorClass, reason: str) -> None:
         if self.dead is None:
             self.dead, self.dead_class = reason, error_class
 

@@ -81,7 +81,7 @@ def model_options(s: Settings) -> dict[str, Any]:
     return {"cache": s.cache, "image": s.image, "max_reply_chars": s.run.max_reply_chars}
 
 
-def parse_starts(spec: Any, dataset: bool = False) -> tuple[str, int]:
+def parse_starts(spec: object, dataset: bool = False) -> tuple[str, int]:
     """``paper | scaled | centre | oneshot | auto`` or ``random:N`` -> (kind, N); ``auto`` is ``scaled``
     on a dataset, else ``paper``."""
     s = str(spec)
@@ -159,7 +159,7 @@ def setup_from_settings(s: Settings, experiment: str, model_choice: str | None =
     _warn_unused_knobs(s, swept.methods)
     if s.run.max_cost_usd is not None and not s.run.plan_only:
         _check_budget(models, swept.methods)
-    lists = {
+    lists: dict[str, list[str] | list[int]] = {
         "models": [f"{m.name}@{model_digest(m)}" for m in models],
         "tasks": list(swept.tasks),
         "methods": list(swept.methods),

@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dvoc_bench.core.geometry import Size
 from dvoc_bench.core.records import TrialSpec, read_jsonl, to_jsonable
@@ -175,7 +175,10 @@ def run_sweep(
     )
 
 
-def _run_coroutine(make: Callable[[], Any]) -> Any:
+T = TypeVar("T")
+
+
+def _run_coroutine(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run the coroutine ``make()`` to completion, also from inside a running event loop (a notebook):
     then in a worker thread with its own loop."""
     try:

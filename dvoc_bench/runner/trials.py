@@ -18,7 +18,15 @@ from collections.abc import Callable
 from typing import Any
 
 from dvoc_bench.core.geometry import Box, Point
-from dvoc_bench.core.records import Probe, SampleMeta, TrialRecord, TrialResult, TrialSpec, to_jsonable
+from dvoc_bench.core.records import (
+    ErrorClass,
+    Probe,
+    SampleMeta,
+    TrialRecord,
+    TrialResult,
+    TrialSpec,
+    to_jsonable,
+)
 from dvoc_bench.detect.service import DetectorService
 from dvoc_bench.draw.workers import FrameRenderer
 from dvoc_bench.methods.common import TrialEnv, finish
@@ -41,7 +49,7 @@ ModelFactory = Callable[[ModelConfig, Callable[[Model], Model]], Model]
 retries around the provider client; the factory applies it inside its response cache (cache hits never
 wait): the chain is ``cache -> gate -> client``."""
 
-PROVIDER_FATAL = FATAL_FOR_PROVIDER | {"provider_dead"}
+PROVIDER_FATAL: frozenset[ErrorClass] = FATAL_FOR_PROVIDER | {"provider_dead"}
 """Error classes of a trial whose provider died under it: written as ``skipped``, run again on resume."""
 
 
@@ -51,7 +59,7 @@ def scene_failure(e: BaseException) -> str | None:
     return str(e).splitlines()[0][:600] if getattr(e, "error_class", None) == "scene" else None
 
 
-def skipped_result(reason_class: str, reason: str) -> TrialResult:
+def skipped_result(reason_class: ErrorClass, reason: str) -> TrialResult:
     """A trial that was never run (or cut short) because its provider became unusable, or never started
     because it could have passed the cost budget (``reason_class="budget"``)."""
     return TrialResult(
