@@ -1,14 +1,21 @@
-"""README.md is executable: every ``python -m dvoc_bench…`` command of its fenced code blocks runs, and the
-numbers it quotes from simulated runs are the ones ``python -m dvoc_bench.bench readme`` prints.
+"""README.md and every docs/*.md are executable: every ``python -m dvoc_bench…`` command of their fenced
+code blocks runs, and the numbers they quote from simulated runs (wherever they are quoted) are the ones
+``python -m dvoc_bench.bench readme`` prints.
 
 Commands run at smoke scale: ``smoke=true`` is appended where the command sweeps, and runs go to a
 temporary folder (``hydra.run.dir=`` / ``hydra.sweep.dir=``). ``RUN_DIR`` / ``RUN_A`` / ``RUN_B`` become
 the session's default run and one-trial run, ``/path/to/page.html`` a page with a Save button; ``model=
-local-sim`` talks to the simulator server of the ``sim_url`` fixture. A command that cannot run in CI
-carries ``# needs: key|server|dataset|xvfb|long|writes-repo`` on its line: only those are skipped (and,
-with the reason, a web command without a Chromium or a command reading ``../shared/upstream`` without the
-authors' records; CI has both). The commands run two at a time, once per module;
-each is then its own test, and the terminal summary (conftest.py) says how many ran and were skipped.
+local-sim`` talks to the simulator server of the ``sim_url`` fixture; ``"$DVOC_UPSTREAM"`` becomes the
+authors' records folder of the tests (:data:`tests.upstream.UPSTREAM`), and the command runs with
+``DVOC_UPSTREAM`` set to it. A command that cannot run in CI carries ``# needs:
+key|server|dataset|xvfb|long|writes-repo`` on its line: only those are skipped (and, with the reason, a
+web command without a Chromium or a command reading ``$DVOC_UPSTREAM`` without the authors' records,
+which fails instead under ``DVOC_REQUIRE_UPSTREAM=1``; CI has both). The commands run two at a time, once
+per module; each is then its own test, named by its file and line (``docs/cli.md:L12:...``), and the
+terminal summary (conftest.py) says how many ran and were skipped.
+
+Also here: README.md stays short (:data:`README_MAX_BYTES`), and no documentation refers to the research
+notes outside the repository (:data:`PRIVATE_REFS`).
 """
 
 from __future__ import annotations
@@ -27,12 +34,18 @@ from pathlib import Path
 import pytest
 
 from dvoc_bench.benchmarks import readme_numbers
+from tests.support import UPSTREAM, required
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = [README, *sorted((ROOT / "docs").glob("*.md"))]
+"""The executable documentation: the README first, then docs/*.md."""
+README_MAX_BYTES = 15 * 1024
 MARKERS = ("key", "server", "dataset", "xvfb", "long", "writes-repo")
 MARKER_RE = re.compile(r"#\s*needs:\s*([\w-]+)")
 PLACEHOLDERS = ("RUN_DIR", "RUN_A", "RUN_B", "/path/to/page.html")
+UPSTREAM_VARS = ("${DVOC_UPSTREAM}", "$DVOC_UPSTREAM")
+"""How a command names the authors' records folder (``--upstream "$DVOC_UPSTREAM"``)."""
 
 
 @dataclass
@@ -42,6 +55,7 @@ class Command:
     env: dict[str, str] = field(default_factory=dict)
     argv: list[str] = field(default_factory=list)  # from "python" on
     needs: str | None = None
+    file: str = "README.md"  # relative to the repository
 
     @property
     def module(self) -> str:
@@ -49,7 +63,15 @@ class Command:
 
     @property
     def id(self) -> str:
-        return f"L{self.line}:" + " ".join(self.argv[2:])[:70]
+        return f"{self.file}:L{self.line}:" + " ".join(self.argv[2:])[:70]
+
+    @property
+    def where(self) -> str:
+        return f"{self.file} line {self.line}"
+
+    @property
+    def reads_upstream(self) -> bool:
+        return any(v in self.text for v in UPSTREAM_VARS)
 
 
 def fenced_lines(text: str) -> list[tuple[int, str]]:
@@ -71,15 +93,15 @@ def fenced_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def extract(text: str) -> list[Command]:
-    """Every ``python -m dvoc_bench…`` command of the README's fenced blocks."""
+def extract(text: str, file: str = "README.md") -> list[Command]:
+    """Every ``python -m dvoc_bench…`` command of a Markdown file's fenced blocks."""
     cmds = []
     for n, line in fenced_lines(text):
         if "python -m dvoc_bench" not in line:
             continue
         m = MARKER_RE.search(line)
         needs = m.group(1) if m else None
-        assert needs is None or needs in MARKERS, f"README line {n}: unknown marker {needs!r}"
+        assert needs is None or needs in MARKERS, f"{file} line {n}: unknown marker {needs!r}"
         part = line.split("&&")[-1]  # a set-up line: what it finally runs
         tokens = shlex.split(part, comments=True)
         if tokens and tokens[-1] == "&":
@@ -90,11 +112,15 @@ def extract(text: str) -> list[Command]:
             env[k] = v
         if tokens[:2] != ["python", "-m"] or not tokens[2].startswith("dvoc_bench"):
             continue
-        cmds.append(Command(n, line.strip(), env, tokens, needs))
+        cmds.append(Command(n, line.strip(), env, tokens, needs, file))
     return cmds
 
 
-COMMANDS = extract(README.read_text(encoding="utf-8"))
+def rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+COMMANDS = [c for doc in DOCS for c in extract(doc.read_text(encoding="utf-8"), rel(doc))]
 
 
 def needs_chromium(c: Command) -> bool:
@@ -102,16 +128,13 @@ def needs_chromium(c: Command) -> bool:
     return web_bench or bool(re.search(r"\bW\d\b|task=custom", c.text))
 
 
-UPSTREAM = ROOT.parent / "shared" / "upstream"
-
-
 def missing_data(c: Command) -> str | None:
     """Why a command cannot run here although CI can run it: no Chromium for a web page, or no authors'
-    records beside the repository (CI has both)."""
+    records at ``UPSTREAM`` for a command reading ``$DVOC_UPSTREAM`` (CI has both)."""
     if needs_chromium(c) and (why := chromium_missing()):
         return f"needs a Chromium ({why})"
-    if "../shared/upstream" in c.text and not UPSTREAM.is_dir():
-        return f"needs the authors' records at {UPSTREAM}"
+    if c.reads_upstream and not UPSTREAM.is_dir():
+        return f"needs the authors' records at {UPSTREAM} (set DVOC_UPSTREAM to their folder)"
     return None
 
 
@@ -140,6 +163,8 @@ def prepare(
     """The command as the test runs it: placeholders substituted, smoke scale, runs under ``tmp``."""
     args = [subs.get(a, a) for a in c.argv[3:]]
     args = [a.replace("/path/to/page.html", subs["/path/to/page.html"]) for a in args]
+    for var in UPSTREAM_VARS:  # no shell expands it: the test does
+        args = [a.replace(var, str(UPSTREAM)) for a in args]
     out_dir = None
     if c.module == "dvoc_bench" and "--help" not in args:
         out_dir = tmp / f"cmd{i}"
@@ -148,6 +173,8 @@ def prepare(
             args.append("smoke=true")
         args += [f"hydra.{'sweep' if multirun else 'run'}.dir={out_dir}", "run.quiet=true"]
     env = {**os.environ, **c.env, "PYTHONPATH": str(ROOT), "HYDRA_FULL_ERROR": "1"}
+    if c.reads_upstream:
+        env["DVOC_UPSTREAM"] = str(UPSTREAM)
     return [sys.executable, "-m", c.module, *args], env, out_dir
 
 
@@ -178,7 +205,7 @@ def results(tmp_path_factory, default_run, one_trial_run, sim_url) -> dict[int, 
             if name in c.argv:
                 subs[name] = str(copy_run(run, tmp / f"cmd{i}-{name}" / run.name))
         todo[i] = prepare(c, i, tmp, subs)
-    if not any(is_readme_bench(COMMANDS[i]) for i in todo):  # the README must show it; run it anyway
+    if not any(is_readme_bench(COMMANDS[i]) for i in todo):  # the docs must show it; run it anyway
         todo[-1] = prepare(Command(0, "", argv=["python", "-m", "dvoc_bench.bench", "readme"]), -1, tmp, subs)
 
     def run(item):
@@ -198,7 +225,7 @@ def is_readme_bench(c: Command | None) -> bool:
 
 @pytest.fixture(scope="module")
 def readme_output(results) -> str:
-    """What ``python -m dvoc_bench.bench readme`` printed (the README command of that name)."""
+    """What ``python -m dvoc_bench.bench readme`` printed (the documented command of that name)."""
     (i,) = [i for i in results if i < 0 or is_readme_bench(COMMANDS[i])]
     r = results[i]
     assert r.returncode == 0, r.stderr[-3000:]
@@ -209,7 +236,7 @@ def readme_output(results) -> str:
 def test_readme_command_runs(i, results, readme_output):
     c = COMMANDS[i]
     if c.needs:
-        pytest.skip(f"needs: {c.needs} — README line {c.line}: {c.text[:120]}")
+        pytest.skip(f"needs: {c.needs} — {c.where}: {c.text[:120]}")
     if is_readme_bench(c):
         assert set(readme_numbers.parse(readme_output)) == {
             "default run (What the default run does)",
@@ -217,9 +244,14 @@ def test_readme_command_runs(i, results, readme_output):
             "experiment=frames (The finding, plainly)",
         }
     if i not in results:
-        pytest.skip(f"{missing_data(c)} — README line {c.line}")
+        why = missing_data(c)
+        if c.reads_upstream and required():
+            pytest.fail(
+                f"{why} — {c.where}; DVOC_REQUIRE_UPSTREAM is set, so this is a failure", pytrace=False
+            )
+        pytest.skip(f"{why} — {c.where}")
     r = results[i]
-    assert r.returncode == 0, f"README line {c.line}: {' '.join(r.argv)}\n{r.stderr[-3000:]}"
+    assert r.returncode == 0, f"{c.where}: {' '.join(r.argv)}\n{r.stderr[-3000:]}"
     args = c.argv[3:]
     if c.module == "dvoc_bench" and "--help" in args:
         assert r.stdout.startswith("dvoc-bench:")
@@ -236,12 +268,12 @@ def test_readme_command_runs(i, results, readme_output):
 
 
 def test_readme_quotes_the_simulated_numbers_exactly(readme_output):
-    text = README.read_text(encoding="utf-8")
+    texts = {rel(doc): doc.read_text(encoding="utf-8") for doc in DOCS}
     blocks = readme_numbers.parse(readme_output)
     assert len(blocks) == 3
     for name, block in blocks.items():
-        assert block in text, (
-            f"README out of date ({name}); paste `python -m dvoc_bench.bench readme`:\n{block}"
+        assert any(block in text for text in texts.values()), (
+            f"README / docs out of date ({name}); paste `python -m dvoc_bench.bench readme`:\n{block}"
         )
 
 
@@ -253,13 +285,17 @@ def test_the_commands_are_found_and_counted():
         'python3 -m venv .venv && . .venv/bin/activate && pip install -e ".[dev]" && python -m pytest -q\n```'
     )  # the two set-up lines stay as they are
     assert COMMANDS[0].argv == ["python", "-m", "dvoc_bench"] and COMMANDS[0].line == 4
+    assert COMMANDS[0].file == "README.md" and len(DOCS) > 10  # the README, then docs/*.md
+    assert {c.file for c in COMMANDS} >= {"README.md", "docs/cli.md", "docs/paper.md"}
+    assert [c for c in COMMANDS if c.reads_upstream], "no command reads the authors' records"
     by_marker = Counter(c.needs for c in COMMANDS if c.needs)
     runnable = [c for c in COMMANDS if not c.needs]
     multiruns = [c for c in runnable if "-m" in c.argv[3:]]
     assert len(multiruns) >= 3 and any("hydra/launcher=joblib" in c.text for c in multiruns)
     assert len(runnable) >= 20 and set(by_marker) <= set(MARKERS)
-    # every marked command says why on its own line, and the marker is what the README's own key lists
+    # every marked command says why on its own line, and the marker is what the docs' own key lists
     assert all(MARKER_RE.search(c.text) for c in COMMANDS if c.needs)
+    assert not [c.id for c in COMMANDS if "../shared" in c.text]  # the records' folder is $DVOC_UPSTREAM
 
 
 def test_extraction_handles_continuations_env_markers_and_set_up_lines():
@@ -284,3 +320,57 @@ def test_extraction_handles_continuations_env_markers_and_set_up_lines():
     assert [c.line for c in cmds] == [2, 3, 4, 6]
     with pytest.raises(AssertionError, match="unknown marker"):
         extract("```\npython -m dvoc_bench x=1  # needs: coffee\n```\n")
+    (up,) = extract(
+        '```\npython -m dvoc_bench.report RUN_DIR --upstream "$DVOC_UPSTREAM"\n```\n', "docs/x.md"
+    )
+    assert up.reads_upstream and up.id.startswith("docs/x.md:L2:dvoc_bench.report")
+    argv, env, _ = prepare(up, 0, Path("/tmp"), {"/path/to/page.html": "/p.html"})
+    assert argv[-1] == str(UPSTREAM) and env["DVOC_UPSTREAM"] == str(UPSTREAM)
+
+
+def test_the_readme_is_short():
+    size = len(README.read_bytes())
+    assert size <= README_MAX_BYTES, (
+        f"README.md is {size} bytes (at most {README_MAX_BYTES}): move detail to docs/"
+    )
+
+
+PRIVATE_REFS = re.compile(
+    r"\.\./shared|DESIGN §|DESIGN\.md|upstream-facts|facts §|anchors(-r3)?\.md|\bsom\.md|[Ii]ssue #?\d+"
+)
+"""References to the research notes outside the repository (their folder, a design section, a note by
+name, an issue number): the documentation states the facts in its own words instead."""
+
+TEXT_SUFFIXES = {".md", ".ipynb", ".py", ".yaml", ".yml", ".txt", ".json", ".html", ".js", ".css"}
+"""What a folder is searched in."""
+
+
+def private_refs(paths) -> list[str]:
+    """``path:line: text`` of every line of ``paths`` (files, or folders searched for text files) that
+    matches :data:`PRIVATE_REFS`."""
+    hits = []
+    for path in paths:
+        files = sorted(p for p in path.rglob("*") if p.suffix in TEXT_SUFFIXES) if path.is_dir() else [path]
+        for f in files:
+            for n, line in enumerate(f.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+                if PRIVATE_REFS.search(line):
+                    hits.append(f"{rel(f)}:{n}: {line.strip()[:160]}")
+    return hits
+
+
+DOCUMENTATION = [
+    README,
+    ROOT / "docs",
+    ROOT / "analysis" / "README.md",
+    *sorted((ROOT / "analysis").glob("*.ipynb")),
+]
+
+
+def test_the_documentation_refers_to_no_private_note():
+    hits = private_refs(DOCUMENTATION)
+    assert not hits, "\n".join(hits)
+
+
+def test_no_file_refers_to_a_private_note():
+    hits = private_refs([*DOCUMENTATION, ROOT / "conf", ROOT / "dvoc_bench"])
+    assert not hits, "\n".join(hits)
