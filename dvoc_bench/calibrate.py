@@ -172,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _predictive(data: CalibrationData, models: list[str], out: Path, args: argparse.Namespace) -> None:
-    """Print the README's validation table: the recorded counts of ``models`` and Gemini's published
+    """Print the validation table of docs/simulator.md: the recorded counts of ``models`` and Gemini's
+    published
     ablation counts against the simulated predictive intervals (:mod:`dvoc_bench.calibration.predictive`)."""
     from dvoc_bench import calibration as cal
     from dvoc_bench.analysis.markdown import md_table

@@ -1,64 +1,28 @@
-import contextlib
+"""Fixtures every test module may use; the helpers behind them live in :mod:`tests.support`."""
+
 import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 # session-scoped real runs (default, web, alpha multirun, one trial) for the report / notebook / README tests
-from tests.real_runs import alpha_multirun, default_run, one_trial_run, web_run  # noqa: F401
+from tests.support import (  # noqa: F401
+    UPSTREAM,
+    alpha_multirun,
+    default_run,
+    one_trial_run,
+    run_cli,
+    served_simulator,
+    web_run,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def run_cli(
-    *args: str, timeout: float = 120, env_extra: dict[str, str] | None = None, **kw
-) -> subprocess.CompletedProcess:
-    """Run ``python -m dvoc_bench`` with overrides from the repo root."""
-    env = {**os.environ, "HYDRA_FULL_ERROR": "0", **(env_extra or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "dvoc_bench", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        **kw,
-    )
+os.environ.setdefault("DVOC_UPSTREAM", str(UPSTREAM))  # the records for the commands and notebooks tests run
 
 
 @pytest.fixture
 def cli():
     return run_cli
-
-
-@contextlib.contextmanager
-def served_simulator(*, warm: bool = True, delay_s: float = 0.0, set_env: bool = True):
-    """``dvoc_bench.serve`` on localhost over the synthetic scenes (rendered first when ``warm``; the OCR
-    model needs none), each reply ``delay_s`` late; ``DVOC_SIM_URL`` points at it while it runs (when
-    ``set_env``). Yields ``(url, server)``."""
-    from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
-    from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
-
-    backend = SimBackend(
-        registry=SceneRegistry(default_scenes_dir(), sources=build_sources(names=["synthetic"]))
-    )
-    if warm:
-        backend.warm()
-    faults = FaultOptions(delay_s=delay_s) if delay_s else None
-    old = os.environ.get("DVOC_SIM_URL")
-    with serve_in_thread(faults, backend) as (url, server):
-        if set_env:
-            os.environ["DVOC_SIM_URL"] = url
-        try:
-            yield url, server
-        finally:
-            if set_env and old is None:
-                os.environ.pop("DVOC_SIM_URL", None)
-            elif set_env:
-                os.environ["DVOC_SIM_URL"] = old
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +62,6 @@ def pytest_terminal_summary(terminalreporter):
 @pytest.fixture
 def upstream() -> Path:
     """The authors' records folder; skips without it (fails under ``DVOC_REQUIRE_UPSTREAM=1``)."""
-    from tests.upstream import need_upstream
+    from tests.support import need_upstream
 
     return need_upstream()

@@ -39,6 +39,7 @@ def _no_keys() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
 
 
+@pytest.mark.e2e
 def test_plan_only_needs_no_key_calls_nothing_and_writes_nothing(cli, tmp_path):
     run_dir = tmp_path / "plan"
     t0 = time.perf_counter()
@@ -135,6 +136,7 @@ def test_budget_gate_never_passes_the_budget_under_concurrency():
     assert budget.spent > 2.0 - 15 * 0.02 - 1e-9  # it stopped only when a dearest trial could not fit
 
 
+@pytest.mark.e2e
 def test_a_budget_refuses_a_model_without_a_price(cli, tmp_path):
     r = cli("model=local-sim", "smoke=true", "run.max_cost_usd=1", f"hydra.run.dir={tmp_path / 'r'}")
     assert r.returncode == 2
@@ -145,6 +147,7 @@ def _spent(run_dir: Path) -> float:
     return sum(s["cost_usd"] or 0.0 for s in read_jsonl(run_dir / "steps.jsonl"))
 
 
+@pytest.mark.e2e
 def test_budget_stops_the_sweep_and_a_resume_with_more_completes_it(cli, sim_url, tmp_path):
     models = tmp_path / "model"
     models.mkdir()

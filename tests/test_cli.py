@@ -11,7 +11,9 @@ import pytest
 import yaml
 
 from dvoc_bench.runner.store import read_jsonl
-from tests.conftest import ROOT, run_cli
+from tests.support import ROOT, run_cli
+
+pytestmark = pytest.mark.e2e
 
 
 def test_smoke_sweep_writes_complete_records(tmp_path):

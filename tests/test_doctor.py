@@ -17,7 +17,7 @@ from dvoc_bench.doctor import diagnose, main, repair
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.store import RunDirBusy, RunDirLock
 from dvoc_bench.runner.sweep import run_sweep
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -171,6 +171,7 @@ def test_repair_needs_the_lock_and_the_cli_says_who_has_it(run_dir, capsys):
         assert snapshot(run_dir) == before
 
 
+@pytest.mark.e2e
 def test_doctor_is_a_command(run_dir):
     (run_dir / "trials.jsonl").open("ab").write(lines(run_dir / "trials.jsonl")[0])
     cmd = [sys.executable, "-m", "dvoc_bench.doctor", str(run_dir)]

@@ -16,6 +16,8 @@ import pytest
 
 from dvoc_bench.app import hydra_hooks
 
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -10,7 +10,9 @@ from dvoc_bench.core.records import read_jsonl
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.summary import format_table, summarise
 from dvoc_bench.runner.sweep import run_sweep
-from tests.conftest import ROOT
+from tests.support import ROOT
+
+pytestmark = pytest.mark.e2e
 
 PRESETS = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
 EXPECTED = {

@@ -21,9 +21,7 @@ from dvoc_bench.runner.probe import (
 )
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import SimBackend, serve_in_thread
-from tests.conftest import run_cli
-
-pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
+from tests.support import run_cli
 
 MODELS = default_conf_dir() / "model"
 TASKS = ["S1", "S2", "S3", "S4", "S5", "S6"]
@@ -128,6 +126,7 @@ def test_probe_over_http_sees_the_sent_raster(registry, tmp_path):
             os.environ["DVOC_SIM_URL"] = old
 
 
+@pytest.mark.e2e
 def test_frame_probe_experiment_from_the_command_line(tmp_path):
     r = run_cli("experiment=frame_probe", "tasks=[S1,S2,S4]", f"hydra.run.dir={tmp_path}")
     assert r.returncode == 0, r.stderr

@@ -6,7 +6,7 @@ Commands run at smoke scale: ``smoke=true`` is appended where the command sweeps
 temporary folder (``hydra.run.dir=`` / ``hydra.sweep.dir=``). ``RUN_DIR`` / ``RUN_A`` / ``RUN_B`` become
 the session's default run and one-trial run, ``/path/to/page.html`` a page with a Save button; ``model=
 local-sim`` talks to the simulator server of the ``sim_url`` fixture; ``"$DVOC_UPSTREAM"`` becomes the
-authors' records folder of the tests (:data:`tests.upstream.UPSTREAM`), and the command runs with
+authors' records folder of the tests (:data:`tests.support.UPSTREAM`), and the command runs with
 ``DVOC_UPSTREAM`` set to it. A command that cannot run in CI carries ``# needs:
 key|server|dataset|xvfb|long|writes-repo`` on its line: only those are skipped (and, with the reason, a
 web command without a Chromium or a command reading ``$DVOC_UPSTREAM`` without the authors' records,
@@ -35,6 +35,8 @@ import pytest
 
 from dvoc_bench.benchmarks import readme_numbers
 from tests.support import UPSTREAM, required
+
+pytestmark = pytest.mark.e2e  # every command runs in a subprocess
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

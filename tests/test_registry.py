@@ -13,7 +13,7 @@ from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.summary import format_table, summarise
 from dvoc_bench.runner.sweep import plan, run_sweep
 from dvoc_bench.scenes.sources import sources
-from tests.scripted import make_spec
+from tests.support import make_spec
 
 
 @pytest.fixture

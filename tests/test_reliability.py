@@ -15,7 +15,9 @@ import pytest
 import yaml
 
 from dvoc_bench.core.records import read_jsonl
-from tests.conftest import ROOT, run_cli
+from tests.support import ROOT, run_cli
+
+pytestmark = pytest.mark.e2e
 
 QUICK = ("smoke=true", "run.quiet=true")
 

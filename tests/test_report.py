@@ -1,4 +1,4 @@
-"""``python -m dvoc_bench.report`` on real runs of the session (tests/real_runs.py), not only smoke runs:
+"""``python -m dvoc_bench.report`` on real runs of the session (tests/support.py), not only smoke runs:
 it exits 0, writes report.md and its figures, splits a sweep by its knob, and every figure it draws passes
 the readability checks of tests/analysis/test_plot_layout.py."""
 
@@ -14,7 +14,9 @@ import pytest
 from dvoc_bench import report
 from dvoc_bench.analysis import plots
 from tests.analysis.test_plot_layout import problems
-from tests.real_runs import RUNS
+from tests.support import RUNS
+
+pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -18,9 +18,10 @@ import pytest
 from dvoc_bench.analysis import load_runs
 from dvoc_bench.analysis.loaders import hydra_dir, read_overrides
 from dvoc_bench.runner.store import LOCK, RunDirBusy, RunDirLock, RunStore, read_jsonl
-from tests.conftest import ROOT, run_cli
+from tests.support import ROOT, run_cli
 
-pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
+pytestmark = pytest.mark.e2e
+
 
 
 def sweep_cmd(run_dir: Path, *extra: str) -> list[str]:

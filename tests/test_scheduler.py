@@ -17,7 +17,7 @@ from dvoc_bench.models.faults import Faults, FaultyModel
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.scheduler import ProviderLimits, RateGate
 from dvoc_bench.runner.sweep import plan, run_sweep
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 FAST_RETRY = ["retry.default_wait_s=0.2", "retry.backoff_base_s=0.01", "retry.backoff_max_s=0.05"]
 
@@ -178,6 +178,7 @@ def test_auth_failure_kills_one_provider_and_skips_its_trials_while_the_other_ru
     assert {t["status"] for t in superseded} == {"skipped"} and len(superseded) == 10
 
 
+@pytest.mark.e2e
 def test_providers_interleave_while_one_waits(tmp_path, models_dir):
     """prov-a at 600/min and prov-b at 150/min: together they take about as long as the slower one."""
     specs, trials, steps, gates, wrapped, wall = sweep(

@@ -17,8 +17,6 @@ from dvoc_bench.runner.sweep import plan, run_sweep
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
 
-pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
-
 FAST = [
     "retry.default_wait_s=0.2",
     "retry.backoff_base_s=0.01",
@@ -59,6 +57,7 @@ def sweep(tmp_path, backend, faults, *overrides):
     return trials, steps, counts
 
 
+@pytest.mark.e2e
 def test_429_bursts_with_retry_after_are_waited_out(tmp_path, backend):
     trials, steps, counts = sweep(
         tmp_path,

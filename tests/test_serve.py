@@ -17,7 +17,7 @@ from dvoc_bench.models.base import ModelRequest
 from dvoc_bench.protocol import tools_for
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, HTTPError, SimBackend, make_server, serve_in_thread
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -165,6 +165,7 @@ def test_only_loopback_hosts(backend):
         make_server("0.0.0.0", 0, backend=backend)
 
 
+@pytest.mark.e2e
 def test_command_line_server_answers_and_stops(tmp_path, registry):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     _copy_s1(tmp_path / "scenes")  # a scenes folder holding only S1 keeps start-up fast

@@ -12,15 +12,18 @@ import psutil
 import pytest
 
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
-from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
 from dvoc_bench.serve import SimBackend
-from tests.conftest import ROOT
+from tests.support import ROOT, chromium_or_skip
 from tests.test_serve import body_for
 
-try:
-    find_chromium()
-except ChromiumNotFoundError as e:  # pragma: no cover - depends on the machine
-    pytest.skip(f"needs a Chromium: {e}", allow_module_level=True)
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _needs_chromium() -> None:
+    """Every test here drives a real Chromium: skipped with the reason without one (looked up once, when
+    the first test runs, not while the tests are collected)."""
+    chromium_or_skip()
 
 
 def wait_until(cond, timeout=15.0) -> bool:

@@ -1,5 +1,7 @@
 """End-to-end science checks on the simulator (in process, through the same plan/run/store path)."""
 
+import pytest
+
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.summary import summarise
 from dvoc_bench.runner.sweep import run_sweep
@@ -48,6 +50,7 @@ def test_dvoc_converges_with_an_ideal_model_and_records_each_rule(tmp_path):
     assert all(r["n"] == 6 * 5 and r["hit"] == 1.0 for r in rows)
 
 
+@pytest.mark.e2e
 def test_wrong_declared_frame_makes_dvoc_overshoot(tmp_path):
     """Read as pixels, a norm1000 model's offsets carry the 1.25/1.67 gain: more iterations or worse."""
     right = run(tmp_path / "r", "models=[sim-gemma-4-26b]", "methods=[dvoc]", "alphas=[undamped]")

@@ -24,7 +24,7 @@ from dvoc_bench.runner import store as store_module
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.sweep import run_sweep
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
-from tests.scripted import FrameSink
+from tests.support import FrameSink
 
 REG = SceneRegistry(default_scenes_dir())
 TIMINGS = {"wall_s", "finished_at", "latency_s", "retry_wait_s"}
@@ -40,8 +40,8 @@ def test_default_size_and_the_config_key():
     for n, in_flight, size in ((None, 8, default_workers()), (None, 1, 0), (2, 1, 2), (0, 8, 0)):
         with FrameRenderer(n, in_flight=in_flight) as pool:
             assert pool.workers == size  # one trial at a time: nothing to overlap, so inline by default
-    assert quick_setup(["run.render_workers=0"]).render_workers == 0
-    assert quick_setup().render_workers is None
+    assert quick_setup(["run.render_workers=0"]).settings.run.render_workers == 0
+    assert quick_setup().settings.run.render_workers is None
     with pytest.raises(ConfigError, match="run.render_workers"):
         quick_setup(["run.render_workers=-1"])
 

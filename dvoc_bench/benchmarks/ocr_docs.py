@@ -1,5 +1,5 @@
 """``python -m dvoc_bench.bench ocr-docs OUT_DIR``: web task files for real documentation pages installed on
-this machine (local files only), for the OCR baseline's results (README "OCR baseline").
+this machine (local files only), for the OCR baseline's results (docs/ocr.md).
 
 Pages: rustdoc's ``std::vec::Vec`` and the Rust book (rustup's rust-docs, found with ``rustc --print
 sysroot``), Node's ``fs`` API page (Debian ``nodejs-doc``), the Valgrind and libffi manuals (Debian

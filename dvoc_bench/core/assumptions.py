@@ -1,5 +1,5 @@
 """What a simulated result rests on: the knobs a simulator profile was fitted for, and the marker every
-other value carries (issue 16 item 3), in one place for the plan, the summary, the report and the plots.
+other value carries, in one place for the plan, the summary, the report and the plots.
 
 A calibrated profile declares ``sim.fitted_for``: per knob, the values its parameters were fitted for
 (``protocols: [paper]``, ``overlays: [full]``, ``overlay_style: default``, and any registered knob under
@@ -7,7 +7,7 @@ A calibrated profile declares ``sim.fitted_for``: per knob, the values its param
 an assumption of the simulator and carries the knob's label: the record's ``simulated_assumptions``, the
 summary row, the report's tables and the figures' titles say e.g. ``[SIMULATED; overlay effect assumed]``.
 
-**Adding a knob** (e.g. issue 20's crops / zoom, or a dataset): call :func:`register_assumed_knob` once, at
+**Adding a knob** (e.g. zoom crops, or a dataset): call :func:`register_assumed_knob` once, at
 import of the module that owns the knob, e.g.::
 
     register_assumed_knob("zoom", "zoom effect assumed", fitted_key="zooms", default_fitted=("none",))
@@ -137,7 +137,7 @@ register_assumed_knob(
     "overlay_style", "overlay style assumed", fitted_key="overlay_style", default_fitted=("default",)
 )
 register_assumed_knob("crops", "crops/zoom assumed", fitted_key="crops", default_fitted=("none",))
-"""Zoom methods send crops of the screen (issue 20); no profile was fitted on crops."""
+"""Zoom methods send crops of the screen; no profile was fitted on crops."""
 register_assumed_knob("scene", "screen kind assumed", fitted_key="scene_kinds", default_fitted=("synthetic",))
 """The kind of screen (:data:`dvoc_bench.core.records.SceneKind`): the profiles were fitted on the authors'
 drawn

@@ -1,4 +1,4 @@
-"""Damped correction and the stop policy (DESIGN §4, upstream-facts §1.3–1.4). Pure functions, no I/O.
+"""Damped correction and the stop policy. Pure functions, no I/O.
 
 The loop, per iteration ``i`` (0-based): show the draft, get a report ``r_i`` (offset in pixels and a
 confidence, or an empty reply), evaluate the policy on all reports so far, and on ``refine`` move the

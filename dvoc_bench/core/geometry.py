@@ -1,4 +1,4 @@
-"""Points, offsets, boxes and coordinate frames (DESIGN §3).
+"""Points, offsets, boxes and coordinate frames.
 
 Everything the harness stores is in *screenshot pixels* of the image the model saw. Models answer in
 their own frame; the functions here convert between the two. All functions are pure.

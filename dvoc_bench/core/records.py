@@ -1,4 +1,4 @@
-"""Typed records of a sweep: what was planned, what each model call did, how each trial ended (§5, §6).
+"""Typed records of a sweep: what was planned, what each model call did, how each trial ended.
 
 This module is the one list of the values records may take: :data:`Status`, :data:`StopReason`,
 :data:`ErrorClass`, :data:`SceneKind`, :data:`StepKind`, :data:`ParseStatus`. Every later feature that
@@ -385,7 +385,7 @@ class TrialResult(TrialOutcome):
 
 @dataclass(frozen=True)
 class Probe:
-    """What lies under a trial's final point, as the scene reports it (§5). Web scenes ask the live DOM;
+    """What lies under a trial's final point, as the scene reports it. Web scenes ask the live DOM;
     synthetic scenes look at their element boxes. Written into ``trials.jsonl`` by ``trial_record``."""
 
     hit_element: str | None

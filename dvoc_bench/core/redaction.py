@@ -1,4 +1,4 @@
-"""Redaction of API keys (DESIGN §6: keys never reach a record, a log line, the console or an error).
+"""Redaction of API keys (keys never reach a record, a log line, the console or an error).
 
 :func:`redact` removes every registered key (and any echoed fragment of one, at least eight characters)
 and key-shaped tokens (``Bearer ...``, ``?key=...``, ``sk-...``, ``AIza...``, ``api_key: ...``) from a

@@ -1,4 +1,4 @@
-"""What a scene gives the harness: a rendered Snapshot with its ground truth (§9)."""
+"""What a scene gives the harness: a rendered Snapshot with its ground truth."""
 
 from __future__ import annotations
 

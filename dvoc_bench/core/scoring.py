@@ -1,4 +1,4 @@
-"""Outcome measures of a final point (§5): measured, never a single ambiguous ``success``."""
+"""Outcome measures of a final point: measured, never a single ambiguous ``success``."""
 
 from __future__ import annotations
 

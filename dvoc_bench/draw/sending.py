@@ -1,6 +1,5 @@
 """What a model is sent: the one place the harness crops and resizes a screenshot, and the exact maps
-between the pixels of the screenshot and the pixels of the image sent (README "High-resolution screens
-and zoom").
+between the pixels of the screenshot and the pixels of the image sent (docs/zoom.md).
 
 A :class:`View` is a rectangle of the screenshot (``crop``: the whole screen, or a zoom window), and the
 size it is sent at (``sent``): the crop downscaled to the model's input limit (``image.max_side`` and

@@ -7,7 +7,7 @@ and the methods await the result (:meth:`TrialEnv.render <dvoc_bench.methods.com
 
 Threads, not processes: a process pool was built and measured too (the screenshot shared once through
 shared memory, the frame and its PNG sent back through a per-worker shared block, the pipes read by the
-event loop itself). It was slower (README "Benchmarks": 8 trials in flight at 1.8-2.0x the ideal against
+event loop itself). It was slower (docs/benchmarks.md: 8 trials in flight at 1.8-2.0x the ideal against
 1.3x with threads on the same machine), its workers take about a second to start, and it needs the
 ``if __name__ == "__main__"`` guard in every script that runs a sweep.
 

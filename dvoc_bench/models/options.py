@@ -12,7 +12,7 @@ from dvoc_bench.core.declare import Declared, validate
 
 
 class CacheOptions(Declared):
-    """The ``cache:`` block: the response cache of real models (README "Real models")."""
+    """The ``cache:`` block: the response cache of real models (docs/cost.md)."""
 
     enabled: bool = False
     """Cache replies of real (non-simulator) models; a repeated request costs nothing."""

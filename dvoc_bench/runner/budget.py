@@ -1,4 +1,4 @@
-"""The cost budget of a run directory (``run.max_cost_usd``, issue 21).
+"""The cost budget of a run directory (``run.max_cost_usd``).
 
 Every call the run directory recorded counts (``steps.jsonl`` and ``superseded_steps.jsonl``: a resume
 pays for what earlier invocations spent). Before a trial starts, :meth:`Budget.admit` reserves its upper

@@ -1,4 +1,4 @@
-"""Frame probe (``experiment=frame_probe``): which coordinate frame does a model answer in? (§3)
+"""Frame probe (``experiment=frame_probe``): which coordinate frame does a model answer in?
 
 The model is shown clean screenshots whose targets we know (the "marks": the target element of each probe
 scene, spread over the canvas) and asked, in our own neutral words, for the centre of the element the

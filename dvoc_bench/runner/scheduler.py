@@ -1,4 +1,4 @@
-"""Provider gates and call-level retries (DESIGN §8).
+"""Provider gates and call-level retries.
 
 Every model call passes its provider's :class:`RateGate` and is retried, at the *call* level, by
 :class:`GatedModel` (tenacity, one layer only):

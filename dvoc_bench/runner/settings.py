@@ -153,7 +153,7 @@ class WebCustom(Declared):
 
 
 class Web(Declared):
-    """Web scenes W1-W5 and bring-your-own pages (README "Web scenes")."""
+    """Web scenes W1-W5 and bring-your-own pages (docs/web.md)."""
 
     verify_click: bool = False
     """Also click each final point in a fresh load of the page; records ``clicked_target``."""
@@ -181,8 +181,8 @@ class DesktopCustom(Declared):
 
 
 class Desktop(Declared):
-    """Desktop scenes D1-D4 (Tk on a private Xvfb display) and bring-your-own Tk apps (README "Desktop
-    scenes")."""
+    """Desktop scenes D1-D4 (Tk on a private Xvfb display) and bring-your-own Tk apps
+    (docs/desktop.md)."""
 
     size: list[int] = [1280, 800]
     """``[width, height]`` of the virtual screen; every desktop frame has this size."""

@@ -1,10 +1,10 @@
-"""``run.plan_only``: size a sweep before spending (issue 21). No model is called and no key is needed.
+"""``run.plan_only``: size a sweep before spending. No model is called and no key is needed.
 
 Per model: the trials; the **upper-bound calls** (each method's ``max_calls`` in the registry: DVOC
 ``loop.max_iterations``, one-shot ``oneshot.max_attempts``, SoM 1, SoM -> DVOC ``1 + max_iterations``);
 the **expected calls**, per method from the first source that has it: the method's mean calls per trial
 in an earlier run (``run.plan_from=DIR``, its ``trials.jsonl`` files, ``ok`` trials), else the authors'
-records (``dvoc_bench/calibration/recorded_calls.json``, by model name without ``sim-``), else the upper
+records (``dvoc_bench/runner/recorded_calls.json``, by model name without ``sim-``), else the upper
 bound, capped at the upper bound and always said which; the **cost** of both
 (:mod:`dvoc_bench.models.pricing`:
 tokens per call by rule, or measured in the earlier run; unknown prices shown as unknown); and the **wall

@@ -1,4 +1,4 @@
-"""The run directory (§6): append-only JSONL records, content-addressed frames, resume.
+"""The run directory: append-only JSONL records, content-addressed frames, resume.
 
 Layout::
 

@@ -1,6 +1,6 @@
 """Standard grounding datasets read from a local copy: ScreenSpot, ScreenSpot-v2, ScreenSpot-Pro, manifest.
 
-Formats, as published (README "Standard datasets"); every field is read defensively:
+Formats, as published (docs/datasets.md); every field is read defensively:
 
 - ``screenspot`` (the SeeClick release): ``screenspot_{mobile,desktop,web}.json`` and ``screenspot_imgs/``.
   A sample: ``img_filename``, ``bbox`` = ``[x, y, w, h]`` pixels, ``instruction``, ``data_type``
@@ -42,7 +42,7 @@ META_KEYS = ("ui_type", "platform", "application", "group", "data_source", "file
 
 
 class DatasetSettings(Declared):
-    """A standard dataset as the task source (README "Standard datasets"): ``dataset=<format>
+    """A standard dataset as the task source (docs/datasets.md): ``dataset=<format>
     dataset.root=DIR``; its samples are the tasks (``tasks=[...]`` then picks sample ids)."""
 
     format: Literal["screenspot", "screenspot_v2", "screenspot_pro", "manifest"] | None = None
@@ -123,7 +123,7 @@ def _parquet_hint(root: Path) -> str | None:
         return None
     return (
         f"dataset.root: {root} holds a parquet copy ({found[0].name}: images embedded, boxes normalised), "
-        'not the JSON release; use the JSON release or write a manifest (README "Standard datasets")'
+        'not the JSON release; use the JSON release or write a manifest (docs/datasets.md)'
     )
 
 
@@ -152,7 +152,7 @@ def annotation_files(spec: DatasetSpec) -> list[Path]:
             raise ConfigError(hint)
         raise ConfigError(
             f"dataset.root: no {layout.files} under {root} (dataset={spec.format}; "
-            'README "Standard datasets")'
+            'docs/datasets.md)'
         )
     return found
 

@@ -402,6 +402,7 @@ def test_plots_of_simulated_data_say_so(runs):
 # ------------------------------------------------------------------------------------------- report, CLI
 
 
+@pytest.mark.e2e
 def test_report_cli_writes_tables_and_figures(run_dir, tmp_path):
     out = tmp_path / "rep"
     p = subprocess.run(
@@ -440,6 +441,7 @@ def test_report_cli_writes_tables_and_figures(run_dir, tmp_path):
     assert not (tmp_path / "none").exists()  # bad input writes nothing
 
 
+@pytest.mark.e2e
 def test_pandas_and_matplotlib_stay_out_of_the_cli_paths():
     code = (
         "import sys, dvoc_bench, dvoc_bench.report\n"

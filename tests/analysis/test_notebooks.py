@@ -1,8 +1,8 @@
 """Every notebook in ``analysis/`` runs top to bottom (nbclient) against real runs of the session: the
-full default run, a web run, an alpha multirun and a one-trial run (``tests/real_runs.py``).
+full default run, a web run, an alpha multirun and a one-trial run (``tests/support.py``).
 
 The notebooks take the run directory from ``DVOC_RUN_DIR`` and the authors' records from ``DVOC_UPSTREAM``
-(default ``../shared/upstream``): only the default run is paired with the records (when present); the
+(:data:`tests.support.UPSTREAM`): only the default run is paired with the records (when present); the
 other runs are executed with ``DVOC_UPSTREAM`` pointing nowhere, so the upstream parts are skipped there.
 The kernel imports this checkout (``PYTHONPATH``). The notebooks are stored without outputs.
 """
@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.real_runs import RUNS
+from tests.support import RUNS
+
+pytestmark = pytest.mark.e2e
 
 nbformat = pytest.importorskip("nbformat", reason="nbformat is in the dev extra: pip install -e '.[dev]'")
 nbclient = pytest.importorskip("nbclient", reason="nbclient is in the dev extra: pip install -e '.[dev]'")

@@ -15,7 +15,7 @@ from dvoc_bench.analysis import discover_upstream, honest, load_upstream, paper
 from dvoc_bench.analysis.clustered import cluster_counts, cluster_keys
 from dvoc_bench.analysis.upstream import MAIN_MODELS, SYNTHETIC_BOXES, replay_dvoc
 from dvoc_bench.core.geometry import Size
-from tests.upstream import UPSTREAM, need_upstream, needs_upstream
+from tests.support import UPSTREAM, need_upstream, needs_upstream
 
 needs_data = needs_upstream
 

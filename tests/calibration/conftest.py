@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dvoc_bench import calibration as cal
-from tests.upstream import UPSTREAM, need_upstream
+from tests.support import UPSTREAM, need_upstream
 
 
 @pytest.fixture(scope="session")

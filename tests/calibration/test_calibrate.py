@@ -85,6 +85,7 @@ def replayed() -> pd.DataFrame:
 # --------------------------------------------------------------------------------------- the fit
 
 
+@pytest.mark.e2e
 def test_em_recovers_the_simulators_frames_gain_and_noise(replayed: pd.DataFrame) -> None:
     fit = cal.fit_offsets(replayed, family="laplace", iters=25)
     assert fit.n > 400
@@ -98,6 +99,7 @@ def test_em_recovers_the_simulators_frames_gain_and_noise(replayed: pd.DataFrame
     assert fit.loglik > fit.loglik_alt or math.isnan(fit.loglik_alt)
 
 
+@pytest.mark.e2e
 def test_the_shrink_edge_is_found_and_kept_at_100_without_a_shrink(replayed: pd.DataFrame) -> None:
     """``near.shrink_below_px``: a simulated model that under-reports below 60 px gives edge 60 and its
     shrink back; one that never under-reports keeps the first profiles' 100 px (no gain, no move)."""
@@ -117,6 +119,7 @@ def test_discrete_shares_see_the_zero_and_axis_drop_rates(replayed: pd.DataFrame
     assert s["zero_100_300"] < 0.02
 
 
+@pytest.mark.e2e
 def test_refinement_moves_the_rates_toward_the_recorded_shares(replayed: pd.DataFrame) -> None:
     recorded = replayed[replayed["rep"] == 0].drop(columns="rep").reset_index(drop=True)
     start = json.loads(json.dumps(KNOWN))
@@ -352,6 +355,7 @@ def _run(run_dir: Path, seed: int) -> pd.DataFrame:
     return load_runs(run_dir).steps
 
 
+@pytest.mark.e2e
 def test_same_seed_gives_an_identical_simulated_run(tmp_path: Path) -> None:
     a, b, c = _run(tmp_path / "a", 0), _run(tmp_path / "b", 0), _run(tmp_path / "c", 1)
     cols = ["trial_key", "index", "raw_dx", "raw_dy", "raw_x", "raw_y", "confidence", "next_x", "next_y"]

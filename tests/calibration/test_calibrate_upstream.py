@@ -17,12 +17,12 @@ import pytest
 import yaml
 
 from dvoc_bench import calibration as cal
-from tests.upstream import UPSTREAM, needs_upstream
+from tests.support import UPSTREAM, needs_upstream
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf" / "model"
 
-pytestmark = needs_upstream
+pytestmark = [pytest.mark.e2e, needs_upstream]
 
 
 def test_the_fittable_models_are_the_three_with_data(data: cal.CalibrationData) -> None:

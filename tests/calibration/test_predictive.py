@@ -1,7 +1,7 @@
 """A validation that can fail (issue 16 item 5): the recorded success counts under ``protocols=[paper]`` on
 S1-S6 (hit radius) must lie inside the simulator's 95 % predictive interval for the recorded number of
 trials, and a broken profile must fail the same check. Needs the authors' records (fails without them in
-CI, ``tests/upstream.py``). Out of sample: the fit reads step-level records only."""
+CI, ``tests/support.py``). Out of sample: the fit reads step-level records only."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import yaml
 
 from dvoc_bench import calibration as cal
 from dvoc_bench.calibration import predictive as pr
-from tests.upstream import need_upstream, needs_upstream
+from tests.support import need_upstream, needs_upstream
 
-pytestmark = needs_upstream
+pytestmark = [pytest.mark.e2e, needs_upstream]
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf" / "model"

@@ -1,7 +1,7 @@
 """Repeats are samples (issue 16 item 2, "done when"): seeds 0 and 1 of the same paper sweep answer their
 identical first inputs identically about as often as the records' repeat rate predicts, and end at the
 identical point no more often than the authors' repeats did. A simulator that ignores the trial's seed fails
-the same check. Needs the authors' records (``tests/upstream.py``)."""
+the same check. Needs the authors' records (``tests/support.py``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ import yaml
 
 from dvoc_bench import calibration as cal
 from dvoc_bench.calibration.repeats import binomial_band, recorded_final_repeats, repeat_check
-from tests.upstream import needs_upstream
+from tests.support import needs_upstream
+
+pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf" / "model"

@@ -191,6 +191,7 @@ def test_helper_start_up_failures_are_clear(model, tmp_path):
         HelperDetector([str(tmp_path / "no-such-binary")]).run(SMALL)
 
 
+@pytest.mark.e2e
 def test_bad_start_up_arguments_answer_err_and_anchors_are_required(model):
     """Issue #18: a bad start-up argument is one ``ERR`` line on stdout (exit 2), not argparse's usage text;
     without ``--anchors`` the helper refuses to guess (``--anchors yolov5-default`` says it)."""
@@ -208,6 +209,7 @@ def test_bad_start_up_arguments_answer_err_and_anchors_are_required(model):
         HelperDetector(base).run(SMALL)
 
 
+@pytest.mark.e2e
 def test_self_test_prints_one_reply(model):
     cmd = own_helper_command("onnx", str(model), "yolov5-default") + ["--self-test"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)

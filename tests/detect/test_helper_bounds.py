@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dvoc_bench.detect.helper_client import MAX_LINE_BYTES, HelperDetector, HelperError
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 HUGE_LINE = """
 import sys, struct
@@ -71,6 +71,7 @@ def wait_until(cond, timeout=10.0) -> bool:
     return cond()
 
 
+@pytest.mark.e2e
 def test_a_300mb_line_fails_the_request_without_being_buffered(tmp_path):
     cmd = script(tmp_path, HUGE_LINE, "huge.py")
     code = textwrap.dedent(

@@ -15,7 +15,9 @@ from dvoc_bench.core.geometry import box_iou as iou
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
 from dvoc_bench.detect.types import Detection, TimedDetector
 from dvoc_bench.draw.render import decode_png
-from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
+from tests.support import chromium_or_skip
+
+pytestmark = pytest.mark.e2e
 
 PAGE = """<!doctype html><html><body style="margin:0;background:#fff;font:16px sans-serif">
 <button style="position:absolute;left:100px;top:100px;width:200px;height:60px;background:#1f6feb;color:#fff;
@@ -75,10 +77,7 @@ def test_dataset_share_of_targets_marked_from_image_and_box_pairs():
 
 @pytest.fixture(scope="module")
 def chromium():
-    try:
-        find_chromium()
-    except ChromiumNotFoundError as e:  # pragma: no cover - CI always has one
-        pytest.skip(f"needs a Chromium: {e}")
+    chromium_or_skip()
 
 
 def _rows(path: Path) -> dict[tuple[str, str], dict[str, str]]:

@@ -8,7 +8,7 @@ from dvoc_bench.draw.render import decode_png
 from dvoc_bench.methods.common import TrialEnv
 from dvoc_bench.models.base import ModelCallError, Reply
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
-from tests.scripted import FrameSink, ScriptedModel, click, make_spec, offset, run_method
+from tests.support import FrameSink, ScriptedModel, click, make_spec, offset, run_method
 
 REG = SceneRegistry(default_scenes_dir(), sources=build_sources(names=["synthetic"]))
 """S1: an 800x600 canvas, target box (360, 275)-(440, 325), centre (400, 300)."""

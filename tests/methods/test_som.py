@@ -22,7 +22,7 @@ from dvoc_bench.models.base import ModelCallError, ModelRequest, Reply, ToolCall
 from dvoc_bench.models.simulator import NOT_SUPPORTED, SimProfile, SimulatedModel, load_profile, parse_marks
 from dvoc_bench.protocol.som import som_prompt, som_tools
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
-from tests.scripted import FrameSink, ScriptedModel, make_spec, run_method
+from tests.support import FrameSink, ScriptedModel, make_spec, run_method
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "model"
 REG = SceneRegistry(default_scenes_dir())

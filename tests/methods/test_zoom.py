@@ -66,6 +66,7 @@ def _frame(run_dir: Path, sha: str) -> np.ndarray:
     return decode_png(next(run_dir.joinpath("frames").rglob(f"{sha}.png")).read_bytes())
 
 
+@pytest.mark.e2e
 def test_every_method_hits_every_4k_sample_in_every_frame(run):
     hires, res, trials, _, _ = run
     assert res.counts == {"ok": 72}

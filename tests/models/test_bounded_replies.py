@@ -29,10 +29,8 @@ from dvoc_bench.runner.setup import model_options
 from dvoc_bench.runner.store import read_jsonl
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
-from tests.conftest import ROOT
 from tests.models.test_secrets import FAKE_KEY, leaks, tree_text
-
-pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
+from tests.support import ROOT
 
 PAD = 15_000_000
 """Characters added to the text and to each tool call's arguments: a reply body of about 30 MB."""
@@ -81,6 +79,7 @@ def sweep(
     return r, rss
 
 
+@pytest.mark.e2e
 def test_a_30mb_reply_keeps_records_and_cache_small_and_memory_bounded(backend, tmp_path):
     with serve_in_thread(FaultOptions(pad_chars=PAD), backend) as (url, server):
         r, rss_kb = sweep(tmp_path, url, "run.max_in_flight=2", "oneshot.max_attempts=2")
@@ -110,6 +109,7 @@ def test_a_30mb_reply_keeps_records_and_cache_small_and_memory_bounded(backend, 
     assert any(s["reply_tool_calls"] for s in steps)
 
 
+@pytest.mark.e2e
 def test_run_max_reply_chars_is_threaded_through_the_config(backend, tmp_path):
     with serve_in_thread(FaultOptions(pad_chars=50_000), backend) as (url, _):
         r, _ = sweep(tmp_path, url, "run.max_reply_chars=1000", "starts=random:1", "tasks=[S1]")
@@ -140,6 +140,7 @@ def test_bound_reply_keeps_the_head_and_records_length_and_hash_of_the_original(
     assert small.text == "ok" and small.truncated is None and small.full_chars == 2
 
 
+@pytest.mark.e2e
 def test_a_key_echoed_in_a_successful_reply_reaches_no_file_and_no_log(backend, tmp_path):
     opts = FaultOptions(required_key=FAKE_KEY, echo_key=True)
     with serve_in_thread(opts, backend) as (url, server):
@@ -156,6 +157,7 @@ def test_a_key_echoed_in_a_successful_reply_reaches_no_file_and_no_log(backend, 
     assert leaks(everything) == []
 
 
+@pytest.mark.e2e
 def test_in_process_replies_logs_and_a_stale_cache_entry_are_redacted(backend, tmp_path, caplog, monkeypatch):
     import logging
 

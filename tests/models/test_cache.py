@@ -18,8 +18,6 @@ from dvoc_bench.runner.settings import load_settings
 from dvoc_bench.runner.setup import model_options
 from dvoc_bench.runner.sweep import plan, run_sweep
 
-pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
-
 
 def req(**kw):
     base = dict(

@@ -25,11 +25,10 @@ from dvoc_bench.models.litellm_client import (
 )
 from dvoc_bench.models.options import ImageOptions
 from dvoc_bench.protocol import tools_for
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 GOOGLE_LIKE = "AIza" + "SyFAKEFAKEFAKEFAKE12345"  # split so no scanner mistakes it for a key
 
-pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
 
 MODELS = default_conf_dir() / "model"
 
@@ -193,6 +192,7 @@ def test_missing_key_fails_at_config_load_naming_the_variable(monkeypatch):
     assert m.settings.model_id == "gemini/gemini-3.1-flash-lite" and m.coord_frame == "norm1000"
 
 
+@pytest.mark.e2e
 def test_cli_without_a_key_prints_one_line_and_exits_2(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "GEMINI_API_KEY"}
     r = subprocess.run(
@@ -258,6 +258,7 @@ def test_cost_is_litellms_or_unknown():
     assert cost == pytest.approx(1000 * 1e-7 + 100 * 4e-7)
 
 
+@pytest.mark.e2e
 def test_help_does_not_import_litellm_and_the_client_imports_it_offline():
     code = (
         "import os, sys, runpy\n"

@@ -13,8 +13,6 @@ from dvoc_bench.protocol import tools_for
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
 
-pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
-
 
 @pytest.fixture(scope="module")
 def backend():

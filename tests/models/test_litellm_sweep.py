@@ -1,5 +1,6 @@
 """The real path end to end: sweeps through LiteLLM -> HTTP -> dvoc_bench.serve match the in-process ones."""
 
+
 import pytest
 
 from dvoc_bench.core.records import read_jsonl
@@ -8,8 +9,6 @@ from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.sweep import plan, run_sweep
-
-pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
 
 # what legitimately differs between transports: timing, and the cost (the simulator says 0.0 itself;
 # over HTTP LiteLLM does not know the price of a local model, so it is unknown: None)
@@ -50,6 +49,7 @@ def _over_http_and_in_process(tmp_path, setup, specs, server):
     return http, local, calls
 
 
+@pytest.mark.e2e
 def test_sweep_over_http_matches_the_in_process_simulator(sim_url, tmp_path):
     url, server = sim_url
     setup = quick_setup(

@@ -11,14 +11,13 @@ from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.ocr.tesseract import find_tesseract
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.sweep import run_sweep
-from tests.conftest import served_simulator
+from tests.support import served_simulator
 
 try:
     find_tesseract()
 except ConfigError as e:  # pragma: no cover - CI installs it
     pytest.skip(str(e), allow_module_level=True)
 
-pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
 
 # what must agree between the two transports, trial by trial (timing and cost bookkeeping may differ)
 SAME = (
@@ -50,6 +49,7 @@ def _run(tmp, model, extra):
     return res.trials, steps
 
 
+@pytest.mark.e2e
 def test_the_same_sweep_in_process_and_over_http_gives_identical_answers(ocr_url, tmp_path) -> None:
     url, server = ocr_url
     before = server.faults.counts["ok"]

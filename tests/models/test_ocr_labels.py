@@ -40,7 +40,7 @@ EXPECTED = {
         "report-2024-02-16.csv",
     ),
 }
-# the documentation pages' tasks (README "OCR baseline", tests/scenes/test_web_docs.py) and other wordings
+# the documentation pages' tasks (docs/ocr.md, tests/scenes/test_web_docs.py) and other wordings
 MORE = {
     "Click the Help button": ("Help", "phrase", None),
     "Click the Settings button": ("Settings", "phrase", None),

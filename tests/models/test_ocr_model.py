@@ -153,11 +153,12 @@ def test_a_missing_binary_is_one_line_naming_the_packages() -> None:
     assert str(e.value).count("\n") == 0 and "tesseract-ocr tesseract-ocr-eng" in str(e.value)
     assert MISSING in str(e.value)
     with pytest.raises(ConfigError, match="ocr.psmx: unknown key"):
-        ocr_model_from_config("ocr-tesseract", {"ocr": {"psmx": 3}})
+        ocr_model_from_config("ocr-tesseract", {"psmx": 3})
     with pytest.raises(ConfigError, match="passes"):
-        ocr_model_from_config("ocr-tesseract", {"ocr": {"passes": ["bright"]}})
+        ocr_model_from_config("ocr-tesseract", {"passes": ["bright"]})
 
 
+@pytest.mark.e2e
 def test_cli_without_tesseract_exits_2_with_one_line(cli, tmp_path) -> None:
     import shutil
     import sys

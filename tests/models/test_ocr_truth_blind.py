@@ -46,6 +46,7 @@ def _sweep(tmp_path: Path, name: str, model: str, selector: str) -> list[dict]:
     return res.trials
 
 
+@pytest.mark.e2e
 def test_ocr_reads_the_page_while_the_simulator_reads_the_truth(tmp_path: Path) -> None:
     ocr = _sweep(tmp_path, "ocr", "ocr-tesseract", "#alpha")
     sim = _sweep(tmp_path, "sim", "sim-ideal", "#alpha")

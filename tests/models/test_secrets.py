@@ -15,9 +15,7 @@ from dvoc_bench.protocol import tools_for
 from dvoc_bench.runner.store import read_jsonl
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
-from tests.conftest import run_cli
-
-pytestmark = pytest.mark.filterwarnings("ignore:coroutine 'Logging.async_success_handler':RuntimeWarning")
+from tests.support import run_cli
 
 FAKE_KEY = "sk-dvocFAKE-9f3b6c1e7a2d4b58e0c1"
 """Recognisable: any appearance of it (or of a long piece of it) anywhere is a leak."""
@@ -66,6 +64,7 @@ def sweep(tmp_path, url):
                 os.environ[k] = v
 
 
+@pytest.mark.e2e
 def test_a_server_echoing_the_key_in_its_401_leaks_nothing(backend, tmp_path):
     with serve_in_thread(FaultOptions(required_key="the-right-key-0000"), backend) as (url, server):
         r = sweep(tmp_path, url)
@@ -81,6 +80,7 @@ def test_a_server_echoing_the_key_in_its_401_leaks_nothing(backend, tmp_path):
     assert leaks(everything) == []
 
 
+@pytest.mark.e2e
 def test_a_successful_run_with_a_key_leaks_nothing(backend, tmp_path):
     with serve_in_thread(FaultOptions(required_key=FAKE_KEY), backend) as (url, server):
         r = sweep(tmp_path, url)

@@ -32,21 +32,16 @@ skip.
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dvoc_bench.models.base import Reply, ToolCall
 from dvoc_bench.protocol import Parsed, parse_reply
-from tests.upstream import need_upstream
+from tests.support import UPSTREAM, need_upstream
 
-UPSTREAM = Path(
-    os.environ.get("DVOC_UPSTREAM") or Path(__file__).resolve().parents[2].parent / "shared" / "upstream"
-)
 RESPONSES = UPSTREAM / "responses"
 
 # Measured on the authors' data (commit b115557 of their repository).

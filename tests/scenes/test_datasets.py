@@ -177,6 +177,7 @@ def test_sweep_records_and_split_tables_screenspot_v2(tmp_path):
     assert (by_type["lo"] <= by_type["accuracy"]).all() and (by_type["accuracy"] <= by_type["hi"]).all()
 
 
+@pytest.mark.e2e
 def test_cli_screenspot_pro_4k_oneshot_start_and_report(tmp_path, cli):
     expected = {e.id: e for e in write_fixture(tmp_path / "pro", "screenspot_pro", (3840, 2160),
                                                screens=2, per_screen=2)}  # fmt: skip
@@ -278,6 +279,7 @@ BAD = [
 ]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(("args", "message"), BAD, ids=[m.split(":")[0] for _, m in BAD])
 def test_bad_dataset_settings_are_one_line_errors(tmp_path, cli, args, message):
     (tmp_path / "pq" / "data").mkdir(parents=True)

@@ -17,6 +17,8 @@ from dvoc_bench.scenes.desktop import display as display_mod
 from dvoc_bench.scenes.desktop.display import DesktopUnavailable, XDisplay
 from dvoc_bench.scenes.desktop.source import DesktopOptions, DesktopScenes, SceneError
 
+pytestmark = pytest.mark.e2e
+
 IDS = ("D1", "D2", "D3", "D4")
 
 

@@ -16,8 +16,11 @@ import uuid
 from pathlib import Path
 
 import psutil
+import pytest
 
-from tests.conftest import ROOT, run_cli
+from tests.support import ROOT, run_cli
+
+pytestmark = pytest.mark.e2e
 
 APP = """
 import tkinter as tk

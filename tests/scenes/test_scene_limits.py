@@ -16,7 +16,7 @@ from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 from dvoc_bench.scenes.synthetic import load_spec
-from tests.conftest import run_cli
+from tests.support import run_cli
 
 SYNTHETIC = default_scenes_dir() / "synthetic"
 AS_LIMIT = 3 * 1024**3
@@ -60,6 +60,7 @@ def test_a_huge_synthetic_scene_is_one_config_error_line(tmp_path):
     assert "MemoryError" not in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.e2e
 def test_scenes_max_side_is_a_config_knob(tmp_path):
     scenes = scenes_with_s1(tmp_path)  # 800x600
     r, lines = cli_lines(tmp_path, scenes, "scenes.max_side=640")

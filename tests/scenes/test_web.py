@@ -20,14 +20,18 @@ from dvoc_bench.draw.render import encode_png
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.sweep import run_sweep
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
-from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
 from dvoc_bench.scenes.web.page import new_task_page, prepare, screenshot
 from dvoc_bench.scenes.web.source import WebOptions, WebScenes, task_from_mapping
+from tests.support import chromium_or_skip
 
-try:
-    CHROMIUM = find_chromium()
-except ChromiumNotFoundError as e:  # pragma: no cover - CI always has one
-    pytest.skip(f"web tests need a Chromium: {e}", allow_module_level=True)
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _needs_chromium() -> None:
+    """Every test here drives a real Chromium: skipped with the reason without one (looked up once, when
+    the first test runs, not while the tests are collected)."""
+    chromium_or_skip()
 
 WEB_IDS = ["W1", "W2", "W3", "W4", "W5"]
 MAGENTA = (255, 0, 255)

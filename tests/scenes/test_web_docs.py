@@ -18,13 +18,17 @@ from dvoc_bench.benchmarks.ocr_docs import rust_docs
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.sweep import run_sweep
 from dvoc_bench.scenes.web.browser import url_to_path
-from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
 from dvoc_bench.scenes.web.source import SceneError, WebOptions, WebScenes, load_task
+from tests.support import chromium_or_skip
 
-try:
-    find_chromium()
-except ChromiumNotFoundError as e:  # pragma: no cover - CI always has one
-    pytest.skip(f"web tests need a Chromium: {e}", allow_module_level=True)
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _needs_chromium() -> None:
+    """Every test here drives a real Chromium: skipped with the reason without one (looked up once, when
+    the first test runs, not while the tests are collected)."""
+    chromium_or_skip()
 
 
 RUST = rust_docs()

@@ -21,6 +21,8 @@ from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
 from dvoc_bench.scenes.web.source import WebOptions
 
+pytestmark = pytest.mark.e2e
+
 try:
     find_chromium()
 except ChromiumNotFoundError as e:  # pragma: no cover - CI always has one

@@ -19,6 +19,8 @@ from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
 from dvoc_bench.scenes.web.source import SceneError, WebOptions, WebScenes, task_from_mapping
 
+pytestmark = pytest.mark.e2e
+
 try:
     find_chromium()
 except ChromiumNotFoundError as e:  # pragma: no cover - CI always has one

@@ -8,7 +8,7 @@ Preprocessing: grey levels, then an integer upscale (``upscale``, Lanczos) so th
 x-height Tesseract is trained on; boxes are mapped back to the pixels of the image as sent. ``upscale:
 auto`` (the default) enlarges 2x only images whose long side is at most :data:`SMALL_SIDE` px (800x600
 scenes, downscaled screenshots): on 1280x720 pages 2x read more words but found no more targets, at about
-1.5x the time (README "OCR baseline").
+1.5x the time (docs/ocr.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Desktop scenes: real Tk applications on a private Xvfb display (README "Desktop scenes").
+"""Desktop scenes: real Tk applications on a private Xvfb display (docs/desktop.md).
 
 - :mod:`dvoc_bench.scenes.desktop.display`: the virtual display of a run (Xvfb started with ``-displayfd``),
   the pinned fonts (a ``FONTCONFIG_FILE`` naming the project's DejaVu folder), the screen grab and the real

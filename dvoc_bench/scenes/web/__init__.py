@@ -2,7 +2,7 @@
 
 Playwright is imported only when a browser actually starts. See :mod:`dvoc_bench.scenes.web.source` for how
 web
-tasks become scenes, and the README section "Web scenes".
+tasks become scenes, and docs/web.md.
 """
 
 from dvoc_bench.scenes.web.browser import NetworkGuard, Session, WebBrowser, request_allowed

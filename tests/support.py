@@ -1,0 +1,294 @@
+"""What the tests share, in one place: the repository paths, the authors' records, the command line in a
+subprocess, the simulator behind a real HTTP server, the session's real runs, a Chromium check, and the
+scripted model and trial helpers of the method tests.
+
+- The authors' records (``UPSTREAM``): ``$DVOC_UPSTREAM``, else ``../shared/upstream`` beside the
+  repository. Tests that need them call :func:`need_upstream` (directly, or through the ``upstream``
+  fixture / the :data:`needs_upstream` marker). Without the data they skip with a reason, except under
+  ``DVOC_REQUIRE_UPSTREAM=1`` (set by ``.ci/run``), where they FAIL: CI must not go green on a machine that
+  lacks the data every out-of-sample check rests on. conftest.py exports ``DVOC_UPSTREAM`` for the
+  subprocesses and notebooks the tests start.
+- Real runs, built once per test session, for the report, notebook and README tests, each made the way a
+  researcher makes it (``python -m dvoc_bench ...`` in a subprocess from the repository root, into a
+  session temporary folder): ``default_run`` (the default command: ``experiment=quick``, 270 trials, four
+  simulated models), ``web_run`` (the same on W1 and W2; needs a Chromium), ``alpha_multirun``
+  (``-m alphas=[decay],[adaptive]``: two jobs of 270 trials) and ``one_trial_run`` (a single trial).
+  ``RUNS`` names them for ``request.getfixturevalue``; conftest.py imports the fixtures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dvoc_bench.core.records import TrialResult, TrialSpec
+from dvoc_bench.methods.common import TrialEnv
+from dvoc_bench.methods.registry import method_info
+from dvoc_bench.models.base import ModelRequest, Reply, ToolCall
+
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository."""
+
+# ---------------------------------------------------------------------------------- the authors' records
+
+UPSTREAM = Path(os.environ.get("DVOC_UPSTREAM") or ROOT.parent / "shared" / "upstream")
+"""The authors' records: ``$DVOC_UPSTREAM``, else ``../shared/upstream`` beside the repository."""
+
+
+def required() -> bool:
+    """Whether a missing data folder is a failure (``DVOC_REQUIRE_UPSTREAM=1``) rather than a skip."""
+    return os.environ.get("DVOC_REQUIRE_UPSTREAM", "").strip() not in ("", "0")
+
+
+def need_upstream(sub: str = "responses") -> Path:
+    """``UPSTREAM`` when ``UPSTREAM / sub`` exists; otherwise skip (or fail when :func:`required`)."""
+    if (UPSTREAM / sub).exists():
+        return UPSTREAM
+    msg = f"the authors' records are not at {UPSTREAM / sub} (set DVOC_UPSTREAM to their folder)"
+    if required():
+        pytest.fail(f"{msg}; DVOC_REQUIRE_UPSTREAM is set, so this is a failure, not a skip", pytrace=False)
+    pytest.skip(msg)
+
+
+needs_upstream = pytest.mark.usefixtures("upstream")
+"""Marker for a test (or, as ``pytestmark``, a module) that needs the authors' records."""
+
+
+# ------------------------------------------------------------------------------------- the command line
+
+
+def run_cli(
+    *args: str, timeout: float = 120, env_extra: dict[str, str] | None = None, **kw
+) -> subprocess.CompletedProcess:
+    """Run ``python -m dvoc_bench`` with overrides from the repo root."""
+    env = {**os.environ, "HYDRA_FULL_ERROR": "0", **(env_extra or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "dvoc_bench", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        **kw,
+    )
+
+
+# --------------------------------------------------------------------------- the simulator over HTTP
+
+
+@contextlib.contextmanager
+def served_simulator(*, warm: bool = True, delay_s: float = 0.0, set_env: bool = True):
+    """``dvoc_bench.serve`` on localhost over the synthetic scenes (rendered first when ``warm``; the OCR
+    model needs none), each reply ``delay_s`` late; ``DVOC_SIM_URL`` points at it while it runs (when
+    ``set_env``). Yields ``(url, server)``."""
+    from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
+    from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
+
+    backend = SimBackend(
+        registry=SceneRegistry(default_scenes_dir(), sources=build_sources(names=["synthetic"]))
+    )
+    if warm:
+        backend.warm()
+    faults = FaultOptions(delay_s=delay_s) if delay_s else None
+    old = os.environ.get("DVOC_SIM_URL")
+    with serve_in_thread(faults, backend) as (url, server):
+        if set_env:
+            os.environ["DVOC_SIM_URL"] = url
+        try:
+            yield url, server
+        finally:
+            if set_env and old is None:
+                os.environ.pop("DVOC_SIM_URL", None)
+            elif set_env:
+                os.environ["DVOC_SIM_URL"] = old
+
+
+# ---------------------------------------------------------------------------------------- Chromium
+
+
+@functools.cache
+def chromium_missing() -> str | None:
+    """Why no Chromium can be used here (``None``: one can). Looked up once, when a test first asks: never
+    while the tests are collected."""
+    from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
+
+    try:
+        find_chromium()
+    except ChromiumNotFoundError as e:
+        return str(e)
+    return None
+
+
+def chromium_or_skip() -> None:
+    """Skip the calling test, with the reason, when there is no Chromium."""
+    why = chromium_missing()
+    if why is not None:
+        pytest.skip(f"needs a Chromium: {why}")
+
+
+# ---------------------------------------------------------------------------------- real runs
+
+RUNS = ("default_run", "web_run", "alpha_multirun", "one_trial_run")
+
+
+def dvoc(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``python -m dvoc_bench *args`` from the repository root (the package of this checkout)."""
+    env = {**os.environ, "HYDRA_FULL_ERROR": "1", "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "dvoc_bench", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _trials(run: Path) -> list[dict]:
+    return [json.loads(x) for x in (run / "trials.jsonl").read_text().splitlines() if x.strip()]
+
+
+def make_run(out: Path, *overrides: str) -> Path:
+    p = dvoc(*overrides, f"hydra.run.dir={out}", "run.quiet=true")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert f"run dir: {out}" in p.stdout
+    return out
+
+
+@pytest.fixture(scope="session")
+def default_run(tmp_path_factory) -> Path:
+    run = make_run(tmp_path_factory.mktemp("runs") / "default")
+    assert len(_trials(run)) == 270  # 4 models x 6 scenes x {dvoc, oneshot} x 5 starts + centre x 6 x 5
+    return run
+
+
+@pytest.fixture(scope="session")
+def web_run(tmp_path_factory) -> Path:
+    chromium_or_skip()
+    run = make_run(tmp_path_factory.mktemp("runs") / "web", "tasks=[W1,W2]")
+    trials = _trials(run)
+    assert len(trials) == 90 and {t["task"] for t in trials} == {"W1", "W2"}
+    assert all(t.get("hit_rule") == "dom" for t in trials if t["status"] == "ok")
+    return run
+
+
+@pytest.fixture(scope="session")
+def alpha_multirun(tmp_path_factory) -> Path:
+    sweep = tmp_path_factory.mktemp("runs") / "alpha_sweep"
+    p = dvoc("-m", "alphas=[decay],[adaptive]", f"hydra.sweep.dir={sweep}", "run.quiet=true")
+    assert p.returncode == 0, p.stderr[-3000:]
+    jobs = sorted(d for d in sweep.iterdir() if (d / "trials.jsonl").is_file())
+    assert [j.name for j in jobs] == ["0", "1"] and all(len(_trials(j)) == 270 for j in jobs)
+    return sweep
+
+
+@pytest.fixture(scope="session")
+def one_trial_run(tmp_path_factory) -> Path:
+    run = make_run(
+        tmp_path_factory.mktemp("runs") / "one",
+        "model=sim-gemma-4-26b",
+        "task=S3",
+        "methods=[dvoc]",
+        "starts=random:1",
+    )
+    assert len(_trials(run)) == 1
+    return run
+
+
+# ------------------------------------------------------------------- scripted models and trial helpers
+
+
+class ScriptedModel:
+    """A model that answers with fixed replies in order (the last one repeats), or raises the ones that
+    are exceptions; records every request it got."""
+
+    name = "scripted"
+    simulated = False
+
+    def __init__(self, *replies: Reply | Exception):
+        self.replies = list(replies)
+        self.requests: list[ModelRequest] = []
+
+    async def complete(self, req: ModelRequest) -> Reply:
+        self.requests.append(req)
+        r = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+        if isinstance(r, Exception):
+            raise r
+        return r
+
+
+def tool(name: str, **arguments: Any) -> Reply:
+    """A reply holding one tool call with JSON arguments."""
+    return Reply(None, [ToolCall(name, json.dumps(arguments))])
+
+
+def offset(dx: float, dy: float, confidence: float = 0.9) -> Reply:
+    """A ``report_offset`` reply."""
+    return tool("report_offset", dx=dx, dy=dy, confidence=confidence)
+
+
+def click(x: float, y: float, confidence: float = 0.9) -> Reply:
+    """A ``click_at`` reply."""
+    return tool("click_at", x=x, y=y, confidence=confidence)
+
+
+def make_spec(
+    task: str = "S6", method: str = "som", seed: int = 1, frame: str = "pixel", **over: Any
+) -> TrialSpec:
+    """A trial spec with the default loop settings; ``over`` replaces any field."""
+    fields: dict[str, Any] = dict(
+        trial_key=f"k-{task}-{method}-{seed}",
+        experiment="t",
+        model="m",
+        model_id="m",
+        api_base=None,
+        provider="p",
+        simulated=True,
+        coord_frame=frame,
+        task=task,
+        scene_hash="h",
+        method=method,
+        protocol="v1",
+        alpha="-",
+        overlay="-",
+        predict="-",
+        start=None,
+        start_index=1,
+        rep=0,
+        seed=seed,
+        epsilon=30.0,
+        conf_threshold=0.5,
+        window=2,
+        max_iterations=15,
+        max_attempts=5,
+        alpha_constant=0.5,
+    )
+    fields.update(over)
+    return TrialSpec(**fields)
+
+
+class FrameSink:
+    """``save_frame`` for tests: keeps every PNG by its sha256."""
+
+    def __init__(self) -> None:
+        self.frames: dict[str, bytes] = {}
+
+    def __call__(self, png: bytes) -> str:
+        sha = hashlib.sha256(png).hexdigest()
+        self.frames[sha] = png
+        return sha
+
+
+def run_method(spec: TrialSpec, env: TrialEnv) -> TrialResult:
+    """Run the spec's registered method on ``env``."""
+    return asyncio.run(method_info(spec.method).run(spec, env))
