@@ -6,7 +6,7 @@ import hashlib
 import itertools
 import json
 from collections.abc import Mapping
-from typing import Literal, NotRequired, TypedDict
+from typing import Any
 
 import numpy as np
 
@@ -28,39 +28,6 @@ PAPER_STARTS: tuple[Point, ...] = (
 
 NA = "-"
 """Value of a knob that does not apply to a method (so the trial is planned once, not per value)."""
-
-
-class TrialFields(TypedDict):
-    """The planned fields of a :class:`TrialSpec` that its ``trial_key`` hashes (with the sweep seed)."""
-
-    model: str
-    model_id: str
-    api_base: str | None
-    provider: str
-    simulated: bool
-    coord_frame: str
-    task: str
-    scene_hash: str
-    method: str
-    protocol: str
-    alpha: str
-    overlay: str
-    predict: str
-    start: list[float] | None
-    start_index: int
-    rep: int
-    epsilon: float
-    conf_threshold: float
-    window: int
-    max_iterations: int
-    max_attempts: int
-    alpha_constant: float
-    hit_radius_min: float
-    detector: str
-    start_from: NotRequired[Literal["plan", "oneshot"]]
-    """Only when not ``plan`` (earlier keys are unchanged)."""
-    zoom: NotRequired[str]
-    """Only zoom trials carry it."""
 
 
 def trial_key(fields: Mapping[str, object]) -> str:
@@ -159,7 +126,7 @@ def build_plan(
             scene_hash, size = scenes[task]
             points = start_points(kind, n, size, task, s.seed)
             for (si, p), rep in itertools.product(enumerate(points, start=1), range(swept.repeats)):
-                fields: TrialFields = dict(
+                fields: dict[str, Any] = dict(
                     model=model.name, model_id=model.model_id, api_base=model.api_base,
                     provider=model.provider, simulated=model.simulated,
                     coord_frame=model.coord_frame if protocol == NA
