@@ -68,17 +68,23 @@ needs_upstream = pytest.mark.usefixtures("upstream")
 
 
 def run_cli(
-    *args: str, timeout: float = 120, env_extra: dict[str, str] | None = None, **kw
+    *args: str,
+    timeout: float = 120,
+    env_extra: dict[str, str] | None = None,
+    cwd: Path = ROOT,
+    full_error: bool = False,
+    **kw: Any,
 ) -> subprocess.CompletedProcess:
-    """Run ``python -m dvoc_bench`` with overrides from the repo root."""
-    env = {**os.environ, "HYDRA_FULL_ERROR": "0", **(env_extra or {})}
+    """``python -m dvoc_bench *args`` as a user runs it, the package of this checkout (``PYTHONPATH``), from
+    ``cwd`` (the repository root); ``full_error``: Hydra's full trace instead of the one-line errors."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HYDRA_FULL_ERROR": "1" if full_error else "0"}
     return subprocess.run(
         [sys.executable, "-m", "dvoc_bench", *args],
-        cwd=ROOT,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=env,
+        env={**env, **(env_extra or {})},
         **kw,
     )
 
@@ -141,25 +147,12 @@ def chromium_or_skip() -> None:
 RUNS = ("default_run", "web_run", "alpha_multirun", "one_trial_run")
 
 
-def dvoc(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """``python -m dvoc_bench *args`` from the repository root (the package of this checkout)."""
-    env = {**os.environ, "HYDRA_FULL_ERROR": "1", "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "dvoc_bench", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
 def _trials(run: Path) -> list[dict]:
     return [json.loads(x) for x in (run / "trials.jsonl").read_text().splitlines() if x.strip()]
 
 
 def make_run(out: Path, *overrides: str) -> Path:
-    p = dvoc(*overrides, f"hydra.run.dir={out}", "run.quiet=true")
+    p = run_cli(*overrides, f"hydra.run.dir={out}", "run.quiet=true", timeout=600, full_error=True)
     assert p.returncode == 0, p.stderr[-3000:]
     assert f"run dir: {out}" in p.stdout
     return out
@@ -185,7 +178,8 @@ def web_run(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def alpha_multirun(tmp_path_factory) -> Path:
     sweep = tmp_path_factory.mktemp("runs") / "alpha_sweep"
-    p = dvoc("-m", "alphas=[decay],[adaptive]", f"hydra.sweep.dir={sweep}", "run.quiet=true")
+    p = run_cli("-m", "alphas=[decay],[adaptive]", f"hydra.sweep.dir={sweep}", "run.quiet=true", timeout=600,
+                full_error=True)  # fmt: skip
     assert p.returncode == 0, p.stderr[-3000:]
     jobs = sorted(d for d in sweep.iterdir() if (d / "trials.jsonl").is_file())
     assert [j.name for j in jobs] == ["0", "1"] and all(len(_trials(j)) == 270 for j in jobs)

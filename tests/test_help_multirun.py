@@ -7,30 +7,19 @@ where the jobs land (cwd = a temporary folder, so ``runs/`` is created there).
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dvoc_bench.app import hydra_hooks
+from tests.support import ROOT, run_cli
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def run(args: list[str], cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HYDRA_FULL_ERROR": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "dvoc_bench", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_cli(*args, cwd=cwd, timeout=timeout, full_error=True)
 
 
 # ------------------------------------------------------------------------------------------------- --help
