@@ -106,3 +106,12 @@ def test_gain_mismatch_contraction(dist, gain):
     size = Size(10_000, 10_000)
     c = correct(Point(0, 0), Offset(dist * gain, 0), 1.0, size)
     assert math.isclose(dist - c.next_draft.x, dist * (1 - gain), abs_tol=1e-6)
+
+
+def test_act_boundaries_are_strict_on_epsilon_and_inclusive_on_the_threshold():
+    """``act`` needs magnitude < epsilon (a report of exactly epsilon does not qualify) and confidence >=
+    threshold (a report of exactly the threshold does)."""
+    cfg = LoopConfig(epsilon=30.0, threshold=0.5, window=2)
+    assert decide([rep(29.999, conf=0.5), rep(29.999, conf=0.5)], cfg) == "act"
+    assert decide([rep(30.0, conf=0.9), rep(29.0, conf=0.9)], cfg) == "refine"  # d == epsilon: not small
+    assert decide([rep(29.0, conf=0.9), rep(29.0, conf=0.4999)], cfg) == "refine"  # just below threshold
