@@ -18,6 +18,7 @@ from dvoc_bench.methods.registry import methods
 from dvoc_bench.models.config import ModelConfig, ProviderConfig, default_conf_dir, load_model_config
 from dvoc_bench.models.pricing import call_estimate, image_tokens, price_of
 from dvoc_bench.runner.budget import Budget
+from tests.support import need_upstream
 
 PRICED = """\
 name: priced-sim
@@ -183,9 +184,7 @@ def test_budget_stops_the_sweep_and_a_resume_with_more_completes_it(cli, sim_url
 
 
 def test_the_shipped_call_table_is_the_authors_records():
-    upstream = Path(__file__).resolve().parents[2] / "shared" / "upstream"
-    if not (upstream / "responses").is_dir():
-        pytest.skip(f"the authors' records are not at {upstream}")
+    upstream = need_upstream()  # a skip without the records, a failure when CI requires them
     from dvoc_bench.benchmarks.recorded_calls import TABLE, recorded_calls
 
     assert recorded_calls(upstream) == json.loads(TABLE.read_text(encoding="utf-8"))
