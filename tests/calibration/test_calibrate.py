@@ -460,3 +460,17 @@ def test_check_with_a_no_fit_mode_is_refused(capsys: pytest.CaptureFixture[str])
         assert main(["--upstream", "/nonexistent", "--check", mode]) == 2
         err = capsys.readouterr().err.strip()
         assert "\n" not in err and mode in err and "--check" in err
+
+
+def test_the_predictive_interval_is_the_central_95_percent_of_the_draws_not_their_range() -> None:
+    """A count among the simulated draws but outside their central 95 % is outside the interval: widening
+    the interval to the draws' min-max would call it inside."""
+    from dvoc_bench.calibration.predictive import _row
+
+    counts = np.array([0.0] + [50.0] * 998 + [100.0])  # one extreme draw each side
+    row = _row(0, 100, counts)
+    assert (row["lo"], row["hi"]) == (50, 50) and row["inside"] is False
+    assert _row(50, 100, counts)["inside"] is True
+    spread = np.arange(1000, dtype=float)  # 2.5 % and 97.5 % quantiles: 24.975 and 974.025
+    assert (_row(500, 1000, spread)["lo"], _row(500, 1000, spread)["hi"]) == (24, 975)
+    assert _row(10, 1000, spread)["inside"] is False and _row(990, 1000, spread)["inside"] is False
