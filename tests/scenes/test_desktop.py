@@ -86,6 +86,19 @@ def test_real_click_agrees_with_the_toolkit_hit_test(reg):
     assert agree == n == 20
 
 
+def test_the_real_click_is_what_the_app_saw_not_the_hit_test(reg, monkeypatch):
+    """The click's record comes from the app's own event, not from the hit test: a pointer that lands
+    elsewhere than the point probed (here: moved 300 px left of it) is recorded as a miss while the hit test
+    at the point says target."""
+    desk = reg.source("desktop").backend
+    real_click = desk.display.click
+    monkeypatch.setattr(desk.display, "click", lambda x, y: real_click(max(0, x - 300), y))
+    centre = reg.truth("D1").target_box.centre
+    probe = reg.probe("D1", centre)
+    assert probe.hit is True and probe.clicked_target is False
+    assert probe.clicked_element != probe.hit_element
+
+
 def test_hidden_scene_comes_back_where_it_was(reg):
     desk = reg.source("desktop").backend
     inst = desk.scene("D1").instance
