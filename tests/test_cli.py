@@ -198,7 +198,7 @@ def test_every_bad_input_is_one_line_and_exit_code_2(tmp_path, overrides, line):
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode == 2 and len(lines) == 1, r.stderr
     assert lines[0].startswith(f"config error: {line}"), lines[0]
-    assert not (tmp_path / "run" / "trials.jsonl").exists()
+    assert not (tmp_path / "run" / "trials.jsonl").exists() and not (tmp_path / "run" / "plan.jsonl").exists()
 
 
 def test_hydra_full_error_still_shows_the_trace(tmp_path):
@@ -213,6 +213,7 @@ def test_hydra_full_error_still_shows_the_trace(tmp_path):
         ("timeout_s", -1, "model bad: timeout_s: must be greater than 0, got -1"),
         ("coord_frame", "norm100", "model bad: coord_frame: unknown value 'norm100'; allowed: pixel"),
         ("limits", {"rpm": 0}, "model bad: limits.rpm: must be greater than 0, got 0"),
+        ("sim", {"nosie": {}}, "model bad: sim.nosie: unknown key; allowed: "),  # before any trial runs
     ],
 )
 def test_a_bad_model_file_is_one_line_and_exit_code_2(tmp_path, key, value, line):
@@ -226,4 +227,4 @@ def test_a_bad_model_file_is_one_line_and_exit_code_2(tmp_path, key, value, line
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode == 2 and len(lines) == 1, r.stderr
     assert lines[0].startswith(f"config error: {line}"), lines[0]
-    assert not (tmp_path / "run" / "trials.jsonl").exists()
+    assert not (tmp_path / "run" / "trials.jsonl").exists() and not (tmp_path / "run" / "plan.jsonl").exists()

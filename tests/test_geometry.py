@@ -75,3 +75,11 @@ def test_paper_radius_matches_the_authors_values():
     assert paper_hit_radius(Box(388, 294, 412, 306)) == 30
     assert paper_hit_radius(Box(300, 200, 420, 240)) == 60
     assert paper_hit_radius(Box(200, 224, 450, 256)) == 125
+
+
+def test_the_frame_names_are_the_frames():
+    from typing import get_args
+
+    from dvoc_bench.core.geometry import Frame, FrameName
+
+    assert list(get_args(FrameName)) == [f.value for f in Frame]

@@ -16,6 +16,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Literal
+
+FrameName = Literal["pixel", "norm1000", "norm1"]
+"""The values of :class:`Frame`, for settings and model configs."""
 
 
 class Frame(StrEnum):

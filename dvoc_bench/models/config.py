@@ -12,6 +12,7 @@ import yaml
 from pydantic import Field, field_validator, model_validator
 
 from dvoc_bench.core.declare import ConfigError, Declared, NonNegFloat, PosFloat, PosInt, validate
+from dvoc_bench.core.geometry import FrameName
 
 
 def default_conf_dir() -> Path:
@@ -56,6 +57,13 @@ class ProviderConfig(Declared):
     def _null_is_default(cls, v: Any, info: Any) -> Any:
         return cls.model_fields[info.field_name].default if v is None else v
 
+    @field_validator("rpm", "rpd", "max_concurrent", "timeout_s", mode="before")
+    @classmethod
+    def _no_bool(cls, v: Any) -> Any:
+        if isinstance(v, bool):
+            raise ValueError(f"must be a positive number or null, got {v!r}")
+        return v
+
 
 class Limits(Declared):
     """A model's own quota (``limits:``): overrides its provider's (Gemini quotas are per model)."""
@@ -91,7 +99,8 @@ class Pricing(Declared):
 
 ModelKind = Literal["simulator", "litellm", "ocr", "none"]
 """``none`` is only the stand-in of the model-free baselines; a config file cannot declare it."""
-MODEL_KINDS = ("simulator", "litellm", "ocr")
+MODEL_KINDS = tuple(k for k in get_args(ModelKind) if k != "none")
+"""The kinds a model file may declare."""
 
 
 class ModelConfig(Declared):
@@ -107,7 +116,7 @@ class ModelConfig(Declared):
     """Provider model id or simulator profile id."""
     provider: str
     """Provider (rate gate) name."""
-    coord_frame: Literal["pixel", "norm1000", "norm1"]
+    coord_frame: FrameName
     """Declared answer frame."""
     api_base: str | None = None
     """Endpoint override."""
@@ -146,6 +155,14 @@ class ModelConfig(Declared):
     """The model file as read (interpolations resolved): what :func:`dvoc_bench.runner.setup.model_digest`
     hashes, so a run's fingerprint does not depend on how the fields are typed here."""
 
+    @field_validator("description", "params", "send_seed", "simulated", "timeout_s", mode="before")
+    @classmethod
+    def _null_is_default(cls, v: Any, info: Any) -> Any:
+        """A key written without a value (``description:``), or a zero timeout, means the default."""
+        if v is None or (info.field_name == "timeout_s" and v == 0 and not isinstance(v, bool)):
+            return cls.model_fields[info.field_name].get_default(call_default_factory=True)
+        return v
+
     @model_validator(mode="after")
     def _simulator_is_simulated(self) -> ModelConfig:
         if self.kind == "simulator" and not self.simulated:
@@ -153,9 +170,11 @@ class ModelConfig(Declared):
         return self
 
     def updated(self, **changes: Any) -> ModelConfig:
-        """A copy with ``changes``, validated like a file (a bad value: one line naming the key)."""
-        data = {**self.model_dump(exclude={"provider_config"}), "provider_config": self.provider_config}
-        return validate(ModelConfig, {**data, "declared": self.declared, **changes}, f"model {self.name}: ")
+        """A copy with ``changes``, validated like a file (a bad value: one line naming the key): what the
+        file would be with these keys, so its digest and its limits are those of that file."""
+        declared = {**self.declared, **changes}
+        fields = {**declared, "name": self.name, "provider_config": self.provider_config}
+        return validate(ModelConfig, {**fields, "declared": declared}, f"model {self.name}: ")
 
     @property
     def identity(self) -> str:
@@ -260,6 +279,8 @@ def load_provider_config(name: str, directory: Path) -> ProviderConfig | None:
 
 def require_key(model: str, provider: ProviderConfig) -> None:
     """Fail with one line naming the variable when ``provider`` needs a key that is not set."""
+    if provider.key_required and not provider.key_env:
+        raise ConfigError(f"model {model}: provider {provider.name} requires a key but names no key_env")
     if provider.key_required and provider.key_env and not os.environ.get(provider.key_env):
         raise ConfigError(
             f"model {model}: provider {provider.name} needs an API key in the environment variable "

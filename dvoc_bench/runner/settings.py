@@ -18,13 +18,13 @@ from pydantic import BaseModel, Field, field_validator
 from dvoc_bench.core.control import AdaptiveConfig, LoopConfig
 from dvoc_bench.core.control import AlphaSchedule as Alpha
 from dvoc_bench.core.declare import Declared, NonNegInt, PosFloat, PosInt, validate
+from dvoc_bench.core.geometry import FrameName
 from dvoc_bench.draw.render import OverlayStyle
 from dvoc_bench.models.options import CacheOptions, ImageOptions
 from dvoc_bench.protocol.prompts import Overlay, Predict
 from dvoc_bench.runner.scheduler import RetryPolicy
 from dvoc_bench.scenes.datasets import DatasetSettings
 
-FrameName = Literal["pixel", "norm1000", "norm1"]
 STARTS = ("auto", "paper", "scaled", "centre", "oneshot")
 """Named start lists (besides ``random:N``)."""
 

@@ -138,8 +138,14 @@ def setup_from_settings(s: Settings, experiment: str, model_choice: str | None =
         )
         for n in names
     ]
-    for m in models:  # a bad image: block is a config error before anything runs
+    for m in models:  # a bad image: or sim: block is a config error before anything runs
         model_image(m.image, s.image, f"model {m.name}: ")
+        if m.kind == "simulator":
+            from dvoc_bench.models.simulator import SimProfile
+
+            if m.sim is None:
+                raise ConfigError(f"model {m.name}: a simulator config needs a 'sim' block")
+            SimProfile.from_mapping(m.sim, prefix=f"model {m.name}: sim.")
     starts, repeats = parse_starts(s.starts, dataset), s.repeats
     if s.smoke:  # a reduced sweep for CI: two tasks, two start points, one repeat
         tasks, starts, repeats = tasks[:2], (starts[0], min(starts[1], 2)), 1
