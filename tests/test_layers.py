@@ -220,3 +220,21 @@ def test_no_module_reads_the_raw_config_after_validation(tmp_path: Path) -> None
     assert raw_config_reads(probe, keys) == ["line 2: cfg.get('run', {})", "line 2: plain['task']"]
     found = {str(p.relative_to(ROOT)): raw_config_reads(p, keys) for p in MODULES}
     assert not {k: v for k, v in found.items() if v}
+
+
+CHILD_SCRIPTS = {"dvoc_bench.scenes.desktop.runner", "dvoc_bench.detect.helper"}
+"""Scripts the harness starts as child processes: they talk to it over their standard output."""
+
+
+def test_library_code_prints_nothing() -> None:
+    """Terminal output belongs to the doors, the app and the benchmarks; the library logs."""
+    printing = []
+    for path in MODULES:
+        mod = module_name(path)
+        where = place(mod)
+        if where is None or where in DOORS or where in ("app", "benchmarks") or mod in CHILD_SCRIPTS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+                printing.append(f"{mod}:{node.lineno}")
+    assert not printing, f"print() in library code: {printing}"

@@ -84,16 +84,30 @@ def _discard_plan_only_dir(run_dir: Path, subdir: str | None) -> None:
             run_dir.parent.rmdir()  # runs/<experiment>/ when this made it and nothing else is there
 
 
+def _probe(cfg: DictConfig, choices: dict[str, Any], run_dir: Path) -> int:
+    """The frame probe: a verdict per model, printed with the run dir."""
+    from dvoc_bench.runner.probe import format_verdicts, run_probe
+
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(plain, dict)
+    try:
+        verdicts = run_probe(load_settings(plain), model_choice(choices), run_dir)
+    except ConfigError as e:
+        print(f"config error: {redact(str(e))}", file=sys.stderr)
+        return EXIT_CONFIG
+    print(format_verdicts(verdicts))
+    for v in verdicts:
+        print(f"{v.model}: answers in {v.verdict} (declared {v.declared})")
+    print(f"\nrun dir: {run_dir}")
+    return EXIT_OK
+
+
 def _run(cfg: DictConfig, hc: Any) -> int:
     install_log_redaction()  # every log line of the job (console and run-dir log) passes the redactor
     choices = dict(hc.runtime.choices)
     run_dir = Path(hc.runtime.output_dir)
     if choices.get("experiment") == "frame_probe":  # a probe of the models' coordinate frames, not a sweep
-        from dvoc_bench.runner.probe import run_job as probe_job
-
-        probe_cfg = OmegaConf.to_container(cfg, resolve=True)
-        assert isinstance(probe_cfg, dict)
-        return probe_job(probe_cfg, choices, run_dir)
+        return _probe(cfg, choices, run_dir)
     try:
         plain = OmegaConf.to_container(cfg, resolve=True)
         assert isinstance(plain, dict)

@@ -23,21 +23,19 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
-import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
-from dvoc_bench.core.declare import ConfigError, check_list
+from dvoc_bench.core.declare import check_list
 from dvoc_bench.core.geometry import Box, Frame, Point, Size, point_to_pixels
 from dvoc_bench.draw.render import encode_png
 from dvoc_bench.draw.sending import resize_image, view_of
 from dvoc_bench.models.base import Model, ModelCallError, ModelRequest
 from dvoc_bench.models.config import default_conf_dir, load_model_config
 from dvoc_bench.protocol import parse_reply, tools_for
-from dvoc_bench.runner.settings import ProbeOptions
+from dvoc_bench.runner.settings import ProbeOptions, Settings
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 
 __all__ = [
@@ -49,7 +47,7 @@ __all__ = [
     "format_verdicts",
     "probe_model",
     "probe_prompt",
-    "run_job",
+    "run_probe",
 ]
 
 CANDIDATES = ("pixel", "norm1000", "norm1", "pixel_sent")
@@ -232,45 +230,34 @@ def format_verdicts(verdicts: Sequence[ProbeVerdict]) -> str:
     return "\n".join(lines)
 
 
-def run_job(cfg: Mapping[str, Any], choices: Mapping[str, Any], run_dir: Path) -> int:
-    """The ``experiment=frame_probe`` job: probe every model, write ``probe.jsonl`` and ``probe.md``."""
+def run_probe(s: Settings, model_choice: str | None, run_dir: Path) -> list[ProbeVerdict]:
+    """The ``experiment=frame_probe`` job: probe every model, write ``probe.jsonl``, ``probe.md`` and
+    ``probe.json`` into ``run_dir``; returns the verdicts (the door prints them). ``ConfigError`` on a bad
+    task or model, before anything is written."""
     from dvoc_bench.models.factory import build_model
     from dvoc_bench.models.options import model_image
-    from dvoc_bench.runner.settings import load_settings
     from dvoc_bench.runner.setup import model_options
 
-    try:
-        s = load_settings(dict(cfg))
-        models_dir = Path(s.paths.models) if s.paths.models else default_conf_dir() / "model"
-        registry = SceneRegistry(Path(s.paths.scenes) if s.paths.scenes else default_scenes_dir())
-        tasks = check_list("task" if s.task else "tasks", [s.task] if s.task else s.tasks, registry.ids())
-        choice = choices.get("model")
-        names = [choice] if choice not in (None, "null") else s.models
-        known = sorted(p.stem for p in models_dir.glob("*.yaml"))
-        configs = [load_model_config(n, models_dir) for n in check_list("models", names, known)]
-        kw = model_options(s)
-        models = [(c, build_model(c, registry.truth, **kw)) for c in configs]
-    except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
-        return 2
-    opts = s.probe
+    models_dir = Path(s.paths.models) if s.paths.models else default_conf_dir() / "model"
+    registry = SceneRegistry(Path(s.paths.scenes) if s.paths.scenes else default_scenes_dir())
+    tasks = check_list("task" if s.task else "tasks", [s.task] if s.task else s.tasks, registry.ids())
+    names = [model_choice] if model_choice else s.models
+    known = sorted(p.stem for p in models_dir.glob("*.yaml"))
+    configs = [load_model_config(n, models_dir) for n in check_list("models", names, known)]
+    kw = model_options(s)
+    models = [(c, build_model(c, registry.truth, **kw)) for c in configs]
     verdicts, rows = [], []
     for c, m in models:
         limits = model_image(c.image, kw["image"])  # every model kind: the harness resizes
-        answers = asyncio.run(probe_model(m, registry, tasks, opts, limits.max_side, limits.max_pixels))
+        answers = asyncio.run(probe_model(m, registry, tasks, s.probe, limits.max_side, limits.max_pixels))
         rows += answers
-        verdicts.append(classify(c.name, c.coord_frame, answers, opts, c.simulated))
+        verdicts.append(classify(c.name, c.coord_frame, answers, s.probe, c.simulated))
     run_dir.mkdir(parents=True, exist_ok=True)
     with (run_dir / "probe.jsonl").open("w", encoding="utf-8") as f:
         for a in rows:
             f.write(json.dumps(asdict(a)) + "\n")
-    table = format_verdicts(verdicts)
-    (run_dir / "probe.md").write_text(table + "\n", encoding="utf-8")
+    (run_dir / "probe.md").write_text(format_verdicts(verdicts) + "\n", encoding="utf-8")
     (run_dir / "probe.json").write_text(
         json.dumps([{**asdict(v), "agrees": v.agrees} for v in verdicts], indent=1), encoding="utf-8"
     )
-    print(table)
-    for v in verdicts:
-        print(f"{v.model}: answers in {v.verdict} (declared {v.declared})")
-    print(f"\nrun dir: {run_dir}")
-    return 0
+    return verdicts
