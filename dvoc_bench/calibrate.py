@@ -25,7 +25,9 @@ def _parser() -> argparse.ArgumentParser:
         "them out of sample (trial level, protocol=paper).",
     )
     p.add_argument(
-        "--upstream", required=True, help="folder of the authors' records (responses/ tree, JSON files)"
+        "--upstream",
+        required=True,
+        help="the authors' records: their repository's clone (or its artifacts/previous_runs, or the tree)",
     )
     p.add_argument("--out", default="conf/model", help="where to write sim-<model>.yaml (default conf/model)")
     p.add_argument(
@@ -173,8 +175,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _predictive(data: CalibrationData, models: list[str], out: Path, args: argparse.Namespace) -> None:
     """Print the validation table of docs/simulator.md: the recorded counts of ``models`` and Gemini's
-    published
-    ablation counts against the simulated predictive intervals (:mod:`dvoc_bench.calibration.predictive`)."""
+    published ablation counts against the simulated predictive intervals
+    (:mod:`dvoc_bench.calibration.predictive`)."""
     from dvoc_bench import calibration as cal
     from dvoc_bench.analysis.markdown import md_table
     from dvoc_bench.calibration import predictive as pr

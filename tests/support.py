@@ -2,12 +2,12 @@
 subprocess, the simulator behind a real HTTP server, the session's real runs, a Chromium check, and the
 scripted model and trial helpers of the method tests.
 
-- The authors' records (``UPSTREAM``): ``$DVOC_UPSTREAM``, else ``../shared/upstream`` beside the
-  repository. Tests that need them call :func:`need_upstream` (directly, or through the ``upstream``
-  fixture / the :data:`needs_upstream` marker). Without the data they skip with a reason, except under
-  ``DVOC_REQUIRE_UPSTREAM=1`` (set by ``.ci/run``), where they FAIL: CI must not go green on a machine that
-  lacks the data every out-of-sample check rests on. conftest.py exports ``DVOC_UPSTREAM`` for the
-  subprocesses and notebooks the tests start.
+- The authors' records (``UPSTREAM``): ``$DVOC_UPSTREAM``, else the clone of their repository at
+  ``../shared/upstream/DVOC`` beside this one. Tests that need them call :func:`need_upstream` (directly,
+  or through the ``upstream`` fixture / the :data:`needs_upstream` marker). Without the data they skip
+  with a reason, except under ``DVOC_REQUIRE_UPSTREAM=1`` (set by ``.ci/run``), where they FAIL: CI must
+  not go green on a machine that lacks the data every out-of-sample check rests on. conftest.py exports
+  ``DVOC_UPSTREAM`` for the subprocesses and notebooks the tests start.
 - Real runs, built once per test session, for the report, notebook and README tests, each made the way a
   researcher makes it (``python -m dvoc_bench ...`` in a subprocess from the repository root, into a
   session temporary folder): ``default_run`` (the default command: ``experiment=quick``, 270 trials, four
@@ -41,8 +41,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # ---------------------------------------------------------------------------------- the authors' records
 
-UPSTREAM = Path(os.environ.get("DVOC_UPSTREAM") or ROOT.parent / "shared" / "upstream")
-"""The authors' records: ``$DVOC_UPSTREAM``, else ``../shared/upstream`` beside the repository."""
+UPSTREAM = Path(os.environ.get("DVOC_UPSTREAM") or ROOT.parent / "shared" / "upstream" / "DVOC")
+"""The authors' records: ``$DVOC_UPSTREAM``, else their repository as it ships, cloned at
+``../shared/upstream/DVOC`` beside this one (records under ``artifacts/previous_runs/``)."""
+RECORDS = "artifacts/previous_runs"
+"""Where the records lie in the authors' repository."""
 
 
 def required() -> bool:
@@ -50,7 +53,7 @@ def required() -> bool:
     return os.environ.get("DVOC_REQUIRE_UPSTREAM", "").strip() not in ("", "0")
 
 
-def need_upstream(sub: str = "responses") -> Path:
+def need_upstream(sub: str = RECORDS) -> Path:
     """``UPSTREAM`` when ``UPSTREAM / sub`` exists; otherwise skip (or fail when :func:`required`)."""
     if (UPSTREAM / sub).exists():
         return UPSTREAM
@@ -286,3 +289,122 @@ class FrameSink:
 def run_method(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     """Run the spec's registered method on ``env``."""
     return asyncio.run(method_info(spec.method).run(spec, env))
+
+
+# ---------------------------------------------------------------------------------- secrets
+
+
+FAKE_KEY = "sk-dvocFAKE-9f3b6c1e7a2d4b58e0c1"
+"""Recognisable: any appearance of it (or of a long piece of it) anywhere is a leak."""
+LOCAL_TOKEN = "dvocLocalVllmToken7c41b9e2a0d3f6"
+"""A key of no known provider's shape (a local vLLM token): only the client's own registration of the key
+it read can redact it, no pattern does."""
+KEYS = [FAKE_KEY, LOCAL_TOKEN]
+
+
+def leaks(text: str, key: str = FAKE_KEY) -> list[str]:
+    pieces = [key, key[3:], key[:14], key[-12:]]
+    return [p for p in pieces if p in text]
+
+
+def tree_text(*roots: Path) -> str:
+    out = []
+    for root in roots:
+        for p in sorted(root.rglob("*")):
+            if p.is_file():
+                out.append(f"== {p}\n" + p.read_bytes().decode("utf-8", "replace"))
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------ the simulator server's requests
+
+
+def body_for(
+    registry: Any,
+    scene: str = "S1",
+    text: str | None = None,
+    png: bytes | None = None,
+    tools: tuple[str, ...] = ("point",),
+    seed: int = 3,
+    model: str = "sim-gemma-4-26b",
+) -> dict[str, Any]:
+    """A chat-completions body for the simulator server: the scene's instruction and screenshot."""
+    from dvoc_bench.draw.render import encode_png
+    from dvoc_bench.protocol import tools_for
+
+    snap = registry.snapshot(scene)
+    req = ModelRequest(
+        text=text if text is not None else f"Task: {snap.instruction}",
+        image_png=png if png is not None else encode_png(snap.image),
+        image_size=snap.size,
+        tools=tools_for(tools[0]) if tools else [],
+        scene_id=scene,
+        seed=seed,
+    )
+    return {"model": model, "messages": req.messages(), "tools": req.tools, "seed": seed}
+
+
+# ------------------------------------------------------------------------------ readable figures
+
+
+def shown_ticklabels(ax: Any, axis_name: str) -> list:
+    """The tick labels matplotlib draws: those whose tick lies within the view limits."""
+    lo, hi = sorted(ax.get_xlim() if axis_name == "x" else ax.get_ylim())
+    labels = ax.get_xticklabels() if axis_name == "x" else ax.get_yticklabels()
+    i = 0 if axis_name == "x" else 1
+    span = hi - lo
+    return [t for t in labels if lo - 1e-9 * span <= t.get_position()[i] <= hi + 1e-9 * span]
+
+
+def problems(fig: Any) -> list[str]:
+    """Everything that makes ``fig`` hard to read, measured on an Agg draw."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.patches import Rectangle
+
+    from dvoc_bench.analysis._layout import overlaps, text_boxes
+
+    FigureCanvasAgg(fig)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    fb = fig.bbox
+    out = []
+
+    def inside(name, artist):
+        if artist is None or not artist.get_visible() or not artist.get_text().strip():
+            return
+        b = artist.get_window_extent(r)
+        if b.x0 < fb.x0 - 1 or b.y0 < fb.y0 - 1 or b.x1 > fb.x1 + 1 or b.y1 > fb.y1 + 1:
+            out.append(f"{name} {artist.get_text()[:40]!r} outside the figure: {b} vs {fb}")
+
+    title = fig._suptitle
+    assert title is not None and title.get_text(), "every figure has a title"
+    inside("title", title)
+    inside("footnote", fig._supxlabel)
+    tb = title.get_window_extent(r)
+    for ax in fig.axes:
+        for axis_name in ("x", "y"):
+            labels = shown_ticklabels(ax, axis_name)
+            for lab in labels:
+                inside(f"{axis_name} tick label", lab)
+            boxes = text_boxes(labels, r)
+            bad = overlaps(boxes, pad=0.5)
+            if bad:
+                out.append(f"{len(bad)} overlapping {axis_name} tick labels, e.g. {bad[:3]}")
+        inside("x label", ax.xaxis.label)
+        inside("y label", ax.yaxis.label)
+        if ax.bbox.overlaps(tb) and ax.get_label() != "<colorbar>":
+            out.append("the title runs into the axes")
+        leg = ax.get_legend()
+        if leg is not None:
+            lb = leg.get_window_extent(r)
+            if lb.x0 < fb.x0 - 1 or lb.y0 < fb.y0 - 1 or lb.x1 > fb.x1 + 1 or lb.y1 > fb.y1 + 1:
+                out.append(f"legend outside the figure: {lb} vs {fb}")
+            if lb.overlaps(tb):
+                out.append("the legend runs into the title")
+            bars = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_height() > 0]
+            covered = [p for p in bars if p.get_window_extent(r).overlaps(lb)]
+            if covered:
+                out.append(f"the legend covers {len(covered)} bars")
+            if lb.overlaps(ax.bbox):
+                out.append("the legend sits on the axes")
+    return out

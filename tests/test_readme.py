@@ -36,8 +36,6 @@ import pytest
 from dvoc_bench.benchmarks import readme_numbers
 from tests.support import UPSTREAM, required
 
-pytestmark = pytest.mark.e2e  # every command runs in a subprocess
-
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = [README, *sorted((ROOT / "docs").glob("*.md"))]
@@ -234,6 +232,7 @@ def readme_output(results) -> str:
     return r.stdout
 
 
+@pytest.mark.e2e  # every command runs in a subprocess
 @pytest.mark.parametrize("i", range(len(COMMANDS)), ids=[c.id for c in COMMANDS])
 def test_readme_command_runs(i, results, readme_output):
     c = COMMANDS[i]
@@ -269,6 +268,7 @@ def test_readme_command_runs(i, results, readme_output):
         assert "report written to" in r.stderr and "# dvoc-bench report" in r.stdout
 
 
+@pytest.mark.e2e  # the numbers come from simulated runs
 def test_readme_quotes_the_simulated_numbers_exactly(readme_output):
     texts = {rel(doc): doc.read_text(encoding="utf-8") for doc in DOCS}
     blocks = readme_numbers.parse(readme_output)

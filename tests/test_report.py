@@ -13,8 +13,7 @@ import pytest
 
 from dvoc_bench import report
 from dvoc_bench.analysis import plots
-from tests.analysis.test_plot_layout import problems
-from tests.support import RUNS
+from tests.support import RUNS, problems
 
 pytestmark = pytest.mark.e2e
 

@@ -17,7 +17,7 @@ from dvoc_bench.models.base import ModelRequest
 from dvoc_bench.protocol import tools_for
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, HTTPError, SimBackend, make_server, serve_in_thread
-from tests.support import ROOT
+from tests.support import ROOT, body_for
 
 
 @pytest.fixture(scope="module")
@@ -30,19 +30,6 @@ def backend():
 @pytest.fixture(scope="module")
 def registry(backend):
     return backend.registry
-
-
-def body_for(registry, scene="S1", text=None, png=None, tools=("point",), seed=3, model="sim-gemma-4-26b"):
-    snap = registry.snapshot(scene)
-    req = ModelRequest(
-        text=text if text is not None else f"Task: {snap.instruction}",
-        image_png=png if png is not None else encode_png(snap.image),
-        image_size=snap.size,
-        tools=tools_for(tools[0]) if tools else [],
-        scene_id=scene,
-        seed=seed,
-    )
-    return {"model": model, "messages": req.messages(), "tools": req.tools, "seed": seed}
 
 
 def post(url, body, headers=None, raw=None):

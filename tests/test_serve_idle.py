@@ -13,8 +13,7 @@ import pytest
 
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 from dvoc_bench.serve import SimBackend
-from tests.support import ROOT, chromium_or_skip
-from tests.test_serve import body_for
+from tests.support import ROOT, body_for, chromium_or_skip
 
 pytestmark = pytest.mark.e2e
 

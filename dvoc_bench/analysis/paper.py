@@ -17,10 +17,10 @@ The rules that reproduce the published numbers:
 Rates are fractions in the returned frames; :func:`formatted` prints them the paper's way, and
 :func:`reproduction_check` puts every published number next to the reproduced one.
 
-What the authors' shared records allow (``$DVOC_UPSTREAM``): the ``responses/`` tree reproduces Table
-4.1 (all 8 rows, every printed digit), 4.2 and 4.4; 4.5 only partly (see :func:`table_4_5`);
-``predict_ablation.json`` reproduces 5.1 exactly. 5.2 and 5.3 need ``ablation_results.json`` and
-``alpha_ablation.json``, which are not shared; the functions take them when given.
+What the authors' records allow (their repository, ``$DVOC_UPSTREAM``): the final aggregate and the
+per-trial tree's main benchmark both reproduce Table 4.1 (all 8 rows, every printed digit), 4.2 and 4.4; 4.5
+only partly (see :func:`table_4_5`); ``predict_ablation.json`` reproduces 5.1 and ``alpha_ablation.json``
+5.3 exactly; ``ablation_results.json`` reproduces 5.2 but two of its printed medians.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def _simulated(g: pd.DataFrame) -> bool:
 def table_4_1(trials: pd.DataFrame) -> pd.DataFrame:
     """Table 4.1, overall: ``model, method, total, errors, valid, success, raw_rate, proto_rate,
     mean_dist, mean_iters`` (+ ``simulated``). Reproduced exactly (every printed digit of all 8 rows)
-    from the authors' ``responses/`` tree and from their final aggregate."""
+    from the authors' per-trial tree and from their final aggregate."""
     t = paper_trials(trials)
     rows = []
     for (model, method), g in t.groupby(["model", "method"], sort=False):

@@ -3,11 +3,15 @@
 Three formats are understood:
 
 - an aggregate file ``{"elapsed_seconds", "config", "results": [trial, ...]}`` (``benchmark_results.json``,
-  and the final ``complete_results.json``, which not every copy of the records has);
+  and the final ``complete_results.json``);
 - a bare list of trials (the ablation files ``predict_ablation.json``, ``ablation_results.json``,
   ``alpha_ablation.json``);
 - the per-trial tree ``<model>/<task>/<dval|naive>/pos<N>_rep<M>/trial.json`` with one ``iter_NNN.json``
   per model call (the prompt sent, the provider's raw message and the values the harness read).
+
+They ship in the authors' repository under ``artifacts/previous_runs/`` (the JSON files) and
+``artifacts/previous_runs/artifacts/`` (the tree); any of the clone's root, that folder or the tree may be
+given (:func:`locate`).
 
 Every trial keeps the authors' ``success`` as ``paper_success`` and their ``final_dist`` as
 ``paper_final_dist``. We recompute the rest: the DVOC stop reason and final point by replaying their
@@ -30,6 +34,7 @@ import math
 import os
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -492,14 +497,68 @@ def _is_tree(path: Path) -> bool:
     return path.is_dir() and next(path.glob("*/*/*/*/trial.json"), None) is not None
 
 
-def _tree_records(root: Path) -> Iterable[tuple[dict[str, Any], str, int | None, int | None, list[dict]]]:
+MAIN_METHODS = ("dvoc", "naive")
+"""The ``method`` of the main benchmark's records. The authors' per-trial tree also holds trials of an
+ablation condition (``dvoc_full_relative_default``, in ``dvoc/`` folders) that no aggregate lists: they are
+not part of the main benchmark (:func:`tree_extras`)."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the authors' records lie under a path given at any depth: the clone of their repository, its
+    ``artifacts/previous_runs`` folder, or the per-trial tree itself (:func:`locate`)."""
+
+    records: Path | None
+    """The folder of the aggregate and ablation JSON files (``None``: none beside the tree)."""
+    tree: Path | None
+    """The per-trial tree ``<model>/<task>/<method>/pos<N>_rep<M>/trial.json`` (``None``: none)."""
+
+
+def locate(path: Path | str) -> Layout:
+    """The records under ``path``, whichever of the clone root, ``artifacts/previous_runs`` or the per-trial
+    tree it is; ``FileNotFoundError`` naming every place looked at when there is nothing."""
+    p = Path(path)
+    if not p.is_dir():
+        raise FileNotFoundError(f"no such upstream directory: {p}")
+    if _is_tree(p):  # the per-trial tree: its aggregates, if any, lie in the folder above
+        above = p.parent
+        return Layout(above if next(above.glob("*.json"), None) is not None else None, p)
+    for folder in (p / "artifacts" / "previous_runs", p):
+        tree = folder / "artifacts"
+        has_json = folder.is_dir() and next(folder.glob("*.json"), None) is not None
+        if has_json or _is_tree(tree):
+            return Layout(folder if has_json else None, tree if _is_tree(tree) else None)
+    raise FileNotFoundError(
+        f"{p}: none of the authors' records found; looked for their JSON files in "
+        f"{p / 'artifacts/previous_runs'} and {p}, and for a per-trial tree "
+        "<model>/<task>/<method>/pos<N>_rep<M>/trial.json in "
+        f"{p / 'artifacts/previous_runs/artifacts'}, {p / 'artifacts'} and {p}"
+    )
+
+
+def _tree_records(
+    root: Path, *, main_only: bool = True
+) -> Iterable[tuple[dict[str, Any], str, int | None, int | None, list[dict]]]:
     for tj in sorted(root.glob("*/*/*/*/trial.json")):
+        rec = json.loads(tj.read_text(encoding="utf-8"))
+        if main_only and str(rec.get("method", "")) not in MAIN_METHODS:
+            continue
         rel = tj.parent.relative_to(root).as_posix()
         m = _POSREP.search(tj.parent.name)
         pos, rep = (int(m.group(1)), int(m.group(2)) - 1) if m else (None, None)
-        rec = json.loads(tj.read_text(encoding="utf-8"))
         iters = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(tj.parent.glob("iter_*.json"))]
         yield rec, rel, pos, rep, iters
+
+
+def tree_extras(tree: Path | str) -> dict[str, list[str]]:
+    """The trials of the per-trial tree outside the main benchmark: their ``method`` -> folder paths."""
+    out: dict[str, list[str]] = {}
+    root = Path(tree)
+    for tj in sorted(root.glob("*/*/*/*/trial.json")):
+        method = str(json.loads(tj.read_text(encoding="utf-8")).get("method", ""))
+        if method not in MAIN_METHODS:
+            out.setdefault(method, []).append(tj.parent.relative_to(root).as_posix())
+    return out
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -529,16 +588,19 @@ def classify_file(path: Path) -> str:
 
 
 def discover_upstream(path: Path | str) -> dict[str, Path]:
-    """The authors' sources under ``path``: role -> path.
+    """The authors' sources under ``path`` (a JSON file, or their repository at any depth: :func:`locate`):
+    role -> path.
 
-    Roles: ``main`` (``complete_results.json`` if present, else the ``responses/`` tree), ``tree``,
+    Roles: ``main`` (``complete_results.json`` if present, else the per-trial tree), ``tree``,
     ``benchmark_results`` / any other aggregate by file stem, ``predict``, ``overlay``, ``alpha``.
+    ``FileNotFoundError`` when ``path`` holds none of them.
     """
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"no such upstream file or directory: {p}")
+    layout = Layout(None, None) if p.is_file() else locate(p)
     found: dict[str, Path] = {}
-    files = [p] if p.is_file() else sorted(p.glob("*.json"))
+    files = [p] if p.is_file() else sorted(layout.records.glob("*.json")) if layout.records else []
     for f in files:
         try:
             role = classify_file(f)
@@ -546,28 +608,28 @@ def discover_upstream(path: Path | str) -> dict[str, Path]:
             log.info("skipping %s: %s", f, e)
             continue
         found[f.stem if role in ("aggregate", "ablation") else role] = f
-    if p.is_dir():
-        tree = p / "responses" if _is_tree(p / "responses") else p if _is_tree(p) else None
-        if tree is not None:
-            found["tree"] = tree
+    if layout.tree is not None:
+        found["tree"] = layout.tree
     if "complete_results" in found:
         found["main"] = found["complete_results"]
     elif "tree" in found:
         found["main"] = found["tree"]
     elif p.is_file() and classify_file(p) == "aggregate":
         found["main"] = p
+    if not found:
+        raise FileNotFoundError(f"{p}: none of the authors' records found (no aggregate, ablation or tree)")
     return found
 
 
 def load_upstream(path: Path | str, *, text: bool = False) -> Runs:
-    """Load one of the authors' sources (aggregate file, ablation list or ``responses/`` tree).
-
-    A directory holding a ``responses/`` tree loads the tree (the other files of the folder are separate
-    sources: see :func:`discover_upstream`). ``text=True`` keeps the prompts and raw replies.
+    """Load one of the authors' sources (an aggregate file, an ablation list, or a directory: its per-trial
+    tree's main benchmark, found at any depth by :func:`locate`; the trials outside the main benchmark are
+    left out, :func:`tree_extras` lists them). The JSON files beside the tree are separate sources (see
+    :func:`discover_upstream`). ``text=True`` keeps the prompts and raw replies.
     """
     p = Path(path)
     if p.is_dir():
-        tree = p / "responses" if _is_tree(p / "responses") else p if _is_tree(p) else None
+        tree = locate(p).tree
         if tree is None:
             raise FileNotFoundError(f"{p}: no <model>/<task>/<method>/pos<N>_rep<M>/trial.json tree")
         rows, step_rows = [], []

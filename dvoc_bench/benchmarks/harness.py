@@ -1,6 +1,5 @@
 """Benchmarks: ``python -m dvoc_bench.bench overhead|sweep|scheduler|loader|hires``. Figures, not
-assertions.
-(``readme`` is not a benchmark: it prints the numbers README.md quotes from simulated runs,
+assertions. (``readme`` is not a benchmark: it prints the numbers README.md quotes from simulated runs,
 :mod:`dvoc_bench.benchmarks.readme_numbers`.)
 
 - ``overhead``: harness cost of one DVOC step on an 800x600 scene, without the model: draw the overlay,

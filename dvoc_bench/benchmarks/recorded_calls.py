@@ -4,9 +4,9 @@ of ours is given.
 :func:`recorded_calls` reduces the authors' main-benchmark trials (valid ones: the trial ran to a stop
 reason) to one row per (model, method): trials, mean and largest model calls, and the median seconds per
 call (their wall time over their calls, backoff included). The table ships with the package as
-``recorded_calls.json`` beside this module (the plan reads it without importing pandas or this package);
-``python -m dvoc_bench.bench recorded-calls --upstream "$DVOC_UPSTREAM"`` rewrites it, and a test checks it
-against the records when they are present.
+``dvoc_bench/runner/recorded_calls.json`` (:data:`dvoc_bench.runner.sizing.RECORDED`; the plan reads it
+without importing pandas); ``python -m dvoc_bench.bench recorded-calls --upstream "$DVOC_UPSTREAM"`` rewrites
+it, and a test checks it against the records when they are present.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-TABLE = Path(__file__).resolve().parents[1] / "runner" / "recorded_calls.json"
-"""The shipped table."""
+from dvoc_bench.runner.sizing import RECORDED
+
+TABLE = RECORDED
+"""The shipped table (the plan's)."""
 
 
 def recorded_calls(upstream: Path | str) -> dict[str, Any]:
@@ -30,7 +32,7 @@ def recorded_calls(upstream: Path | str) -> dict[str, Any]:
 
     found = discover_upstream(upstream)
     if "tree" not in found:
-        raise FileNotFoundError(f"{upstream}: no responses/ tree of the authors' records")
+        raise FileNotFoundError(f"{upstream}: no per-trial tree of the authors' records")
     t = load_upstream(found["tree"]).trials
     t = t[t["valid"] & t["method"].isin(["dvoc", "oneshot"])]
     models: dict[str, dict[str, Any]] = {}
@@ -44,7 +46,7 @@ def recorded_calls(upstream: Path | str) -> dict[str, Any]:
             "median_s_per_call": round(float(np.median(per)), 2) if len(per) else None,
         }
     return {
-        "source": "the DVOC authors' records (responses/ tree, protocol paper), valid trials only",
+        "source": "the DVOC authors' records (the per-trial tree, protocol paper), valid trials only",
         "models": models,
     }
 

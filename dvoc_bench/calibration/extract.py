@@ -1,6 +1,6 @@
 """What the calibration reads from the records: statistics and tables, no fit, no simulation.
 
-- :func:`load_calibration_data`: the authors' records split by role (the ``responses/`` tree is fitted,
+- :func:`load_calibration_data`: the authors' records split by role (the per-trial tree is fitted,
   ``predict_ablation.json`` is validation only);
 - :func:`verify_table`: one row per DVOC ``report_offset`` step (drawn crosshair, true and reported offset);
   :func:`click_table`: one row per one-shot ``click_at`` answer. Both work on the authors' steps and on
@@ -81,7 +81,7 @@ class CalibrationData:
     """The authors' records, split by role."""
 
     runs: Runs
-    """The main benchmark (``responses/`` tree): every fit reads its steps; its trials are validation."""
+    """The main benchmark (the per-trial tree's): every fit reads its steps; its trials are validation."""
     predict: Runs | None
     """The predict-mode ablation (``predict_ablation.json``): validation only, never fitted."""
     sources: dict[str, str]
@@ -94,11 +94,12 @@ class CalibrationData:
 
 
 def load_calibration_data(upstream: Path | str) -> CalibrationData:
-    """Load the authors' records under ``upstream`` (the folder of ``responses/`` and the JSON files)."""
+    """Load the authors' records under ``upstream`` (their repository's clone, its ``artifacts/previous_runs``
+    folder or the per-trial tree: :func:`dvoc_bench.analysis.upstream.locate`)."""
     found = discover_upstream(upstream)
     if "tree" not in found:
         raise FileNotFoundError(
-            f"{upstream}: no responses/<model>/<task>/<method>/pos<N>_rep<M>/trial.json tree; the fit needs "
+            f"{upstream}: no per-trial tree <model>/<task>/<method>/pos<N>_rep<M>/trial.json; the fit needs "
             "the per-call records"
         )
     runs = load_upstream(found["tree"], text=True)

@@ -7,8 +7,8 @@ gets a simulated trial of its cell (task, and start point for DVOC); the recorde
 authors' repeats of an identical first input) take distinct repeats of one simulated *instance* (another
 draw of the same model, ``sim.instance``), so the correlation of repeats on identical input is carried over
 rather than assumed away. The count's 2.5 and 97.5 % quantiles over ``n_draw`` such designs are the
-interval. The published ablation counts (Tables 5.1-5.3; no trial-level records for 5.2 and 5.3 in the
-shared data) are checked the same way over the paper's cells. Nothing here is fitted.
+interval. The published ablation counts (Tables 5.1-5.3, as printed) are checked the same way over the
+paper's cells. Nothing here is fitted.
 """
 
 from __future__ import annotations

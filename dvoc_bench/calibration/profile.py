@@ -195,7 +195,7 @@ def fit_block(
         "method": "dvoc_bench.calibration (python -m dvoc_bench.calibrate); step-level records only",
         "data": {
             "source": "DVOC authors' records (github.com/Pomilon-Intelligence-Lab/DVOC b115557), May 2026",
-            "files": [Path(fit.sources["tree"]).name + "/"],
+            "files": [TREE_IN_REPO],
             "validation_only": [Path(v).name for k, v in fit.sources.items() if k != "tree"],
             "records_digest": fit.records_digest,
             "model": fit.model,
@@ -270,13 +270,17 @@ def with_perception(block: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+TREE_IN_REPO = "artifacts/previous_runs/artifacts/"
+"""Where the per-trial tree the fit reads lies in the authors' repository (the profile's provenance)."""
+
+
 HEADER = """\
 # Simulator profile: {label}-like, CALIBRATED on the authors' recorded replies.
 # Written by `python -m dvoc_bench.calibrate --upstream "$DVOC_UPSTREAM" --out conf/model/` from the records
 # with digest {digest} (fit.data.records_digest); the file is a pure function of the records and the code:
 # do not edit by hand: re-run the calibration. Supersedes the hand-set v0 profile (see git history).
 # Every number under `sim:` was fitted from STEP-LEVEL records only (one row per model call of the
-# authors' responses/ tree: {steps} DVOC steps, {clicks} one-shot answers of {trials} trials); no
+# authors' per-trial tree: {steps} DVOC steps, {clicks} one-shot answers of {trials} trials); no
 # trial outcome was used, so the trial-level validation (analysis/sim_calibration.ipynb) is out of
 # sample. The `fit:` block (ignored by the simulator) holds provenance, the fitted statistics and the
 # goodness of fit per statistic (simulator replayed on the recorded inputs vs the records).

@@ -1,7 +1,6 @@
 """Out-of-sample validation of the profiles: the authors' sweeps simulated through the real
 harness (:func:`dvoc_bench.runner.sweep.run_sweep`, ``protocol=paper``) and compared with their trial
-outcomes,
-which the fit never reads.
+outcomes, which the fit never reads.
 
 - :func:`simulate`: one sweep in process, resumable, loaded back as frames;
 - :func:`compare_trials`: simulated vs recorded per model x method, matched on task and start point, with

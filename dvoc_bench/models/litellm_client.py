@@ -18,8 +18,7 @@ of LiteLLM, OpenAI, httpx and the root handlers. A provider without a key gets t
 ``no-key``, so an ``OPENAI_API_KEY`` of the user's environment is never sent to a local server.
 
 **Cost.** A model config's ``pricing:`` block (:mod:`dvoc_bench.models.pricing`) prices every call from the
-reply's
-token counts (``cost_source="pricing"``); else ``Reply.cost_usd`` is LiteLLM's ``response_cost``
+reply's token counts (``cost_source="pricing"``); else ``Reply.cost_usd`` is LiteLLM's ``response_cost``
 (``cost_source="litellm"``); failing that
 ``litellm.completion_cost`` on the response, priced as the config's ``cost_model`` when set
 (``"litellm_price_map"`` / ``"litellm_price_map:<cost_model>"``); ``None`` with ``cost_source=None``
@@ -27,8 +26,7 @@ when LiteLLM does not know the model (no guess).
 
 **Images.** The client sends the request's PNG as it is: the harness has already cropped and downscaled it
 to the model's input limits (``image.max_side``, ``image.max_pixels``; :mod:`dvoc_bench.draw.sending`), and
-the
-prompt states the size sent, so every answer frame refers to the image the model received.
+the prompt states the size sent, so every answer frame refers to the image the model received.
 """
 
 from __future__ import annotations

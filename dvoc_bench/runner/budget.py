@@ -5,10 +5,9 @@ pays for what earlier invocations spent). Before a trial starts, :meth:`Budget.a
 bound: the method's most calls (``max_calls`` in the registry) times the model's per-call bound, which is
 :data:`~dvoc_bench.models.pricing.BOUND_MARGIN` times the estimated cost of a call
 (:func:`~dvoc_bench.models.pricing.call_estimate`), raised to the dearest call seen so far in the run.
-While the
-cost spent plus the bounds in flight plus this trial's would pass the budget, the trial waits for trials in
-flight to finish (they usually spend less than their bound); when even the cost spent plus its own bound
-would pass it, the budget stops: this trial and every later one that costs anything are written
+While the cost spent plus the bounds in flight plus this trial's would pass the budget, the trial waits
+for trials in flight to finish (they usually spend less than their bound); when even the cost spent plus
+its own bound would pass it, the budget stops: this trial and every later one that costs anything are written
 ``skipped`` with error class ``budget``. A resume with a higher budget runs them. Free trials (baselines,
 the in-process simulator) always run.
 """

@@ -6,9 +6,9 @@ the **expected calls**, per method from the first source that has it: the method
 in an earlier run (``run.plan_from=DIR``, its ``trials.jsonl`` files, ``ok`` trials), else the authors'
 records (``dvoc_bench/runner/recorded_calls.json``, by model name without ``sim-``), else the upper
 bound, capped at the upper bound and always said which; the **cost** of both
-(:mod:`dvoc_bench.models.pricing`:
-tokens per call by rule, or measured in the earlier run; unknown prices shown as unknown); and the **wall
-time the provider quotas imply**: the scheduler's lower bound per gate, ``(n - 1) * 60 / rpm`` seconds for
+(:mod:`dvoc_bench.models.pricing`: tokens per call by rule, or measured in the earlier run; unknown
+prices shown as unknown); and the **wall time the provider quotas imply**: the scheduler's lower bound
+per gate, ``(n - 1) * 60 / rpm`` seconds for
 ``n`` calls (with the gate's 1 % margin), plus a day per ``rpd`` calls beyond the first day's (the gate ends
 the provider at its daily quota: the sweep needs resuming the next day). When a per-call latency is known
 (the earlier run, else the authors' records) the latency bound is shown beside it:

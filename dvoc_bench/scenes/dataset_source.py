@@ -141,7 +141,6 @@ class DatasetScenes:
     def snapshot(self, task_id: str) -> Snapshot:
         return sample_snapshot(self.samples[task_id], self.cache)
 
-    load = snapshot
 
     def meta(self, task_id: str) -> dict[str, Any]:
         """What the trial record keeps of the sample (:class:`dvoc_bench.core.records.SampleMeta`)."""

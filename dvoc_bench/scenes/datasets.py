@@ -106,7 +106,7 @@ class Sample:
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """What ``dataset.*`` asks for (validated settings, see :class:`dvoc_bench.runner.settings.Dataset`)."""
+    """What ``dataset.*`` asks for (validated settings, see :class:`DatasetSettings`)."""
 
     format: str
     root: Path

@@ -143,9 +143,10 @@ class FolderTasks:
             self.spec.close()
 
 
-SourceBuild = Callable[[Any], "SceneFolder | TaskSource"]
+SourceBuild = Callable[[Any], "SceneFolder | TaskSource | None"]
 """Builds a source from its options (``cfg[name]``, may be ``None``): a folder description, which the
-registry turns into :class:`FolderTasks` under its scenes directory, or a :class:`TaskSource`."""
+registry turns into :class:`FolderTasks` under its scenes directory, a :class:`TaskSource`, or ``None``
+when it has nothing under these options (a dataset source without a dataset)."""
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,10 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.patches import Rectangle
 
 from dvoc_bench.analysis import honest, plots
-from dvoc_bench.analysis._layout import overlaps, text_boxes
+from tests.support import problems
 
 MODEL_NAMES = ["sim-gemini-3.1-flash-lite", "gemma-4-26b-via-or", "claude-sonnet-4-6", "sim-ideal"]
 
@@ -123,64 +122,6 @@ def figures(n_tasks: int, n_models: int, alphas: tuple[str, ...] = ("decay",)):
         "distance_cdf": plots.distance_cdf(t),
         "frame_audit": plots.frame_audit_bars(audit(n_models)),
     }, t
-
-
-def shown_ticklabels(ax, axis_name: str) -> list:
-    """The tick labels matplotlib draws: those whose tick lies within the view limits."""
-    lo, hi = sorted(ax.get_xlim() if axis_name == "x" else ax.get_ylim())
-    labels = ax.get_xticklabels() if axis_name == "x" else ax.get_yticklabels()
-    i = 0 if axis_name == "x" else 1
-    span = hi - lo
-    return [t for t in labels if lo - 1e-9 * span <= t.get_position()[i] <= hi + 1e-9 * span]
-
-
-def problems(fig) -> list[str]:
-    """Everything that makes ``fig`` hard to read, measured on an Agg draw."""
-    FigureCanvasAgg(fig)
-    fig.canvas.draw()
-    r = fig.canvas.get_renderer()
-    fb = fig.bbox
-    out = []
-
-    def inside(name, artist):
-        if artist is None or not artist.get_visible() or not artist.get_text().strip():
-            return
-        b = artist.get_window_extent(r)
-        if b.x0 < fb.x0 - 1 or b.y0 < fb.y0 - 1 or b.x1 > fb.x1 + 1 or b.y1 > fb.y1 + 1:
-            out.append(f"{name} {artist.get_text()[:40]!r} outside the figure: {b} vs {fb}")
-
-    title = fig._suptitle
-    assert title is not None and title.get_text(), "every figure has a title"
-    inside("title", title)
-    inside("footnote", fig._supxlabel)
-    tb = title.get_window_extent(r)
-    for ax in fig.axes:
-        for axis_name in ("x", "y"):
-            labels = shown_ticklabels(ax, axis_name)
-            for lab in labels:
-                inside(f"{axis_name} tick label", lab)
-            boxes = text_boxes(labels, r)
-            bad = overlaps(boxes, pad=0.5)
-            if bad:
-                out.append(f"{len(bad)} overlapping {axis_name} tick labels, e.g. {bad[:3]}")
-        inside("x label", ax.xaxis.label)
-        inside("y label", ax.yaxis.label)
-        if ax.bbox.overlaps(tb) and ax.get_label() != "<colorbar>":
-            out.append("the title runs into the axes")
-        leg = ax.get_legend()
-        if leg is not None:
-            lb = leg.get_window_extent(r)
-            if lb.x0 < fb.x0 - 1 or lb.y0 < fb.y0 - 1 or lb.x1 > fb.x1 + 1 or lb.y1 > fb.y1 + 1:
-                out.append(f"legend outside the figure: {lb} vs {fb}")
-            if lb.overlaps(tb):
-                out.append("the legend runs into the title")
-            bars = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_height() > 0]
-            covered = [p for p in bars if p.get_window_extent(r).overlaps(lb)]
-            if covered:
-                out.append(f"the legend covers {len(covered)} bars")
-            if lb.overlaps(ax.bbox):
-                out.append("the legend sits on the axes")
-    return out
 
 
 SIZES = [(1, 1), (2, 4), (6, 4), (50, 1), (1, 20), (50, 20)]

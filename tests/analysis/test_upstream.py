@@ -13,7 +13,7 @@ import pytest
 
 from dvoc_bench.analysis import discover_upstream, honest, load_upstream, paper
 from dvoc_bench.analysis.clustered import cluster_counts, cluster_keys
-from dvoc_bench.analysis.upstream import MAIN_MODELS, SYNTHETIC_BOXES, replay_dvoc
+from dvoc_bench.analysis.upstream import MAIN_MODELS, SYNTHETIC_BOXES, replay_dvoc, tree_extras
 from dvoc_bench.core.geometry import Size
 from tests.support import UPSTREAM, need_upstream, needs_upstream
 
@@ -28,8 +28,8 @@ def tree():
 
 @pytest.fixture(scope="module")
 def predict():
-    need_upstream("predict_ablation.json")
-    return load_upstream(UPSTREAM / "predict_ablation.json")
+    need_upstream()
+    return load_upstream(discover_upstream(UPSTREAM)["predict"])
 
 
 def test_our_scenes_reproduce_the_authors_synthetic_boxes():
@@ -222,8 +222,13 @@ def test_paired_dvoc_vs_naive_on_the_same_positions(tree):
 @needs_data
 def test_other_sources(tree):
     roles = discover_upstream(UPSTREAM)
-    assert roles["main"] == roles["tree"] == UPSTREAM / "responses"
+    records = UPSTREAM / "artifacts" / "previous_runs"
+    assert roles["main"] == records / "complete_results.json" and roles["tree"] == records / "artifacts"
     assert roles["predict"].name == "predict_ablation.json"
+    assert discover_upstream(records) == roles == discover_upstream(records / "artifacts")  # at any depth
+    extras = tree_extras(roles["tree"])  # the tree's trials of an ablation condition no aggregate lists
+    assert list(extras) == ["dvoc_full_relative_default"] and len(extras["dvoc_full_relative_default"]) == 6
+    assert len(load_upstream(roles["main"]).trials) == len(tree.trials) == 600
     bench = load_upstream(roles["benchmark_results"])
     assert (
         len(bench.trials) == 218 and bench.trials["trial_key"].str.startswith("benchmark_results.json#").all()

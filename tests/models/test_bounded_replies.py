@@ -29,8 +29,7 @@ from dvoc_bench.runner.setup import model_options
 from dvoc_bench.runner.store import read_jsonl
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
-from tests.models.test_secrets import FAKE_KEY, leaks, tree_text
-from tests.support import ROOT
+from tests.support import FAKE_KEY, ROOT, leaks, tree_text
 
 PAD = 15_000_000
 """Characters added to the text and to each tool call's arguments: a reply body of about 30 MB."""

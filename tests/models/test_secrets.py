@@ -3,7 +3,6 @@
 import asyncio
 import logging
 import os
-from pathlib import Path
 
 import pytest
 
@@ -15,28 +14,7 @@ from dvoc_bench.protocol import tools_for
 from dvoc_bench.runner.store import read_jsonl
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
-from tests.support import run_cli
-
-FAKE_KEY = "sk-dvocFAKE-9f3b6c1e7a2d4b58e0c1"
-"""Recognisable: any appearance of it (or of a long piece of it) anywhere is a leak."""
-LOCAL_TOKEN = "dvocLocalVllmToken7c41b9e2a0d3f6"
-"""A key of no known provider's shape (a local vLLM token): only the client's own registration of the key
-it read can redact it, no pattern does."""
-KEYS = [FAKE_KEY, LOCAL_TOKEN]
-
-
-def leaks(text: str, key: str = FAKE_KEY) -> list[str]:
-    pieces = [key, key[3:], key[:14], key[-12:]]
-    return [p for p in pieces if p in text]
-
-
-def tree_text(*roots: Path) -> str:
-    out = []
-    for root in roots:
-        for p in sorted(root.rglob("*")):
-            if p.is_file():
-                out.append(f"== {p}\n" + p.read_bytes().decode("utf-8", "replace"))
-    return "\n".join(out)
+from tests.support import FAKE_KEY, KEYS, leaks, run_cli, tree_text
 
 
 @pytest.fixture(scope="module")

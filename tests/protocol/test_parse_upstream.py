@@ -1,4 +1,4 @@
-"""``parse_reply`` against every reply the DVOC authors recorded (``upstream/responses/**/iter_*.json``).
+"""``parse_reply`` against every reply the DVOC authors recorded (their per-trial tree's ``iter_*.json``).
 
 Each file holds the provider's raw message (``model_output.raw_message``: ``content`` and
 ``tool_calls[].function.{name, arguments}``) and the values the authors' harness took from it
@@ -38,11 +38,14 @@ from typing import Any
 
 import pytest
 
+from dvoc_bench.analysis.upstream import tree_extras
 from dvoc_bench.models.base import Reply, ToolCall
 from dvoc_bench.protocol import Parsed, parse_reply
 from tests.support import UPSTREAM, need_upstream
 
-RESPONSES = UPSTREAM / "responses"
+RESPONSES = UPSTREAM / "artifacts" / "previous_runs" / "artifacts"
+"""The per-trial tree of the authors' repository; its main benchmark's replies are audited (the trials of an
+ablation condition that no aggregate lists are left out, as everywhere: :func:`tree_extras`)."""
 
 # Measured on the authors' data (commit b115557 of their repository).
 TOTAL_FILES = 2137
@@ -69,7 +72,7 @@ class Record:
     """One recorded model call."""
 
     path: str
-    """File path relative to ``responses/``."""
+    """File path relative to the per-trial tree."""
     kind: str
     """``offset`` (DVOC step) or ``point`` (one-shot attempt)."""
     raw: dict[str, Any]
@@ -101,7 +104,9 @@ class Corpus:
 @pytest.fixture(scope="module")
 def corpus() -> Corpus:
     need_upstream()
-    paths = sorted(RESPONSES.rglob("iter_*.json"))
+    extras = {f for v in tree_extras(RESPONSES).values() for f in v}
+    every = RESPONSES.rglob("iter_*.json")
+    paths = sorted(f for f in every if f.parent.relative_to(RESPONSES).as_posix() not in extras)
     records: list[Record] = []
     errors = 0
     for path in paths:

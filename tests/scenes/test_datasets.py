@@ -39,7 +39,7 @@ def test_every_target_box_loads_exact(tmp_path, fmt, size):
     ds = scenes_of(tmp_path, fmt)
     assert sorted(ds.samples) == sorted(e.id for e in expected)
     for e in expected:
-        snap = ds.load(e.id)
+        snap = ds.snapshot(e.id)
         assert snap.size.as_list() == list(size)
         assert close(snap.target_box, e.box), (e.id, snap.target_box, e.box)
         assert snap.instruction == e.instruction
@@ -48,7 +48,7 @@ def test_every_target_box_loads_exact(tmp_path, fmt, size):
         assert {k: meta[k] for k in e.meta} == e.meta
     assert ds.cache.loads == 0  # building snapshots decoded no pixels
     e = expected[0]
-    snap = ds.load(e.id)
+    snap = ds.snapshot(e.id)
     img = snap.image
     assert ds.cache.loads == 1 and img.shape == (size[1], size[0], 3)
     x0, y0 = int(e.box.x0), int(e.box.y0)
@@ -62,7 +62,7 @@ def test_xywh_is_converted_and_v1_ids_are_file_and_index(tmp_path):
     x, y, w, h = rec["bbox"]
     ds = scenes_of(tmp_path, "screenspot")
     assert "screenspot_mobile:1" in ds.samples
-    assert ds.load("screenspot_mobile:1").target_box.as_list() == [x, y, x + w, y + h]
+    assert ds.snapshot("screenspot_mobile:1").target_box.as_list() == [x, y, x + w, y + h]
     assert sorted(e.id for e in expected) == sorted(ds.samples)
     # the v2 release beside it is not read as v1 (and the other way round)
     write_fixture(tmp_path, "screenspot_v2", screens=1, per_screen=2)
@@ -85,9 +85,9 @@ def test_where_picks_files_and_images_override(tmp_path):
     (tmp_path / "images").rename(moved)
     ds = scenes_of(tmp_path, "screenspot_pro", images=str(moved))
     first = next(iter(ds.samples))
-    assert ds.load(first).image.shape == (720, 1280, 3)
+    assert ds.snapshot(first).image.shape == (720, 1280, 3)
     with pytest.raises(SampleError, match="image not found"):
-        scenes_of(tmp_path, "screenspot_pro").load(first)
+        scenes_of(tmp_path, "screenspot_pro").snapshot(first)
 
 
 def test_limit_is_a_seeded_stratified_sample(tmp_path):
@@ -116,10 +116,10 @@ def test_bad_samples_fail_alone(tmp_path):
     ann.write_text(json.dumps(recs))
     ds = scenes_of(tmp_path, "screenspot_pro")
     ids = list(ds.samples)
-    ds.load(ids[0])
+    ds.snapshot(ids[0])
     for i, why in ((1, "outside"), (2, "img_size says 1920x1080"), (3, "image not found")):
         with pytest.raises(SampleError, match=why) as e:
-            ds.load(ids[i])
+            ds.snapshot(ids[i])
         assert e.value.error_class == "scene"
     setup = quick_setup(
         [
