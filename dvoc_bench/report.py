@@ -218,8 +218,9 @@ def _dataset_section(rep: Report, t: Any, rule: str) -> None:
     rep.p(
         f"Rule `{rule}`: {_rule_text(rule)}"
         + (" (the official ScreenSpot metric)" if rule == "hit" else "")
-        + f". accuracy = hits / samples that ran (an error is a miss), {datasets.INTERVAL} interval "
-        "[lo, hi]; calls_per_success = model calls of those trials / hits."
+        + f". accuracy = hits / trials that ran (an error is a miss); samples and trials are counted, the "
+        f"{datasets.INTERVAL} interval [lo, hi] takes the sample as the unit (a sample's repeats count "
+        "once); calls_per_success = model calls of those trials / hits."
     )
     if bool(t.loc[t["scene_kind"] == "dataset", "simulated"].any()):
         rep.p(

@@ -2,9 +2,12 @@
 
 Per model and method: overall accuracy, text vs icon, and by ``group`` and ``application``
 (ScreenSpot-Pro) or by ``platform`` and ``data_source`` (ScreenSpot); every rate with the project's one
-interval (:func:`dvoc_bench.analysis.intervals.rate_interval`), and the model calls spent per successful
-click. Accuracy counts every sample that ran: a trial that ended in an error is a miss (the published
-numbers count a sample without a usable answer as wrong); skipped trials are left out. The rule is named
+interval (:func:`dvoc_bench.analysis.intervals.rate_interval`) clustered by sample: the sample is the unit,
+so the repeats of one sample (the start points of DVOC, the repeats of one-shot) count once toward the
+interval's sample size, and every table says how many samples and how many trials it holds. Also the
+model calls spent per successful click. Accuracy counts every trial that ran: a trial that ended in an
+error is a miss (the published numbers count a sample without a usable answer as wrong); skipped trials
+are left out. The rule is named
 in every table (the official one is ``hit``: the predicted point inside the target box).
 
 Pure functions of the trials frame (columns ``sample_*`` from the records' ``sample`` block).
@@ -14,7 +17,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dvoc_bench.analysis.intervals import interval_name, rate_interval
+from dvoc_bench.analysis.clustered import clustered_rate_interval
+from dvoc_bench.analysis.intervals import interval_name
 
 SPLITS = {
     "ui_type": "text vs icon",
@@ -36,8 +40,8 @@ def dataset_trials(t: pd.DataFrame) -> pd.DataFrame:
 
 
 def accuracy(t: pd.DataFrame, rule: str = "hit", by: str | None = None) -> pd.DataFrame:
-    """Per model x method (x ``sample_<by>``): samples, hits, accuracy with its interval, and model
-    calls per successful click (``-`` without a hit)."""
+    """Per model x method (x ``sample_<by>``): samples, trials, hits, accuracy (hits / trials) with its
+    interval clustered by sample, and model calls per successful click (``-`` without a hit)."""
     d = dataset_trials(t).copy()
     keys = list(KEYS)
     if by is not None:
@@ -50,10 +54,15 @@ def accuracy(t: pd.DataFrame, rule: str = "hit", by: str | None = None) -> pd.Da
         return pd.DataFrame()
     d["_hit"] = d[rule].fillna(False).astype(bool) & (d["status"] == "ok")
     g = d.groupby(keys, sort=True, dropna=False)
-    out = g.agg(n=("_hit", "size"), hits=("_hit", "sum"), calls=("model_calls", "sum")).reset_index()
-    lo, hi = rate_interval(out["hits"].to_numpy(), out["n"].to_numpy())
-    out["accuracy"] = out["hits"] / out["n"]
-    out["lo"], out["hi"] = lo, hi
+    out = g.agg(
+        samples=("task", "nunique"),
+        trials=("_hit", "size"),
+        hits=("_hit", "sum"),
+        calls=("model_calls", "sum"),
+    ).reset_index()
+    bounds = [clustered_rate_interval(grp["_hit"].to_numpy(), grp["task"].to_numpy()) for _, grp in g]
+    out["accuracy"] = out["hits"] / out["trials"]
+    out["lo"], out["hi"] = [b[0] for b in bounds], [b[1] for b in bounds]
     out["calls_per_success"] = [
         c / h if h else float("nan") for c, h in zip(out["calls"], out["hits"], strict=True)
     ]
@@ -71,5 +80,5 @@ def tables(t: pd.DataFrame, rule: str = "hit") -> list[tuple[str, pd.DataFrame]]
     return [(title, tab) for title, tab in out if not tab.empty]
 
 
-INTERVAL = interval_name()
+INTERVAL = interval_name(clustered=True, by="sample")
 """How the tables' interval is named in text."""

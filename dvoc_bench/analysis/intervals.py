@@ -119,11 +119,14 @@ def rate_interval(
     return wilson(k, n, _z(level))
 
 
-def interval_name(level: float = 0.95, method: str = "wilson", clustered: bool = False) -> str:
-    """How an interval from :func:`rate_interval` with these arguments is named in text."""
+def interval_name(
+    level: float = 0.95, method: str = "wilson", clustered: bool = False, by: str = "first input"
+) -> str:
+    """How an interval from :func:`rate_interval` with these arguments is named in text (``by``: what the
+    clusters are)."""
     pct = f"{100 * level:g}"
     name = f"{method.capitalize()} {pct} %"
-    return f"{name}, clustered by first input" if clustered else name
+    return f"{name}, clustered by {by}" if clustered else name
 
 
 RATE_INTERVAL = interval_name(clustered=True)

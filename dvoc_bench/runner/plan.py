@@ -99,8 +99,10 @@ def build_plan(
     (:mod:`dvoc_bench.methods.registry`) says which knobs it uses; the others are recorded as ``"-"`` so such
     trials are planned once (a method that calls no model also ignores the model and the protocol). Only
     methods that ``uses_start`` get the start point; the others keep the start index as a plain repeat
-    counter (the authors did the same). Methods that use the ``detector`` knob carry it (backend +
-    settings digest) in their key, so a resume with another detector runs them again. The protocol object
+    counter (the authors did the same) — except on dataset samples, where the sample is the unit: a method
+    without a start point runs once per sample and repeat (``repeats=N`` asks for more identical requests).
+    Methods that use the ``detector`` knob carry it (backend + settings digest) in their key, so a resume with
+    another detector runs them again. The protocol object
     decides the frame answers are read in (``paper`` reads every answer as pixels, the paper's reading).
     ``kinds`` maps task id -> scene kind (for the simulated profiles' assumption markers; default
     ``synthetic``).
@@ -125,6 +127,8 @@ def build_plan(
         for model, task, protocol, alpha, overlay, predict in combos:
             scene_hash, size = scenes[task]
             points = start_points(kind, n, size, task, s.seed)
+            if not info.uses_start and (kinds or {}).get(task) == "dataset":
+                points = points[:1]  # a sample is the unit: a method without a start runs once per repeat
             for (si, p), rep in itertools.product(enumerate(points, start=1), range(swept.repeats)):
                 fields: dict[str, Any] = dict(
                     model=model.name, model_id=model.model_id, api_base=model.api_base,

@@ -288,6 +288,17 @@ def plan_lines(setup: SweepSetup, specs: list[TrialSpec]) -> list[str]:
                 f"next day ({math.ceil(n_e / lim.rpd)} days expected)"
             )
         out.append(note)
+    samples = {s.task for s in specs if setup.registry.kind(s.task) == "dataset"}
+    once = [
+        s for s in specs if s.task in samples and not method_info(s.method).uses_start and s.model != "none"
+    ]
+    if once:  # a sample is the unit: what asking again would cost
+        per = sum(method_info(s.method).call_bound(s) or 0 for s in once) / max(1, setup.swept.repeats)
+        out.append(
+            f"Dataset samples: {len(samples)}; methods without a start point run once per sample and repeat "
+            f"({len(once)} trials); each further repeat (repeats=N) sends the same requests again: up to "
+            f"{per:.0f} more calls per repeat."
+        )
     out.append(
         "Upper bounds use each method's max_calls; run.max_cost_usd reserves them at twice the estimated "
         "cost of a call. Estimates, not quotes: prices change, and a provider may count image tokens "

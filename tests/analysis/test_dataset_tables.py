@@ -4,6 +4,7 @@ interval is the project's one, calls per success is calls over hits."""
 import math
 
 import pandas as pd
+import pytest
 
 from dvoc_bench.analysis.datasets import accuracy, tables
 from dvoc_bench.analysis.intervals import rate_interval
@@ -32,9 +33,9 @@ def trials() -> pd.DataFrame:
 def test_rule_errors_and_calls_per_success():
     t = trials()
     (row,) = accuracy(t, "hit").to_dict("records")
-    assert (row["n"], row["hits"], row["rule"]) == (5, 3, "hit")  # the error is a miss, skipped not counted
-    lo, hi = rate_interval(3, 5)
-    assert math.isclose(row["accuracy"], 0.6) and (row["lo"], row["hi"]) == (lo, hi)
+    assert (row["samples"], row["trials"], row["hits"], row["rule"]) == (5, 5, 3, "hit")  # error: a miss
+    lo, hi = rate_interval(3, 5)  # one trial per sample: at least as wide as the plain interval
+    assert math.isclose(row["accuracy"], 0.6) and row["lo"] <= lo <= 0.6 <= hi <= row["hi"]
     assert math.isclose(row["calls_per_success"], (2 + 4 + 3 + 1 + 5) / 3)
     (radius,) = accuracy(t, "hit_radius").to_dict("records")
     assert radius["hits"] == 4 and radius["rule"] == "hit_radius"
@@ -48,7 +49,22 @@ def test_splits_present_only_when_the_data_has_them():
         "By group (ScreenSpot-Pro) — rule `hit`",
     ]
     by_type = accuracy(trials(), "hit", "ui_type").set_index("ui_type")
-    assert by_type.loc["text", "n"] == 4 and by_type.loc["text", "hits"] == 2
-    assert by_type.loc["icon", "n"] == 1 and by_type.loc["icon", "hits"] == 1
+    assert by_type.loc["text", "trials"] == 4 and by_type.loc["text", "hits"] == 2
+    assert by_type.loc["icon", "trials"] == 1 and by_type.loc["icon", "hits"] == 1
     no_hit = accuracy(trials().assign(hit=False), "hit")
     assert math.isnan(no_hit["calls_per_success"].iloc[0]) and no_hit["hi"].iloc[0] > 0
+
+
+def test_repeats_of_a_sample_count_once_toward_the_interval():
+    """7 samples run 5 times each (the default start points) give the interval of 7 samples, not of 35
+    independent trials: the sample is the unit."""
+    one = dict(scene_kind="dataset", status="ok", model="m", simulated=True, method="oneshot", hit=True,
+               hit_radius=True, within_eps=True, model_calls=1)  # fmt: skip
+    rows = [{**one, "task": f"s{i}"} for i in range(7) for _ in range(5)]
+    (row,) = accuracy(pd.DataFrame(rows), "hit").to_dict("records")
+    assert (row["samples"], row["trials"], row["hits"]) == (7, 35, 35)
+    assert (row["lo"], row["hi"]) == pytest.approx(rate_interval(7, 7))
+    assert row["lo"] < rate_interval(35, 35)[0]
+    mixed = pd.DataFrame(rows).assign(hit=[i % 5 != 0 for i in range(35)])  # a miss in every sample
+    (m,) = accuracy(mixed, "hit").to_dict("records")
+    assert m["hi"] - m["lo"] > rate_interval(28, 35)[1] - rate_interval(28, 35)[0] - 1e-9

@@ -152,7 +152,10 @@ def test_sweep_records_and_split_tables_screenspot_v2(tmp_path):
     )
     assert setup.swept.starts == ("scaled", 5)  # datasets default to the paper's points scaled
     res = run_sweep(setup, tmp_path / "run")
-    assert len(res.trials) == 6 * (5 + 5)  # one-shot keeps the start index as a repeat counter
+    # DVOC from each of the 5 start points; one-shot once per sample (a sample is the unit: its repeats would
+    # be identical requests)
+    assert len(res.trials) == 6 * (5 + 1)
+    assert sum(t["method"] == "oneshot" for t in res.trials) == 6
     for t in res.trials:
         e = expected[t["task"]]
         assert t["scene_kind"] == "dataset" and t["status"] == "ok" and t["simulated"]
@@ -171,9 +174,9 @@ def test_sweep_records_and_split_tables_screenspot_v2(tmp_path):
     assert set(tabs) == {"Overall — rule `hit`", "By text vs icon — rule `hit`",
                          "By platform — rule `hit`", "By data source (ScreenSpot) — rule `hit`"}  # fmt: skip
     ov = tabs["Overall — rule `hit`"]
-    assert list(ov["n"]) == [30, 30] and (ov["rule"] == "hit").all()  # 6 samples x 5 starts each
+    assert list(ov["trials"]) == [30, 6] and list(ov["samples"]) == [6, 6] and (ov["rule"] == "hit").all()
     by_type = tabs["By text vs icon — rule `hit`"]
-    assert set(by_type["ui_type"]) == {"text", "icon"} and by_type["n"].sum() == 60
+    assert set(by_type["ui_type"]) == {"text", "icon"} and by_type["trials"].sum() == 36
     assert (by_type["lo"] <= by_type["accuracy"]).all() and (by_type["accuracy"] <= by_type["hi"]).all()
 
 
@@ -297,3 +300,18 @@ def test_config_error_in_process():
     with pytest.raises(ConfigError, match=r"^dataset\.root: required"):
         quick_setup(["dataset=screenspot"])
     assert np is not None
+
+
+def test_the_plan_runs_one_shot_once_per_sample_and_says_what_a_repeat_costs(tmp_path):
+    from dvoc_bench.runner.sizing import plan_lines
+    from dvoc_bench.runner.sweep import plan
+
+    write_fixture(tmp_path / "ds", "screenspot_v2", screens=3, per_screen=2)
+    over = ["dataset=screenspot_v2", f"dataset.root={tmp_path / 'ds'}", "models=[sim-ideal]"]
+    over.append("methods=[oneshot]")
+    setup = quick_setup(over)
+    specs = plan(setup)
+    assert len(specs) == 6 and {s.start_index for s in specs} == {1}  # 6 samples, once each
+    text = "\n".join(plan_lines(setup, specs))
+    assert "Dataset samples: 6" in text and "up to 30 more calls per repeat" in text  # 6 x 5 attempts
+    assert len(plan(quick_setup([*over, "repeats=2"]))) == 12  # asked for: identical requests again
