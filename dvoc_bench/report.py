@@ -153,24 +153,24 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
     )
     rep.table(
         md_table(
-            label_models(paper.table_4_1(t)),
+            label_models(by_split(t, split, lambda g: honest.with_assumed(paper.table_4_1(g), g, KEYS))),
             {"raw_rate": pct, "proto_rate": pct, "mean_dist": px, "mean_iters": px},
         )
     )
 
     if (t["method"] == "dvoc").any() and not dataset:  # a dataset has too many tasks for these
         rep.h(3, f"DVOC per task — rule `{rule}`")
-        rep.table(md_table(summary_view(honest.per_task(t, rule, n_boot=n_boot, seed=seed))))
+        rep.table(md_table(summary_view(honest.per_task(t, rule, split=split, n_boot=n_boot, seed=seed))))
         rep.fig(plots.heatmap(t, rule, split=split), "heatmap", "model x task success")
         rep.fig(plots.distance_vs_iteration(s, split=split), "distance_vs_iteration", "distance vs iteration")
-        for task in list(dict.fromkeys(t.loc[t["method"] == "dvoc", "task"]))[:2]:
-            for model in list(dict.fromkeys(t.loc[(t["method"] == "dvoc") & (t["task"] == task), "model"]))[
-                :3
-            ]:
+        first, where = first_split(t, split)  # trajectories of one setting of the varied knobs, named
+        for task in list(dict.fromkeys(first.loc[first["method"] == "dvoc", "task"]))[:2]:
+            dvoc_task = first[(first["method"] == "dvoc") & (first["task"] == task)]
+            for model in list(dict.fromkeys(dvoc_task["model"]))[:3]:
                 rep.fig(
-                    plots.trajectories(t, s, task, model=model),
+                    plots.trajectories(first, s, task, model=model),
                     f"trajectories_{task}_{model}",
-                    f"trajectories on {task}, {model}",
+                    f"trajectories on {task}, {model}{where}",
                 )
     rep.fig(plots.distance_cdf(t, split=split), "distance_cdf", "final distance CDF")
 
@@ -183,22 +183,21 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
 
     if {"dvoc", "oneshot"} <= set(t["method"]):
         rep.h(3, f"Paired: DVOC vs one-shot on the same start points — rule `{rule}`")
-        combos = t[t["method"] == "dvoc"][["alpha", "overlay", "predict"]].drop_duplicates()
+        knobs = [k for k in ("alpha", "overlay", "predict", "protocol") if k in t]
+        combos = t[t["method"] == "dvoc"][knobs].drop_duplicates()
         for _, c in combos.iterrows():
-            sel = (t["method"] == "oneshot") | (
-                (t["method"] == "dvoc")
-                & (t["alpha"] == c["alpha"])
-                & (t["overlay"] == c["overlay"])
-                & (t["predict"] == c["predict"])
+            same_protocol = (t["protocol"] == c["protocol"]) if "protocol" in t else True
+            sel = ((t["method"] == "oneshot") & same_protocol) | (
+                (t["method"] == "dvoc") & (t[knobs] == c[knobs]).all(axis=1)
             )
             if len(combos) > 1:
-                rep.p(f"DVOC with alpha={c['alpha']}, overlay={c['overlay']}, predict={c['predict']}:")
+                rep.p("DVOC with " + ", ".join(f"{k}={c[k]}" for k in knobs) + ":")
             _paired(rep, t[sel.astype(bool)], "method", "dvoc", "oneshot", rule, seed, n_boot)
 
     _audit(rep, s)
 
     rep.h(3, "Cost per successful click")
-    cost = honest.cost_table(t, rule)
+    cost = honest.cost_table(t, rule, by=by)
     if cost.empty:
         rep.p("No cost recorded for these trials.")
     else:
@@ -233,6 +232,39 @@ def _dataset_section(rep: Report, t: Any, rule: str) -> None:
         rep.table(md_table(label_models(tab), fmt))
 
 
+KEYS = ["model", "method"]
+"""The keys of the authors' Table 4.1 layout."""
+
+
+def by_split(t: Any, split: list[str], table: Any) -> Any:
+    """``table(trials)`` once per setting of the knobs the run varied (``split``), their values as columns
+    after model and method: a table that does not split by itself never pools what was varied."""
+    import pandas as pd
+
+    if not split:
+        return table(t)
+    parts = []
+    for vals, g in t.groupby(split, dropna=False, sort=True):
+        part = table(g)
+        vals = vals if isinstance(vals, tuple) else (vals,)
+        for i, (k, v) in enumerate(zip(split, vals, strict=True)):
+            part.insert(min(2 + i, len(part.columns)), k, v)
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)
+
+
+def first_split(t: Any, split: list[str]) -> tuple[Any, str]:
+    """The DVOC trials of the first setting of the varied knobs, and a caption naming it (``""``: none)."""
+    if not split:
+        return t, ""
+    dvoc = t[t["method"] == "dvoc"]
+    if dvoc.empty:
+        return t, ""
+    first = dvoc.iloc[0]
+    mask = (t[split] == first[split]).all(axis=1)
+    return t[mask], " (" + ", ".join(f"{k}={first[k]}" for k in split) + ")"
+
+
 def _paired(rep: Report, t: Any, factor: str, a: Any, b: Any, rule: str, seed: int, n_boot: int) -> None:
     from dvoc_bench.analysis import honest
     from dvoc_bench.analysis.markdown import label_models, md_table, pct, px
@@ -251,7 +283,7 @@ def _paired(rep: Report, t: Any, factor: str, a: Any, b: Any, rule: str, seed: i
         "discordant "
         "pairs; dist diff = mean paired final-distance difference (px)."
     )
-    view = pr.drop(columns=["factor", "rule"])
+    view = honest.with_assumed(pr, t, ["model"]).drop(columns=["factor", "rule"])
     fmt = {
         "rate_a": pct,
         "rate_b": pct,

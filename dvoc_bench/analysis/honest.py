@@ -113,10 +113,9 @@ def _rows(g: pd.DataFrame, rule: str, rng: np.random.Generator, n_boot: int) -> 
     calls = ran["model_calls"].fillna(0)
     cost_known = len(ran) > 0 and bool((ran["cost_usd"].notna() | (calls == 0)).all())
     cost = float(ran["cost_usd"].fillna(0.0).sum()) if cost_known else math.nan
-    assumed = g.get("simulated_assumptions", ())
     return {
         "simulated": bool(g["simulated"].any()),
-        "assumed": "; ".join(sorted({a for c in assumed for a in labels_of(c)})),
+        "assumed": assumed_of(g),
         "total": len(g),
         "errors": int((g["status"] == "error").sum()),
         "skipped": int((g["status"] == "skipped").sum()),
@@ -212,10 +211,12 @@ def summary(
     return pd.DataFrame(rows)
 
 
-def per_task(trials: pd.DataFrame, rule: str = "hit", method: str | None = "dvoc", **kw: Any) -> pd.DataFrame:
+def per_task(
+    trials: pd.DataFrame, rule: str = "hit", method: str | None = "dvoc", split: Sequence[str] = (), **kw: Any
+) -> pd.DataFrame:
     """:func:`summary` by task and model (for one method, by default DVOC)."""
     t = trials if method is None else trials[trials["method"] == method]
-    return summary(t, rule, by=("task", "model"), **kw)
+    return summary(t, rule, by=("task", "model", *split), **kw)
 
 
 def varying_knobs(trials: pd.DataFrame, candidates: Sequence[str] | None = None) -> list[str]:
@@ -515,6 +516,24 @@ def _nearest_frame(gain: float, size: float) -> str:
     return min(cands, key=lambda f: abs(math.log(gain / cands[f])))
 
 
+def assumed_of(g: pd.DataFrame) -> str:
+    """The assumption markers of a group of trials (``; ``-joined labels; empty for real models)."""
+    cells = g.get("simulated_assumptions", ())
+    return "; ".join(sorted({a for c in cells for a in labels_of(c)}))
+
+
+def with_assumed(table: pd.DataFrame, trials: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """``table`` (one row per group of ``keys``) with the ``assumed`` markers of each group's trials, so a
+    simulated row keeps its ``[SIMULATED; ... assumed]`` label in every table."""
+    if table.empty or "assumed" in table or not set(keys) <= set(table.columns):
+        return table
+    groups = trials.groupby(list(keys), dropna=False)
+    marks = {k if isinstance(k, tuple) else (k,): assumed_of(g) for k, g in groups}
+    out = table.copy()
+    out["assumed"] = [marks.get(tuple(r), "") for r in out[list(keys)].itertuples(index=False)]
+    return out
+
+
 def rules_side_by_side(trials: pd.DataFrame, by: Sequence[str] | str = ("model", "method")) -> pd.DataFrame:
     """Rate over valid trials under every rule at once (and the authors' stored ``paper_success`` where the
     records have it): how much of a result is the choice of rule."""
@@ -530,5 +549,6 @@ def rules_side_by_side(trials: pd.DataFrame, by: Sequence[str] | str = ("model",
         for rule in ("hit_radius", "within_eps", "hit"):
             row[rule] = float(g[rule].mean())
         row["inferred_boxes"] = bool(g["target_inferred"].any())
+        row["assumed"] = assumed_of(g)
         rows.append(row)
     return pd.DataFrame(rows)
