@@ -5,6 +5,7 @@ the readability checks of tests/analysis/test_plot_layout.py."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -100,3 +101,23 @@ def test_a_report_replaces_the_figures_of_the_previous_one(one_trial_run, tmp_pa
     pngs = sorted(p.name for p in (out / "figures").glob("*.png"))
     assert pngs and not stale.exists() and keep.read_text() == "mine"  # only the report's own PNGs go
     assert all(f"figures/{name}" in md for name in pngs)
+
+
+def test_the_authors_repository_at_any_depth_gives_the_same_tables(tmp_path):
+    """Their clone, its artifacts/previous_runs folder and the per-trial tree: the same complete answer,
+    every published number beside the rebuilt one, the differences named."""
+    from dvoc_bench.report import build_report
+    from tests.support import UPSTREAM, need_upstream
+
+    need_upstream()
+    records = UPSTREAM / "artifacts" / "previous_runs"
+    texts = []
+    for i, path in enumerate([UPSTREAM, records, records / "artifacts"]):
+        text, _ = build_report([], [str(path)], "hit", tmp_path / f"r{i}", figures=False, n_boot=20)
+        texts.append("\n".join(ln for ln in text.splitlines() if not ln.startswith("Found: ")))
+    assert texts[0] == texts[1] == texts[2]
+    counts = re.findall(r"Published numbers reproduced: \*\*(\d+) of (\d+)\*\*", texts[0])
+    expected = [("64", "64"), ("66", "66"), ("9", "9"), ("10", "21"), ("8", "8"), ("7", "9"), ("9", "9")]
+    assert counts == expected  # Tables 4.1, 4.2, 4.4, 4.5, 5.1, 5.2, 5.3
+    assert "6 of method `dvoc_full_relative_default`" in texts[0]  # the tree's trials no aggregate lists
+    assert "follow from no rule tried" in texts[0]  # Table 5.2's two medians, explained
