@@ -174,7 +174,7 @@ def _read_lines(path: Path, key_ok: Any) -> list[_Line]:
         if i != last:  # a last line without its newline is torn even if it parses
             try:
                 obj = json.loads(raw)
-            except (ValueError, UnicodeDecodeError):
+            except (ValueError, UnicodeDecodeError, RecursionError):  # nested too deeply: a bad line too
                 obj = None
             if not isinstance(obj, dict) or not key_ok(obj):
                 obj = None

@@ -181,3 +181,18 @@ def test_doctor_is_a_command(run_dir):
     assert r.returncode == 0 and "moved 1 lines/files aside" in r.stdout, r.stdout + r.stderr
     r = subprocess.run([*cmd[:-1], str(run_dir / "nope")], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "no such run directory" in r.stderr
+
+
+def test_a_deeply_nested_line_is_a_bad_line_not_a_crash(run_dir, capsys):
+    """50,000 levels of nesting in trials.jsonl: the check reports a torn line, the repair moves it aside,
+    the loaders skip it; nothing crashes."""
+    trials = run_dir / "trials.jsonl"
+    good = len(lines(trials))
+    with trials.open("ab") as f:
+        f.write(b"[" * 50_000 + b"]" * 50_000 + b"\n")
+    report = diagnose(run_dir)
+    assert kinds(report)["torn_line"] == 1
+    assert main([str(run_dir)]) == 1 and "torn" in capsys.readouterr().out
+    repair(run_dir)
+    assert len(lines(trials)) == good and diagnose(run_dir).clean
+    assert len(load_runs(run_dir).trials) == good

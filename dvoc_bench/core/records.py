@@ -529,5 +529,5 @@ def read_jsonl(path: Path | str) -> Iterator[dict[str, Any]]:
                 continue
             try:
                 yield json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # a torn write, or nested too deeply to parse
                 log.warning("%s: skipped a line that does not parse (a torn write?)", path)

@@ -186,6 +186,8 @@ def _read_records(path: Path) -> list[Any]:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise _bad(path.name, f"not valid JSON: {e}") from None
+    except RecursionError:
+        raise _bad(path.name, "not readable: its JSON is nested too deeply") from None
     if not isinstance(data, list):
         raise _bad(path.name, f"expected a list of samples, got {type(data).__name__}")
     return data

@@ -315,3 +315,13 @@ def test_the_plan_runs_one_shot_once_per_sample_and_says_what_a_repeat_costs(tmp
     text = "\n".join(plan_lines(setup, specs))
     assert "Dataset samples: 6" in text and "up to 30 more calls per repeat" in text  # 6 x 5 attempts
     assert len(plan(quick_setup([*over, "repeats=2"]))) == 12  # asked for: identical requests again
+
+
+def test_a_deeply_nested_annotation_file_is_one_line(tmp_path):
+    """100,000 levels of nesting in an annotation file: a one-line config error, not a RecursionError."""
+    write_fixture(tmp_path / "ds", "screenspot_v2", screens=1, per_screen=1)
+    ann = next((tmp_path / "ds").rglob("*.json"))
+    ann.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(ConfigError) as e:
+        quick_setup(["dataset=screenspot_v2", f"dataset.root={tmp_path / 'ds'}", "models=[sim-ideal]"])
+    assert "\n" not in str(e.value) and "nested too deeply" in str(e.value)
