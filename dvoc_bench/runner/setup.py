@@ -203,7 +203,7 @@ def dataset_registry(s: Settings, scenes_dir: Path) -> SceneRegistry:
         picks = None
     from dvoc_bench.scenes.dataset_source import DatasetChoice
 
-    options = DatasetChoice(s.dataset, picks)
+    options = DatasetChoice(s.dataset, picks, s.scenes.max_side)
     fmt = s.dataset.format
     assert fmt is not None
     sources = build_sources({fmt: options}, names=[fmt])

@@ -94,18 +94,30 @@ def _file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def sample_snapshot(sample: Sample, cache: ImageCache) -> LazySnapshot:
-    """The sample's lazy snapshot, checked: the image exists and opens, its size equals ``img_size``, the
-    box lies inside it and is not empty. A failure is a :class:`SampleError` in one line."""
+def sample_snapshot(
+    sample: Sample, cache: ImageCache, spec: DatasetSpec | None = None, max_side: int | None = None
+) -> LazySnapshot:
+    """The sample's lazy snapshot, checked: the image lies inside the dataset (``spec``), exists and opens,
+    no side exceeds ``max_side`` (``scenes.max_side``), its size equals ``img_size``, the box lies inside it
+    and is not empty. A failure is a :class:`SampleError` in one line: the sample fails its own trials."""
     where = f"sample {sample.id}"
     stated = Size(*sample.img_size) if sample.img_size else None
+    if spec is not None and not spec.inside(sample.image):
+        raise SampleError(
+            f"{where}: image {sample.image} lies outside dataset.root (dataset.allow_outside_root=true "
+            "reads it)",
+            stated,
+        )
     if not sample.image.is_file():
         raise SampleError(f"{where}: image not found: {sample.image}", stated)
     try:
         with Image.open(sample.image) as im:  # the header only: no pixels decoded
             size = Size(*im.size)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, Image.DecompressionBombError) as e:
         raise SampleError(f"{where}: cannot open {sample.image.name}: {e}", stated) from None
+    if max_side is not None and max(size.width, size.height) > max_side:
+        shown = f"{size.width}x{size.height}"
+        raise SampleError(f"{where}: image is {shown}, a side above scenes.max_side {max_side}", size)
     if stated is not None and stated != size:
         said = f"{stated.width}x{stated.height}"
         raise SampleError(f"{where}: image is {size.width}x{size.height}, img_size says {said}", size)
@@ -129,8 +141,12 @@ class DatasetScenes:
     ordered = True
     live = False
 
-    def __init__(self, spec: DatasetSpec, picks: list[str] | None = None) -> None:
+    def __init__(
+        self, spec: DatasetSpec, picks: list[str] | None = None, max_side: int | None = None
+    ) -> None:
         self.spec = spec
+        self.max_side = max_side
+        """Largest image side a sample may have (``scenes.max_side``; ``None``: no limit)."""
         self.samples = {s.id: s for s in select(load_samples(spec), spec, picks)}
         """Selected samples by task id, in dataset order."""
         self.cache = ImageCache()
@@ -139,7 +155,7 @@ class DatasetScenes:
         return list(self.samples)
 
     def snapshot(self, task_id: str) -> Snapshot:
-        return sample_snapshot(self.samples[task_id], self.cache)
+        return sample_snapshot(self.samples[task_id], self.cache, self.spec, self.max_side)
 
 
     def meta(self, task_id: str) -> dict[str, Any]:
@@ -163,6 +179,8 @@ class DatasetChoice:
     """``dataset.*``."""
     picks: list[str] | None = None
     """``tasks=[...]`` naming sample ids; ``None``: every selected sample."""
+    max_side: int | None = None
+    """``scenes.max_side``: an image with a longer side fails its sample."""
 
 
 def spec_from_options(d: DatasetSettings) -> DatasetSpec:
@@ -177,6 +195,7 @@ def spec_from_options(d: DatasetSettings) -> DatasetSpec:
         limit=d.limit,
         sample_seed=d.sample_seed,
         where=dict(d.where or {}),
+        allow_outside_root=d.allow_outside_root,
     )
 
 
@@ -185,7 +204,7 @@ def dataset_source(options: DatasetChoice | None) -> DatasetScenes | None:
     registry has no dataset)."""
     if options is None:
         return None
-    return DatasetScenes(spec_from_options(options.settings), options.picks)
+    return DatasetScenes(spec_from_options(options.settings), options.picks, options.max_side)
 
 
 for _name in FORMATS:

@@ -61,6 +61,9 @@ class DatasetSettings(Declared):
     where: dict[str, str | list[str]] | None = None
     """Keep samples whose metadata match, e.g. ``{ui_type: icon, platform: macos}`` (keys: ui_type,
     platform, application, group, data_source, file; a list allows several values)."""
+    allow_outside_root: bool = False
+    """Read annotation files and images that lie outside ``root`` (and ``images``), symlinks resolved;
+    off, such a file is refused and such an image fails its sample."""
 
 
 
@@ -115,6 +118,16 @@ class DatasetSpec:
     limit: int | None = None
     sample_seed: int = 0
     where: Mapping[str, Any] = field(default_factory=dict)
+    allow_outside_root: bool = False
+
+    def inside(self, path: Path) -> bool:
+        """Whether ``path`` (symlinks resolved) lies inside the root or the image folder, or may lie
+        anywhere (``allow_outside_root``)."""
+        if self.allow_outside_root:
+            return True
+        real = Path(path).resolve()
+        bases = [self.root, *([self.images] if self.images else [])]
+        return any(real.is_relative_to(b.resolve()) for b in bases)
 
 
 def _parquet_hint(root: Path) -> str | None:
@@ -138,6 +151,11 @@ def annotation_files(spec: DatasetSpec) -> list[Path]:
             p = root / name
             if not p.is_file() and spec.format == "screenspot_pro":
                 p = root / "annotations" / name
+            if not spec.inside(p):
+                raise ConfigError(
+                    f"dataset.files: {name!r} lies outside dataset.root {root} "
+                    "(dataset.allow_outside_root=true reads it)"
+                )
             if not p.is_file():
                 raise ConfigError(f"dataset.files: {name!r} not found under {root}")
             out.append(p)

@@ -325,3 +325,64 @@ def test_a_deeply_nested_annotation_file_is_one_line(tmp_path):
     with pytest.raises(ConfigError) as e:
         quick_setup(["dataset=screenspot_v2", f"dataset.root={tmp_path / 'ds'}", "models=[sim-ideal]"])
     assert "\n" not in str(e.value) and "nested too deeply" in str(e.value)
+
+
+def _png_header(path: Path, w: int, h: int) -> None:
+    """A PNG that declares ``w`` x ``h`` pixels (a decompression bomb when large) in a few bytes."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
+    body = chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + body)
+
+
+def _v2(tmp_path: Path) -> tuple[Path, list, dict[str, Path]]:
+    exp = write_fixture(tmp_path / "ds", "screenspot_v2", screens=2, per_screen=1)
+    images = {k: s.image for k, s in scenes_of(tmp_path / "ds", "screenspot_v2").samples.items()}
+    return tmp_path / "ds", exp, images
+
+
+def test_a_decompression_bomb_or_an_oversized_image_fails_its_own_sample(tmp_path):
+    """One 20000x20000 image (a few bytes on disk) and one larger than scenes.max_side: those samples fail
+    their own trials (error_class scene), the others run."""
+    root, exp, images = _v2(tmp_path)
+    _png_header(images[exp[0].id], 20000, 20000)
+    setup = quick_setup(["dataset=screenspot_v2", f"dataset.root={root}", "models=[sim-ideal]",
+                         "methods=[oneshot]", "scenes.max_side=1000", "run.quiet=true"])  # fmt: skip
+    res = run_sweep(setup, tmp_path / "run")
+    by = {t["task"]: t for t in res.trials}
+    assert by[exp[0].id]["status"] == "error" and by[exp[0].id]["error_class"] == "scene"
+    assert by[exp[1].id]["error_class"] == "scene" and "max_side" in by[exp[1].id]["error"]  # 1280 > 1000
+    ok = run_sweep(quick_setup(["dataset=screenspot_v2", f"dataset.root={root}", "models=[sim-ideal]",
+                                "methods=[oneshot]", "run.quiet=true"]), tmp_path / "run2")  # fmt: skip
+    assert {t["task"]: t["status"] for t in ok.trials} == {exp[0].id: "error", exp[1].id: "ok"}
+
+
+def test_dataset_paths_stay_inside_the_root_unless_allowed(tmp_path):
+    """An annotation file named outside the root is refused; an image outside it (../, absolute, or a
+    symlink out) fails its sample; ``dataset.allow_outside_root=true`` reads them."""
+    root, exp, images = _v2(tmp_path)
+    outside = tmp_path / "elsewhere.png"
+    outside.write_bytes(images[exp[0].id].read_bytes())
+    inner = images[exp[1].id]  # a symlink inside the root that points out of it
+    moved = tmp_path / "moved.png"
+    inner.rename(moved)
+    inner.symlink_to(moved)
+    base = ["dataset=screenspot_v2", f"dataset.root={root}", "models=[sim-ideal]", "methods=[oneshot]"]
+    with pytest.raises(ConfigError, match="^dataset.files: '../../../etc/passwd' lies outside dataset.root"):
+        quick_setup([*base, "dataset.files=[../../../etc/passwd]"])
+    ann = next(p for p in root.rglob("*.json") if exp[0].instruction in p.read_text())
+    data = json.loads(ann.read_text())
+    data[[d["instruction"] for d in data].index(exp[0].instruction)]["img_filename"] = str(outside)
+    ann.write_text(json.dumps(data))  # absolute, outside the root
+    res = run_sweep(quick_setup([*base, "run.quiet=true"]), tmp_path / "run")
+    bad = [t for t in res.trials if t["status"] == "error"]
+    assert {t["task"] for t in bad} == {exp[0].id, exp[1].id}
+    assert all(t["error_class"] == "scene" and "outside dataset.root" in t["error"] for t in bad)
+    allowed = quick_setup([*base, "dataset.allow_outside_root=true", "run.quiet=true"])
+    allowed = run_sweep(allowed, tmp_path / "r2")
+    assert all(t["status"] == "ok" for t in allowed.trials)
