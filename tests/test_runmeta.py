@@ -33,3 +33,28 @@ def test_a_setting_newer_than_the_run_resumes_at_its_default_only(tmp_path):
     changed["seed"] = 1
     with pytest.raises(ConfigError, match="seed: 0 -> 1"):
         check_resume(tmp_path, fingerprint(changed, {"seeds": [0]}), allow_new_trials=False)
+
+
+def test_a_changed_scene_is_refused_on_resume_naming_it(tmp_path):
+    """A scene edited after the run was made would mix two versions of it in one run: refused in one line
+    naming the scene, and nothing changes; the unchanged scene resumes."""
+    import shutil
+
+    from dvoc_bench.runner.compose import quick_setup
+    from dvoc_bench.runner.sweep import run_sweep
+    from dvoc_bench.scenes import default_scenes_dir
+
+    scenes = tmp_path / "scenes"
+    shutil.copytree(default_scenes_dir() / "synthetic", scenes / "synthetic")
+    over = [f"paths.scenes={scenes}", "models=[sim-ideal]", "tasks=[S1,S2]", "methods=[oneshot]"]
+    over.append("smoke=true")
+    run = tmp_path / "run"
+    first = run_sweep(quick_setup(over), run)
+    assert run_sweep(quick_setup(over), run).ran == 0  # unchanged: a resume with nothing to do
+    s1 = scenes / "synthetic" / "S1.yaml"
+    text = s1.read_text(encoding="utf-8")
+    s1.write_text(text.replace("Click the CLICK ME", "Press the CLICK ME"), encoding="utf-8")
+    before = (run / "trials.jsonl").read_bytes()
+    with pytest.raises(ConfigError, match=r"^hydra.run.dir: scene S1 changed since this run was made"):
+        run_sweep(quick_setup(over), run)
+    assert (run / "trials.jsonl").read_bytes() == before and len(first.trials) == 4

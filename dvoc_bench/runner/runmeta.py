@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,15 +40,26 @@ class Fingerprint:
     """Swept lists (``repeats`` as the list of repeat indices)."""
     settings: dict[str, Any]
     """Every other outcome-relevant setting, as ``dotted.key -> value``."""
+    scenes: dict[str, str] = field(default_factory=dict)
+    """Task id -> content hash of the rendered scene (pixels, geometry, instruction): a scene edited after
+    the run was made is refused on resume (its trials would mix two versions of it)."""
 
     @property
     def digest(self) -> str:
-        """Hash of the whole fingerprint."""
-        blob = json.dumps({"lists": self.lists, "settings": self.settings}, sort_keys=True, default=str)
+        """Hash of the whole fingerprint (the scenes too, when known)."""
+        body: dict[str, Any] = {"lists": self.lists, "settings": self.settings}
+        if self.scenes:
+            body["scenes"] = self.scenes
+        blob = json.dumps(body, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def to_json(self) -> dict[str, Any]:
-        return {"digest": self.digest, "lists": self.lists, "settings": self.settings}
+        return {
+            "digest": self.digest,
+            "lists": self.lists,
+            "settings": self.settings,
+            "scenes": self.scenes,
+        }
 
 
 def _flatten(d: object, prefix: str = "") -> dict[str, Any]:
@@ -94,6 +105,24 @@ def _defaults() -> dict[str, Any]:
     return fingerprint(Settings().model_dump(mode="json"), {}).settings
 
 
+UNRENDERED = "unrendered"
+"""The scene hash of a scene that failed to build (it may build on a resume)."""
+
+
+def _check_scenes(old: dict[str, str], new: dict[str, str]) -> None:
+    """A scene of the run whose content changed since: refused, naming it (runs made before scenes were
+    fingerprinted have none to compare)."""
+    both = sorted(set(old) & set(new))
+    changed = [t for t in both if UNRENDERED not in (old[t], new[t]) and old[t] != new[t]]
+    if changed:
+        t = changed[0]
+        more = f" (and {', '.join(changed[1:])})" if len(changed) > 1 else ""
+        raise ConfigError(
+            f"hydra.run.dir: scene {t} changed since this run was made (content {old[t]} -> {new[t]})"
+            f"{more}; resume with the scenes as they were, or choose another hydra.run.dir"
+        )
+
+
 def check_resume(run_dir: Path, fp: Fingerprint, allow_new_trials: bool) -> ResumeCheck:
     """Compare ``fp`` with the run's ``run_meta.json`` (if any) and write the fingerprint. Raises
     :class:`ConfigError` (one line) when the settings differ, or when trials would be added without
@@ -109,7 +138,10 @@ def check_resume(run_dir: Path, fp: Fingerprint, allow_new_trials: bool) -> Resu
     added: dict[str, list[Any]] = {}
     new = fp
     if old_raw is not None:
-        old = Fingerprint(dict(old_raw.get("lists", {})), dict(old_raw.get("settings", {})))
+        old = Fingerprint(
+            dict(old_raw.get("lists", {})), dict(old_raw.get("settings", {})), dict(old_raw.get("scenes", {}))
+        )
+        _check_scenes(old.scenes, fp.scenes)
         keys = sorted(set(old.settings) | set(fp.settings))
         defaults = _defaults()
         changed = [
@@ -142,7 +174,7 @@ def check_resume(run_dir: Path, fp: Fingerprint, allow_new_trials: bool) -> Resu
                 f"hydra.run.dir: this resume would add trials to the run ({shown}); to add them on purpose "
                 "set resume.allow_new_trials=true, or choose another hydra.run.dir"
             )
-        new = Fingerprint(merged, fp.settings)
+        new = Fingerprint(merged, fp.settings, {**old.scenes, **fp.scenes})
     meta = {**new.to_json(), "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(meta, indent=1, default=str), encoding="utf-8")

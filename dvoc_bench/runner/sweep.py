@@ -5,6 +5,7 @@ tests)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 from collections.abc import Callable, Coroutine
@@ -20,7 +21,7 @@ from dvoc_bench.runner.budget import spent_in
 from dvoc_bench.runner.frames import FrameSaver
 from dvoc_bench.runner.gates import build_gates
 from dvoc_bench.runner.plan import build_plan
-from dvoc_bench.runner.runmeta import ResumeCheck, check_resume
+from dvoc_bench.runner.runmeta import UNRENDERED, ResumeCheck, check_resume
 from dvoc_bench.runner.scheduler import RateGate
 from dvoc_bench.runner.setup import SweepSetup, model_options
 from dvoc_bench.runner.trials import ModelFactory, TrialRunner, scene_failure
@@ -28,8 +29,6 @@ from dvoc_bench.runner.trials import ModelFactory, TrialRunner, scene_failure
 log = logging.getLogger(__name__)
 
 
-UNRENDERED = "unrendered"
-"""Scene hash of a scene that failed to build (its trials are ``error``/``scene``)."""
 
 
 def plan(setup: SweepSetup) -> list[TrialSpec]:
@@ -125,9 +124,13 @@ def run_sweep(
     factory = model_factory or default_factory(setup)
     checked: list[ResumeCheck] = []
 
+    fp = setup.fingerprint
+    if fp is not None:  # the scenes' content belongs to what the run is made with
+        fp = dataclasses.replace(fp, scenes={s.task: s.scene_hash for s in specs})
+
     def on_locked(d: Path) -> None:  # before anything in the run dir changes
-        if setup.fingerprint is not None:
-            checked.append(check_resume(d, setup.fingerprint, setup.settings.resume.allow_new_trials))
+        if fp is not None:
+            checked.append(check_resume(d, fp, setup.settings.resume.allow_new_trials))
 
     with RunStore(run_dir, retry_errors=retry_errors, on_locked=on_locked) as store:
         old_plan = [p for p in read_jsonl(run_dir / "plan.jsonl") if isinstance(p.get("trial_key"), str)]
@@ -154,7 +157,7 @@ def run_sweep(
                     "finished": len(trials),
                     "simulated": any(t.get("simulated") for t in trials),
                     "frames": setup.frames,
-                    "fingerprint": setup.fingerprint.digest if setup.fingerprint else None,
+                    "fingerprint": fp.digest if fp else None,
                 },
                 indent=1,
             ),
