@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dvoc_bench.runner.store import FRAMES, LOCK, PLAN, STEPS, TRIALS, RunDirBusy, RunDirLock
+from dvoc_bench.runner.store import FRAMES, PLAN, STEPS, TRIALS, RunDirBusy, RunDirLock, lock_holder
 
 __all__ = ["DOCTOR_DIR", "Problem", "Report", "diagnose", "main", "repair"]
 
@@ -205,33 +205,6 @@ def _sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def lock_holder(run_dir: Path) -> dict[str, Any] | None:
-    """The holder's record when another process holds the run directory's lock, else ``None``.
-
-    Read-only: a shared lock is tried (and dropped at once) on the existing lock file; nothing is created
-    or written."""
-    import fcntl
-
-    path = Path(run_dir) / LOCK
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            try:
-                info = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                info = None
-            return info if isinstance(info, dict) else {}
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
 
 
 # ---------------------------------------------------------------------------------------------- check

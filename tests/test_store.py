@@ -51,3 +51,19 @@ def test_nan_is_never_written(tmp_path):
     with RunStore(tmp_path) as s:
         s.append_trial(rec("a", final_dist_px=float("nan")), [])
     assert json.loads((tmp_path / "trials.jsonl").read_text())["final_dist_px"] is None
+
+
+def test_deleting_the_lock_file_under_a_writer_lets_no_second_writer_in(tmp_path):
+    """The lock is the run directory itself: removing ``.lock`` while it is held changes nothing."""
+    import os
+
+    import pytest
+
+    from dvoc_bench.runner.store import LOCK, RunDirBusy, RunDirLock
+
+    with RunDirLock(tmp_path):
+        os.unlink(tmp_path / LOCK)
+        with pytest.raises(RunDirBusy):
+            RunDirLock(tmp_path).acquire()
+    with RunDirLock(tmp_path):  # released: the next writer gets it
+        pass

@@ -97,7 +97,8 @@ def _read_holder(path: Path, wait_s: float = 1.0) -> dict[str, Any] | None:
 
 
 class RunDirLock:
-    """Exclusive, non-blocking lock on a run directory (``fcntl.flock`` on ``<run_dir>/.lock``).
+    """Exclusive, non-blocking lock on a run directory: ``fcntl.flock`` on the directory itself (a file a
+    user can delete cannot let a second writer in), plus ``<run_dir>/.lock`` naming the holder.
 
     ``acquire`` raises :class:`RunDirBusy` at once when another open lock exists, in any process. Use as a
     context manager, or ``acquire()`` / ``release()``. The lock is not re-entrant.
@@ -109,6 +110,7 @@ class RunDirLock:
         self.path = self.dir / LOCK
         """The lock file."""
         self._fd: int | None = None
+        self._dir_fd: int | None = None
 
     @property
     def held(self) -> bool:
@@ -119,15 +121,21 @@ class RunDirLock:
         if self._fd is not None:
             raise RuntimeError(f"{self.path}: already held by this object")
         self.dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        dir_fd = os.open(self.dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            os.close(fd)
+            os.close(dir_fd)
             raise RunDirBusy(self.dir, _read_holder(self.path)) from None
         except BaseException:
-            os.close(fd)
+            os.close(dir_fd)
             raise
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except BaseException:
+            os.close(dir_fd)
+            raise
+        self._dir_fd = dir_fd
         info = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
@@ -143,15 +151,39 @@ class RunDirLock:
         """Give the lock up (the file stays; its content names the last holder)."""
         fd, self._fd = self._fd, None
         if fd is not None:
-            with contextlib.suppress(OSError):
-                fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+        dir_fd, self._dir_fd = self._dir_fd, None
+        if dir_fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(dir_fd, fcntl.LOCK_UN)
+            os.close(dir_fd)
 
     def __enter__(self) -> RunDirLock:
         return self.acquire()
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def lock_holder(run_dir: Path | str) -> dict[str, Any] | None:
+    """The holder's record (``.lock``) when another process holds the run directory's lock, else ``None``.
+
+    Read-only: a shared lock is tried (and dropped at once) on the directory; nothing is created or
+    written."""
+    try:
+        fd = os.open(Path(run_dir), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            info = _read_holder(Path(run_dir) / LOCK)
+            return info if isinstance(info, dict) else {}
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
 
 
 def discard_output_subdir(run_dir: Path | str, subdir: str | None) -> None:
