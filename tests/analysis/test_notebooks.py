@@ -66,6 +66,8 @@ def test_notebook_runs_on_a_real_run(path, run_name, request, monkeypatch, tmp_p
     monkeypatch.setenv("DVOC_RUN_DIR", str(run))
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the kernel imports this checkout, not an installed copy
+    monkeypatch.setenv("DVOC_CALIBRATION_RUNS", str(tmp_path / "calibration"))  # not the repository's runs/
+    monkeypatch.setenv("DVOC_VALIDATION_REPEATS", "1")  # the validation sweeps once: the code path
     if run_name != "default_run":
         monkeypatch.setenv("DVOC_UPSTREAM", str(tmp_path / "no-upstream"))
     nb = nbformat.read(path, as_version=4)
