@@ -408,3 +408,53 @@ def problems(fig: Any) -> list[str]:
             if lb.overlaps(ax.bbox):
                 out.append("the legend sits on the axes")
     return out
+
+
+# ------------------------------------------------------------------------------------- notebooks
+
+
+def notebook_text(nb: Any) -> str:
+    """Everything a notebook's cells printed or displayed."""
+    parts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            parts.append(out.get("text", ""))
+            data = out.get("data", {})
+            parts.append(data.get("text/plain", ""))
+            parts.append(data.get("text/html", ""))
+            parts.append(data.get("text/markdown", ""))
+    return "\n".join(parts)
+
+
+def run_notebook(path: Path, run_name: str, request: Any, monkeypatch: Any, tmp_path: Path) -> None:
+    """Execute the notebook at ``path`` top to bottom on the session's real run ``run_name`` and check what
+    it showed (the notebook tests of :mod:`tests.analysis`)."""
+    import nbclient
+    import nbformat
+
+    run = request.getfixturevalue(run_name)
+    monkeypatch.setenv("DVOC_RUN_DIR", str(run))
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the kernel imports this checkout, not an installed copy
+    monkeypatch.setenv("DVOC_CALIBRATION_RUNS", str(tmp_path / "calibration"))  # not the repository's runs/
+    monkeypatch.setenv("DVOC_VALIDATION_REPEATS", "1")  # the validation sweeps once: the code path
+    if run_name != "default_run":
+        monkeypatch.setenv("DVOC_UPSTREAM", str(tmp_path / "no-upstream"))
+    nb = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
+    client.execute()  # raises CellExecutionError on the first failing cell
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code and all(c.execution_count is not None for c in code)
+    text = notebook_text(nb)
+    assert str(run) in text  # it read the run it was given
+    if path.name == "quickstart.ipynb":
+        images = [o for c in code for o in c.outputs if "image/png" in o.get("data", {})]
+        assert len(images) >= 4
+        assert "[SIMULATED" in text  # the simulated rows say so (with their assumption markers)
+        if run_name == "alpha_multirun":  # the settings of the sweep are split, and repeats counted once
+            assert "adaptive" in text and "alpha" in text and "270 repeated trials left out" not in text
+            assert "150 repeated trials left out" in text
+        if run_name == "web_run":
+            assert "W1" in text and "dom" in text  # web trials, hit from the DOM

@@ -284,7 +284,8 @@ def test_the_commands_are_found_and_counted():
     assert text.startswith(
         "# dvoc-bench\n\n```bash\n"
         "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && python -m dvoc_bench\n"
-        'python3 -m venv .venv && . .venv/bin/activate && pip install -e ".[dev]" && python -m pytest -q\n```'
+        'python3 -m venv .venv && . .venv/bin/activate && pip install -e ".[dev]" && '
+        "python -m pytest -q -n auto --dist loadfile\n```"
     )  # the two set-up lines stay as they are
     assert COMMANDS[0].argv == ["python", "-m", "dvoc_bench"] and COMMANDS[0].line == 4
     assert COMMANDS[0].file == "README.md" and len(DOCS) > 10  # the README, then docs/*.md

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import RUNS
+from tests.support import notebook_text, run_notebook
 
 pytestmark = pytest.mark.e2e
 
@@ -45,49 +45,14 @@ def test_the_notebooks_are_there_and_stored_without_outputs():
                 assert "import dvoc_bench.methods" not in cell.source  # notebooks only call the analysis API
 
 
-def _text(nb) -> str:
-    parts = []
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            parts.append(out.get("text", ""))
-            data = out.get("data", {})
-            parts.append(data.get("text/plain", ""))
-            parts.append(data.get("text/html", ""))
-            parts.append(data.get("text/markdown", ""))
-    return "\n".join(parts)
-
-
-CASES = [(nb, run) for run in RUNS for nb in NOTEBOOKS]
+CASES = [(nb, run) for run in ("default_run", "one_trial_run") for nb in NOTEBOOKS]
+"""The default and the one-trial run here; the web run and the multirun in test_notebooks_sweeps.py (two
+files: the test workers share them)."""
 
 
 @pytest.mark.parametrize(("path", "run_name"), CASES, ids=[f"{p.stem}-{r}" for p, r in CASES])
 def test_notebook_runs_on_a_real_run(path, run_name, request, monkeypatch, tmp_path):
-    run = request.getfixturevalue(run_name)
-    monkeypatch.setenv("DVOC_RUN_DIR", str(run))
-    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the kernel imports this checkout, not an installed copy
-    monkeypatch.setenv("DVOC_CALIBRATION_RUNS", str(tmp_path / "calibration"))  # not the repository's runs/
-    monkeypatch.setenv("DVOC_VALIDATION_REPEATS", "1")  # the validation sweeps once: the code path
-    if run_name != "default_run":
-        monkeypatch.setenv("DVOC_UPSTREAM", str(tmp_path / "no-upstream"))
-    nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
-    )
-    client.execute()  # raises CellExecutionError on the first failing cell
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert code and all(c.execution_count is not None for c in code)
-    text = _text(nb)
-    assert str(run) in text  # it read the run it was given
-    if path.name == "quickstart.ipynb":
-        images = [o for c in code for o in c.outputs if "image/png" in o.get("data", {})]
-        assert len(images) >= 4
-        assert "[SIMULATED" in text  # the simulated rows say so (with their assumption markers)
-        if run_name == "alpha_multirun":  # the settings of the sweep are split, and repeats counted once
-            assert "adaptive" in text and "alpha" in text and "270 repeated trials left out" not in text
-            assert "150 repeated trials left out" in text
-        if run_name == "web_run":
-            assert "W1" in text and "dom" in text  # web trials, hit from the DOM
+    run_notebook(path, run_name, request, monkeypatch, tmp_path)
 
 
 def test_the_kernel_imports_this_checkout(monkeypatch):
@@ -117,4 +82,4 @@ def test_nbconvert_re_executes_a_notebook_as_the_readme_shows(default_run, tmp_p
     assert p.returncode == 0, p.stderr[-3000:]
     nb = nbformat.read(tmp_path / "quickstart.ipynb", as_version=4)
     assert all(c.execution_count for c in nb.cells if c.cell_type == "code")
-    assert str(default_run) in _text(nb)
+    assert str(default_run) in notebook_text(nb)
