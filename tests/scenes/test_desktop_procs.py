@@ -85,6 +85,40 @@ def test_bring_your_own_app_runs_and_leaves_nothing(tmp_path):
     assert gone_within(mark, 5) == []
 
 
+SPAWNING_APP = """
+import os
+import subprocess
+import tkinter as tk
+
+subprocess.Popen(["sleep", "300"])  # a plain child
+subprocess.Popen(["sleep", "301"], start_new_session=True)  # a child in a session of its own
+if os.fork() == 0:  # a daemon: fork, setsid, fork again; its parent exits at once
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp("sleep", ["sleep", "302"])
+    os._exit(0)
+root = tk.Tk()
+root.geometry("300x200+0+0")
+tk.Button(root, name="ok", text="OK", command=root.destroy).pack(pady=40)
+root.mainloop()
+"""
+
+
+def test_what_a_custom_app_starts_ends_with_it(tmp_path):
+    """Children of a custom Tk script (plain, in a new session, or daemonised with setsid) do not outlive
+    the run."""
+    app = tmp_path / "spawner.py"
+    app.write_text(SPAWNING_APP)
+    mark = uuid.uuid4().hex
+    r = run_cli(
+        "task=desktop_custom", f"desktop.custom.script={app}", "desktop.custom.target=widget:.ok",
+        "desktop.custom.instruction=Click OK", "methods=[oneshot]", "models=[sim-ideal]", "starts=random:1",
+        f"hydra.run.dir={tmp_path / 'run'}", env_extra={"DVOC_TEST_MARK": mark}, timeout=180,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert gone_within(mark, 5) == []
+
+
 def test_a_failing_scene_fails_its_trials_and_leaves_nothing(tmp_path):
     app = tmp_path / "bad.py"
     app.write_text("import tkinter\nroot = tkinter.Tk()\n1 / 0\n")

@@ -30,6 +30,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
@@ -110,19 +111,49 @@ _spawner: _Spawner | None = None
 _spawner_lock = threading.Lock()
 
 
+TREE_ENV = "DVOC_PROCESS_TREE"
+"""Environment variable naming the process tree a spawned child belongs to: every descendant inherits it
+(also one that starts a session of its own or daemonises), so :func:`stop` finds and ends them all."""
+
+_TREES: dict[int, str] = {}
+"""Child pid -> its tree token."""
+
+
 def spawn(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
-    """``subprocess.Popen(argv, **kwargs)`` forked from the spawner thread, dying with this process."""
+    """``subprocess.Popen(argv, **kwargs)`` forked from the spawner thread, dying with this process; the
+    child and everything it starts carry a tree token (:data:`TREE_ENV`) that :func:`stop` ends them by."""
     global _spawner
     with _spawner_lock:
         if _spawner is None or not _spawner._thread.is_alive():
             _spawner = _Spawner()
         spawner = _spawner
     pre = _die_with_parent(os.getpid())
-    return spawner.call(lambda: subprocess.Popen(list(argv), preexec_fn=pre, **kwargs))  # noqa: PLW1509
+    token = uuid.uuid4().hex
+    kwargs["env"] = {**(kwargs.get("env") or os.environ), TREE_ENV: token}
+    proc = spawner.call(lambda: subprocess.Popen(list(argv), preexec_fn=pre, **kwargs))  # noqa: PLW1509
+    _TREES[proc.pid] = token
+    return proc
+
+
+def tree_pids(token: str) -> list[int]:
+    """The live processes (not this one) whose environment carries the tree ``token`` (Linux ``/proc``;
+    a process that cleared its environment is not found)."""
+    needle = f"{TREE_ENV}={token}".encode()
+    out = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                out.append(int(entry.name))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return out
 
 
 def stop(proc: subprocess.Popen[bytes], grace_s: float = 2.0) -> None:
-    """Terminate ``proc`` (SIGTERM, then SIGKILL after ``grace_s``) and reap it; idempotent."""
+    """Terminate ``proc`` (SIGTERM, then SIGKILL after ``grace_s``), reap it, and kill what it started
+    (its whole tree, :func:`tree_pids`); idempotent."""
     if proc.poll() is None:
         with contextlib.suppress(OSError):
             proc.terminate()
@@ -132,6 +163,10 @@ def stop(proc: subprocess.Popen[bytes], grace_s: float = 2.0) -> None:
             with contextlib.suppress(OSError):
                 proc.kill()
             proc.wait(timeout=grace_s)
+    token = _TREES.pop(proc.pid, None)
+    for pid in tree_pids(token) if token else []:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
     for stream in (proc.stdin, proc.stdout, proc.stderr):
         if stream is not None:
             with contextlib.suppress(OSError):
