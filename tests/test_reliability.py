@@ -112,7 +112,13 @@ def test_model_free_runs_exit_0_and_the_cache_line_counts_cached_calls(tmp_path,
     assert calls > 0 and f"({calls} answered by the response cache" in again.stdout
 
 
-def test_ctrl_c_saves_what_finished_prints_the_resume_command_and_that_command_finishes(tmp_path, slow_sim):
+SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143)]
+
+
+@pytest.mark.parametrize(("sig", "code"), SIGNALS, ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_saves_what_finished_prints_the_resume_command_and_that_command_finishes(
+    tmp_path, slow_sim, sig, code
+):
     run = tmp_path / "run"
     args = ["model=local-sim", "tasks=[S1,S2]", "methods=[dvoc]", "starts=random:4", "run.max_in_flight=2",
             "cache.enabled=false", "run.quiet=true", f"hydra.run.dir={run}"]  # fmt: skip
@@ -122,9 +128,9 @@ def test_ctrl_c_saves_what_finished_prints_the_resume_command_and_that_command_f
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and sum(1 for _ in read_jsonl(run / "trials.jsonl")) < 1:
         time.sleep(0.2)
-    p.send_signal(signal.SIGINT)
+    p.send_signal(sig)
     out, err = p.communicate(timeout=60)
-    assert p.returncode == 130, out + err
+    assert p.returncode == code, out + err
     assert "Traceback" not in err
     done = list(read_jsonl(run / "trials.jsonl"))
     assert 0 < len(done) < 8

@@ -1,8 +1,8 @@
 """The Hydra job body: validate, plan, run, summarise. Terminal output happens here, not in the library.
 
 Exit codes (:data:`dvoc_bench.runner.summary.EXIT_OK` ...): 0 done; 2 bad input, nothing ran (one line
-``config error: <key>: ...``); 3 model trials ran and none ended ``ok``; 130 interrupted (finished trials
-are saved; the printed command resumes). A multirun exits with the worst code of its jobs after all of
+``config error: <key>: ...``); 3 model trials ran and none ended ``ok``; 130 interrupted, 143 terminated
+by SIGTERM (finished trials are saved; the printed command resumes). A multirun exits with the worst code of its jobs after all of
 them ran (``dvoc_bench.__main__.entry`` collects them through the file named by ``DVOC_EXIT_CODES``).
 """
 
@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import shlex
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -30,10 +31,26 @@ from dvoc_bench.runner.compose import experiment_name, model_choice
 from dvoc_bench.runner.settings import load_settings
 from dvoc_bench.runner.setup import setup_from_settings
 from dvoc_bench.runner.store import RunDirBusy, discard_output_subdir
-from dvoc_bench.runner.summary import EXIT_CONFIG, EXIT_INTERRUPTED, EXIT_OK, exit_code, run_report
+from dvoc_bench.runner.summary import (
+    EXIT_CONFIG,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    exit_code,
+    run_report,
+)
 from dvoc_bench.runner.sweep import plan, run_sweep
 
 log = logging.getLogger(__name__)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM during a job: handled as Ctrl-C is (the finished trials are saved, the resume command is
+    printed), with exit code 143."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 def run_job(cfg: DictConfig) -> int:
@@ -41,7 +58,11 @@ def run_job(cfg: DictConfig) -> int:
     the other jobs still run (``entry`` exits with the worst code at the end)."""
     mark_started()
     hc = HydraConfig.get()
-    code = _run(cfg, hc)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        code = _run(cfg, hc)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     path = os.environ.get(EXIT_CODES_ENV)
     if hc.mode == RunMode.MULTIRUN and path:
         with open(path, "a", encoding="utf-8") as f:
@@ -143,12 +164,13 @@ def _run(cfg: DictConfig, hc: Any) -> int:
         discard_output_subdir(run_dir, hc.output_subdir)
         print(f"config error: {'hydra.run.dir: ' if isinstance(e, RunDirBusy) else ''}{e}", file=sys.stderr)
         return EXIT_CONFIG
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         for p in progress:
             p.close()
-        print(f"\ninterrupted: the finished trials are saved; resume with: {_resume_command(hc, run_dir)}",
+        how = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
+        print(f"\n{how}: the finished trials are saved; resume with: {_resume_command(hc, run_dir)}",
               file=sys.stderr)  # fmt: skip
-        return EXIT_INTERRUPTED
+        return EXIT_TERMINATED if isinstance(e, Terminated) else EXIT_INTERRUPTED
     finally:
         for p in progress:
             p.close()
