@@ -550,6 +550,8 @@ def _rule_text(rule: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from dvoc_bench.analysis.loaders import DuplicateTrials
+
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -562,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
             n_boot=args.n_boot,
             figures=not args.no_figures,
         )
-    except FileNotFoundError as e:  # a wrong path: say which, no traceback
+    except (FileNotFoundError, DuplicateTrials) as e:  # a wrong path or a doubled run: one line
         print(f"report: {e}", file=sys.stderr)
         return 2
     print(text)

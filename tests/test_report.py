@@ -121,3 +121,17 @@ def test_the_authors_repository_at_any_depth_gives_the_same_tables(tmp_path):
     assert counts == expected  # Tables 4.1, 4.2, 4.4, 4.5, 5.1, 5.2, 5.3
     assert "6 of method `dvoc_full_relative_default`" in texts[0]  # the tree's trials no aggregate lists
     assert "follow from no rule tried" in texts[0]  # Table 5.2's two medians, explained
+
+
+def test_a_doubled_run_is_one_line_and_exit_2(one_trial_run, tmp_path, capsys):
+    """A trials.jsonl with a key twice: the report says so in one line, naming the doctor; no traceback."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(one_trial_run, run)
+    line = (run / "trials.jsonl").read_text(encoding="utf-8").splitlines()[0]
+    with (run / "trials.jsonl").open("a", encoding="utf-8") as f:
+        f.write(line + "\n")
+    assert report.main([str(run), "--no-figures"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "appear more than once" in err[0] and "dvoc_bench.doctor" in err[0]

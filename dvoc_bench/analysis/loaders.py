@@ -48,6 +48,10 @@ RUN_DIR_ENV = "DVOC_RUN_DIR"
 # ----------------------------------------------------------------------------------------------- discovery
 
 
+class DuplicateTrials(ValueError):
+    """A run directory holds a trial key twice (two writers, or a copy): it is refused, naming the doctor."""
+
+
 def find_run_dirs(paths: Iterable[Path | str]) -> list[Path]:
     """Run directories under ``paths`` (each holds ``trials.jsonl``), in path order, without duplicates."""
     found: list[Path] = []
@@ -322,7 +326,7 @@ def check_unique_trials(run_dir: Path, keys: Iterable[str]) -> None:
         seen.add(k)
     if dup:
         n = len(set(dup))
-        raise ValueError(
+        raise DuplicateTrials(
             f"{run_dir}: {n} trial keys appear more than once in trials.jsonl (e.g. {dup[0]}); "
             f"check the run with `python -m dvoc_bench.doctor {run_dir}` "
             "(`--repair` keeps the first record of each key and moves the rest aside)"

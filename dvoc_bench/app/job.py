@@ -2,8 +2,9 @@
 
 Exit codes (:data:`dvoc_bench.runner.summary.EXIT_OK` ...): 0 done; 2 bad input, nothing ran (one line
 ``config error: <key>: ...``); 3 model trials ran and none ended ``ok``; 130 interrupted, 143 terminated
-by SIGTERM (finished trials are saved; the printed command resumes). A multirun exits with the worst code of its jobs after all of
-them ran (``dvoc_bench.__main__.entry`` collects them through the file named by ``DVOC_EXIT_CODES``).
+by SIGTERM (finished trials are saved; the printed command resumes). A multirun exits with the worst
+code of its jobs after all of them ran (``dvoc_bench.__main__.entry`` collects them through the file named
+by ``DVOC_EXIT_CODES``).
 """
 
 from __future__ import annotations
