@@ -192,6 +192,11 @@ class TrialRunner:
         try:
             result = await info.run(spec, env)
         except Exception as e:  # a bug in a method must not take the sweep down; record it
+            reason = scene_failure(e)
+            if reason is not None:  # the scene failed under the method (a dataset image that will not decode)
+                return TrialResult(
+                    status="error", stop_reason="error", final_point=None, error_class="scene", error=reason
+                )
             log.exception("trial %s failed inside the harness", spec.trial_key)
             return TrialResult(
                 status="error",

@@ -58,8 +58,11 @@ class ImageCache:
             if hit is not None:
                 self._items.move_to_end(path)
                 return hit
-        with Image.open(path) as im:
-            arr = np.asarray(im.convert("RGB"), dtype=np.uint8)
+        try:
+            with Image.open(path) as im:
+                arr = np.asarray(im.convert("RGB"), dtype=np.uint8)
+        except (OSError, ValueError, Image.DecompressionBombError) as e:  # a truncated file: its sample fails
+            raise SampleError(f"{path.name}: cannot decode: {e}".splitlines()[0]) from None
         arr.setflags(write=False)
         with self._lock:
             self.loads += 1

@@ -386,3 +386,18 @@ def test_dataset_paths_stay_inside_the_root_unless_allowed(tmp_path):
     allowed = quick_setup([*base, "dataset.allow_outside_root=true", "run.quiet=true"])
     allowed = run_sweep(allowed, tmp_path / "r2")
     assert all(t["status"] == "ok" for t in allowed.trials)
+
+
+def test_a_truncated_image_is_a_scene_error_of_its_sample(tmp_path, caplog):
+    """A PNG cut short after its header opens, then fails to decode: that sample's trials are errors of
+    class scene, without a traceback; the other sample runs."""
+    root, exp, images = _v2(tmp_path)
+    data = images[exp[0].id].read_bytes()
+    images[exp[0].id].write_bytes(data[: len(data) // 3])
+    setup = quick_setup(["dataset=screenspot_v2", f"dataset.root={root}", "models=[sim-ideal]",
+                         "methods=[oneshot]", "run.quiet=true"])  # fmt: skip
+    res = run_sweep(setup, tmp_path / "run")
+    by = {t["task"]: t for t in res.trials}
+    assert by[exp[0].id]["error_class"] == "scene" and "cannot decode" in by[exp[0].id]["error"]
+    assert by[exp[1].id]["status"] == "ok"
+    assert "Traceback" not in caplog.text and "failed inside the harness" not in caplog.text
