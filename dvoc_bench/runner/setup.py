@@ -146,6 +146,10 @@ def setup_from_settings(s: Settings, experiment: str, model_choice: str | None =
             if m.sim is None:
                 raise ConfigError(f"model {m.name}: a simulator config needs a 'sim' block")
             SimProfile.from_mapping(m.sim, prefix=f"model {m.name}: sim.")
+        if m.kind == "ocr" and not s.run.plan_only:  # its binary: checked before anything is written
+            from dvoc_bench.models.ocr.model import ocr_model_from_config
+
+            ocr_model_from_config(m.name, m.ocr)
     starts, repeats = parse_starts(s.starts, dataset), s.repeats
     if s.smoke:  # a reduced sweep for CI: two tasks, two start points, one repeat
         tasks, starts, repeats = tasks[:2], (starts[0], min(starts[1], 2)), 1

@@ -174,3 +174,16 @@ def test_cli_without_tesseract_exits_2_with_one_line(cli, tmp_path) -> None:
     assert len(lines) == 1 and "tesseract-ocr tesseract-ocr-eng" in lines[0], r.stderr[-2000:]
     trials = tmp_path / "run" / "trials.jsonl"
     assert not trials.exists() or trials.read_text() == ""  # no trial ran, none was recorded as an error
+    assert not (tmp_path / "run" / "plan.jsonl").exists() and not (tmp_path / "run" / "frames").exists()
+
+
+def test_a_tesseract_that_hangs_is_said_so_not_missing(tmp_path, monkeypatch) -> None:
+    """A binary that does not answer is reported as not answering, within the check's timeout."""
+    from dvoc_bench.models.ocr.tesseract import find_tesseract
+
+    fake = tmp_path / "tesseract"
+    fake.write_text("#!/bin/sh\nsleep 30\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    with pytest.raises(ConfigError, match="did not answer --list-langs within 0.5 s"):
+        find_tesseract(timeout_s=0.5)

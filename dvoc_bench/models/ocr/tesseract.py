@@ -57,15 +57,22 @@ class Word:
     """Reading order of the word on the page."""
 
 
-def find_tesseract(binary: str = "tesseract", lang: str = "eng") -> str:
-    """Path of the binary, checked to have ``lang`` data; a :class:`ConfigError` of one line otherwise."""
+CHECK_TIMEOUT_S = 30.0
+"""How long ``tesseract --list-langs`` may take when the binary is checked."""
+
+
+def find_tesseract(binary: str = "tesseract", lang: str = "eng", timeout_s: float = CHECK_TIMEOUT_S) -> str:
+    """Path of the binary, checked to have ``lang`` data; a :class:`ConfigError` of one line otherwise (a
+    binary that is missing, does not run, or does not answer within ``timeout_s``, each said as such)."""
     path = shutil.which(binary)
     if path is None:
         raise ConfigError(MISSING)
     try:
-        out = subprocess.run([path, "--list-langs"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        raise ConfigError(MISSING) from None
+        out = subprocess.run([path, "--list-langs"], capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"tesseract at {path} did not answer --list-langs within {timeout_s:g} s") from None
+    except OSError as e:
+        raise ConfigError(f"tesseract at {path} does not run: {e.strerror or e}") from None
     langs = {s.strip() for s in (out.stdout + out.stderr).splitlines()}
     if lang not in langs:
         raise ConfigError(
