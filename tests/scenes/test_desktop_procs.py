@@ -164,3 +164,18 @@ def test_kill_9_of_the_harness_leaves_no_xvfb_or_tk_process(tmp_path):
     finally:
         if harness.poll() is None:
             harness.kill()
+
+
+def test_a_killed_harness_leaves_no_display_folder_behind(tmp_path):
+    """A display folder of a process that is gone is removed by the next display; a live one is kept."""
+    from dvoc_bench.scenes.desktop.display import TMP_PREFIX, remove_stale_folders
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"{TMP_PREFIX}{dead.pid}-abc"
+    live = tmp_path / f"{TMP_PREFIX}{os.getpid()}-def"
+    for d in (stale, live):
+        d.mkdir()
+        (d / "fonts.conf").write_text("x")
+    assert remove_stale_folders(tmp_path) == [stale]
+    assert not stale.exists() and live.exists()

@@ -173,6 +173,23 @@ def stop(proc: subprocess.Popen[bytes], grace_s: float = 2.0) -> None:
                 stream.close()
 
 
+TMP_PREFIX = "dvoc-desktop-"
+"""Prefix of a display's temporary folder, followed by the pid of the process that made it."""
+
+
+def remove_stale_folders(root: Path | None = None) -> list[Path]:
+    """Remove the temporary folders of displays whose process is gone (a harness killed with ``kill -9``
+    cannot clean up after itself); returns what was removed."""
+    removed = []
+    for folder in Path(root or tempfile.gettempdir()).glob(f"{TMP_PREFIX}*-*"):
+        pid = folder.name[len(TMP_PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or Path(f"/proc/{pid}").exists():
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
 # ------------------------------------------------------------------------------------------- fonts
 
 
@@ -231,7 +248,8 @@ class XDisplay:
             if xvfb is None:
                 raise missing("Xvfb", XVFB_PACKAGE)
             check_tk()
-            self.tmp = Path(tempfile.mkdtemp(prefix="dvoc-desktop-"))
+            remove_stale_folders()
+            self.tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-"))
             write_fontconfig(self.tmp)
             r, w = os.pipe()
             w_, h_ = self.size.width, self.size.height
