@@ -59,6 +59,7 @@ REPAIRABLE = frozenset(
         "orphan_step",
         "corrupt_frame",
         "stray_tmp",
+        "stray_file",
     }
 )
 """Problem kinds ``--repair`` fixes by moving something aside."""
@@ -72,6 +73,7 @@ KIND_TEXT = {
     "corrupt_frame": "corrupt frames (content does not hash to the name)",
     "missing_frame": "missing frames (referenced by a step, absent)",
     "stray_tmp": "stray temporary files",
+    "stray_file": "stray files in frames/ (not named <sha256>.png)",
     "unfinished_trial": "planned trials not finished (run the same command again to finish them)",
     "unplanned_trial": "trial lines not in the plan (the plan was rewritten by a later invocation)",
     "incomplete_steps": "trials whose steps do not number model_calls",
@@ -168,9 +170,7 @@ def _read_lines(path: Path, key_ok: Any) -> list[_Line]:
     for i, raw in enumerate(chunks):
         if i == last and raw == b"":
             break
-        if not raw.strip():
-            continue
-        obj: Any = None
+        obj: Any = None  # a blank line is an unreadable line too: moved aside, never dropped
         if i != last:  # a last line without its newline is torn even if it parses
             try:
                 obj = json.loads(raw)
@@ -349,10 +349,15 @@ def _judge(run_dir: Path, locked: bool = False) -> tuple[_State, Report]:
     # frames
     frames_dir = run_dir / FRAMES
     bad_frames: list[tuple[str, str]] = []
+    strays: list[str] = []
     present: set[str] = set()
     n_frames = 0
     if frames_dir.is_dir():
         for p in sorted(frames_dir.iterdir()):
+            if p.is_file() and not _FRAME_NAME.match(p.name) and not p.name.endswith(".tmp"):
+                rel = f"{FRAMES}/{p.name}"
+                strays.append(rel)
+                rep.problems.append(Problem("stray_file", rel, "not a frame (its name is not <sha256>.png)"))
             if not p.is_file() or not _FRAME_NAME.match(p.name):
                 continue
             n_frames += 1
@@ -370,8 +375,8 @@ def _judge(run_dir: Path, locked: bool = False) -> tuple[_State, Report]:
         referenced = set()
     for sha in sorted(referenced - present - corrupt):
         rep.problems.append(Problem("missing_frame", f"{FRAMES}/{sha}.png", "referenced by a step, absent"))
-    # stray temporary files
-    stray: list[str] = []
+    # stray temporary files (and the stray files of frames/, found above)
+    stray: list[str] = list(strays)
     for root, dirs, files in os.walk(run_dir):
         dirs[:] = [d for d in dirs if not (Path(root) == run_dir and d in _SKIP_DIRS)]
         for f in files:
@@ -450,7 +455,8 @@ def repair(run_dir: Path | str) -> Report:
                 for rel, detail in state.bad_frames:
                     f.write(json.dumps({"file": rel, "kind": "corrupt_frame", "detail": detail}) + "\n")
                 for rel in state.stray:
-                    f.write(json.dumps({"file": rel, "kind": "stray_tmp"}) + "\n")
+                    kind = "stray_tmp" if rel.endswith(".tmp") else "stray_file"
+                    f.write(json.dumps({"file": rel, "kind": kind}) + "\n")
             for name, lines in ((PLAN, state.plan), (TRIALS, state.trials), (STEPS, state.steps)):
                 if any(ln.why is not None for ln in lines):
                     _rewrite_keep(run_dir / name, lines)

@@ -196,3 +196,17 @@ def test_a_deeply_nested_line_is_a_bad_line_not_a_crash(run_dir, capsys):
     repair(run_dir)
     assert len(lines(trials)) == good and diagnose(run_dir).clean
     assert len(load_runs(run_dir).trials) == good
+
+
+def test_a_blank_line_and_a_stray_frame_file_are_moved_aside_not_dropped(run_dir):
+    trials = run_dir / "trials.jsonl"
+    good = lines(trials)
+    trials.write_bytes(good[0] + b"   \n" + b"".join(good[1:]))  # a blank line inside the file
+    (run_dir / "frames" / "notes.txt").write_text("not a frame")
+    report = diagnose(run_dir)
+    assert kinds(report)["torn_line"] == 1 and kinds(report)["stray_file"] == 1
+    repair(run_dir)
+    assert lines(trials) == good and diagnose(run_dir).clean
+    aside = run_dir / "doctor"
+    moved = [*aside.rglob("notes.txt"), *aside.rglob("trials.rejected.jsonl")]
+    assert len(moved) == 2 and b"   \n" in moved[1].read_bytes()  # nothing dropped
