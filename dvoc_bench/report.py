@@ -317,9 +317,7 @@ def _audit(rep: Report, steps: Any, span_note: bool = False) -> None:
         if span_note:
             w = honest.frame_audit_points(steps, span="W")
             w = w[w["reading"] == "norm1000"]
-            rep.p(
-                "The same 0–1000 reading with `x * W / 1000` (Gemini's documented rule):"
-            )
+            rep.p("The same 0–1000 reading with `x * W / 1000` (Gemini's documented rule):")
             rep.table(md_table(label_models(w), fmt))
         rep.fig(plots.frame_audit_bars(pts), "frame_audit", "frame audit")
     off = honest.frame_audit_offsets(steps[steps["kind"] == "verify"])
@@ -550,9 +548,9 @@ def _rule_text(rule: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)  # before any pandas import: --help and bad flags stay light
     from dvoc_bench.analysis.loaders import DuplicateTrials
 
-    args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         text, path = build_report(
