@@ -13,7 +13,7 @@ validation happens inside the job (Hydra composes, pydantic checks) and a failur
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -162,3 +162,16 @@ def check_list(key: str, values: str | Iterable[object] | None, allowed: Collect
         if v not in allowed:
             raise ConfigError(f"{key}: unknown value {v!r}; allowed: {', '.join(map(str, allowed))}")
     return [str(v) for v in values]
+
+
+def check_mapping(key: str, raw: object, allowed: Collection[str], what: str = "") -> Mapping[str, Any]:
+    """``raw`` as a mapping whose keys are all in ``allowed``, for the hand-read blocks (a scene's own task
+    file, ``web.custom``, ``desktop.custom``); ``ConfigError`` naming ``key``. ``what`` names the thing in
+    the not-a-mapping message (``"a desktop task "``)."""
+    keys = ", ".join(allowed)
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{key}: {what}must be a mapping with keys {keys}")
+    unknown = sorted(set(raw) - set(allowed))
+    if unknown:
+        raise ConfigError(f"{key}: unknown key(s) {unknown}; allowed: {keys}")
+    return raw

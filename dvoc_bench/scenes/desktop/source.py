@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.declare import ConfigError, check_mapping
 from dvoc_bench.core.geometry import Box, Point, Size
 from dvoc_bench.core.records import Probe
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
@@ -98,11 +98,7 @@ def check_target(value: Any, where: str) -> str:
 
 def task_from_mapping(raw: Any, base: Path, where: str, default_id: str) -> DesktopTask:
     """Validate one task mapping; ``script`` resolves against ``base``."""
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{where}: a desktop task must be a mapping with keys {', '.join(_TASK_KEYS)}")
-    unknown = sorted(set(raw) - set(_TASK_KEYS))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {', '.join(_TASK_KEYS)}")
+    raw = check_mapping(where, raw, _TASK_KEYS, "a desktop task ")
     for key in ("script", "target", "instruction"):
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise ConfigError(f"{where}.{key}: required (a non-empty string)")
@@ -173,11 +169,7 @@ class DesktopOptions:
 def _custom(raw: Any, cwd: Path) -> DesktopTask | None:
     if raw is None:
         return None
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"desktop.custom: must be a mapping with keys {', '.join(_CUSTOM_KEYS)}")
-    unknown = sorted(set(raw) - set(_CUSTOM_KEYS))
-    if unknown:
-        raise ConfigError(f"desktop.custom: unknown key(s) {unknown}; allowed: {', '.join(_CUSTOM_KEYS)}")
+    raw = check_mapping("desktop.custom", raw, _CUSTOM_KEYS)
     given = {k: v for k, v in raw.items() if v not in (None, "")}
     if not given:
         return None

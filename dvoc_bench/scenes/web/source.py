@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.declare import ConfigError, check_mapping
 from dvoc_bench.core.geometry import Point, Size
 from dvoc_bench.core.records import Probe
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
@@ -298,11 +298,7 @@ class WebOptions:
 def _custom_task(raw: Any, cwd: Path, origins: tuple[str, ...] = ()) -> WebTask | None:
     if raw is None:
         return None
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"web.custom: must be a mapping with keys {', '.join(_CUSTOM_KEYS)}")
-    unknown = sorted(set(raw) - set(_CUSTOM_KEYS))
-    if unknown:
-        raise ConfigError(f"web.custom: unknown key(s) {unknown}; allowed: {', '.join(_CUSTOM_KEYS)}")
+    raw = check_mapping("web.custom", raw, _CUSTOM_KEYS)
     given = {k: v for k, v in raw.items() if v not in (None, "", [])}
     if not given.get("page"):
         if given.get("selector") or given.get("instruction"):
