@@ -34,22 +34,25 @@ def write(
         "table": [dict(r) for r in table],
     }
     Path(path).write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n", encoding="utf-8")
-    load.cache_clear()
+    _read.cache_clear()
+
+
+def load(path: Path | str | None = None) -> dict[str, Any]:
+    """The generated document (:data:`DATA` by default; empty when it was never written)."""
+    return _read(Path(path if path is not None else DATA))
 
 
 @lru_cache(maxsize=8)
-def load(path: Path | str = DATA) -> dict[str, Any]:
-    """The generated document (empty when it was never written)."""
-    p = Path(path)
+def _read(p: Path) -> dict[str, Any]:
     return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else {}
 
 
-def unvalidated(path: Path | str = DATA) -> frozenset[str]:
+def unvalidated(path: Path | str | None = None) -> frozenset[str]:
     """Scenes whose cross-validation p-value is below :data:`ALPHA`."""
     doc = load(path)
     return frozenset(s for s, p in doc.get("scene_p", {}).items() if p < doc.get("alpha", ALPHA))
 
 
-def marker(task: str, *, simulated: bool, path: Path | str = DATA) -> str:
+def marker(task: str, *, simulated: bool, path: Path | str | None = None) -> str:
     """:data:`MARKER` for a simulated result on a scene the cross-validation rejects, else ``""``."""
     return MARKER if simulated and str(task) in unvalidated(path) else ""
