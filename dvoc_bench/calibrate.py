@@ -268,7 +268,7 @@ def _cross_validate(upstream: Path, models: list[str], args: argparse.Namespace)
     if target is None and set(pvals) == set(cv.SYNTHETIC_TASKS) and args.cv_only is None:
         target = scene_check.DATA
     if target is not None:
-        scene_check.write(target, pvals, records=data.digest, table=cv.cv_table(folds).to_dict("records"))
+        scene_check.write(target, pvals, records=data.digest, table=cv.fold_records(folds))
         print(f"\nper-scene p-values -> {target}")
     return 0
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -292,11 +292,18 @@ def baseline_pmf(train: pd.DataFrame, test: pd.DataFrame, by: Sequence[str]) -> 
     return _convolve(pmfs), note
 
 
-def sim_pmf(counts: np.ndarray, n: int) -> np.ndarray:
-    """The simulated counts as a pmf on 0..n, with half a draw added to every count (a count no draw hit
-    has a finite log score)."""
-    h = np.bincount(np.clip(np.rint(counts).astype(int), 0, n), minlength=n + 1).astype(float) + 0.5
+def sim_pmf(counts: np.ndarray, n: int, smooth: float = 0.0) -> np.ndarray:
+    """The simulated counts as a pmf on 0..n; ``smooth`` draws added to every count (the log score uses
+    half a draw, so a count no draw hit has a finite score; interval and p-value use the raw draws)."""
+    h = np.bincount(np.clip(np.rint(counts).astype(int), 0, n), minlength=n + 1).astype(float) + smooth
     return h / h.sum()
+
+
+def sim_score(counts: np.ndarray, n: int, k: int) -> dict[str, float]:
+    """:func:`score` of the simulated draws: interval and p-value from the draws, log score smoothed."""
+    with np.errstate(divide="ignore"):
+        raw = score(sim_pmf(counts, n), k)
+    return {**raw, "log_score": float(math.log(sim_pmf(counts, n, 0.5)[k]))}
 
 
 def score(pmf: np.ndarray, k: int) -> dict[str, float]:
@@ -305,7 +312,7 @@ def score(pmf: np.ndarray, k: int) -> dict[str, float]:
     lo = int(np.searchsorted(cdf, 0.025))
     hi = int(np.searchsorted(cdf, 0.975))
     p = min(1.0, 2 * min(float(cdf[k]), float(1 - (cdf[k - 1] if k > 0 else 0.0))))
-    return {"lo": lo, "hi": min(hi, len(pmf) - 1), "p": p, "log_score": float(math.log(pmf[k]))}
+    return {"lo": lo, "hi": min(hi, len(pmf) - 1), "p": p, "log_score": float(np.log(pmf[k]))}
 
 
 # ------------------------------------------------------------------------------------------ the folds
@@ -435,7 +442,7 @@ def cross_validate(
             unit=u,
             n=n,
             k=k,
-            sim=score(sim_pmf(counts, n), k),
+            sim=sim_score(counts, n, k),
             by_method=score(pm, k),
             by_scene=score(ps, k),
             note="; ".join(
@@ -453,30 +460,49 @@ def cross_validate(
     return folds, full_s
 
 
-def verdict(f: Fold) -> str:
+def fold_records(folds: Sequence[Fold]) -> list[dict[str, Any]]:
+    """The folds as plain numbers (what ``scene_validation.json`` stores and the README is rendered from)."""
+    return [
+        {
+            "kind": f.unit.kind,
+            "unit": f.unit.name,
+            "k": f.k,
+            "n": f.n,
+            "sim": {k: round(v, 4) for k, v in f.sim.items()},
+            "rate_model_method": {k: round(v, 4) for k, v in f.by_method.items()},
+            "rate_scene": {k: round(v, 4) for k, v in f.by_scene.items()},
+            "note": f.note,
+        }
+        for f in folds
+    ]
+
+
+def verdict(r: Mapping[str, Any]) -> str:
     """``agrees`` only when the recorded count is inside the simulated interval (p >= 0.05) and the
-    simulator's log score beats both baselines; otherwise what fails."""
-    if f.sim["p"] < ALPHA_P:
+    simulator's log score beats both baselines; otherwise what fails (``r``: one of :func:`fold_records`)."""
+    if r["sim"]["p"] < ALPHA_P:
         return "disagrees (p < 0.05)"
     lost = [
         name
-        for name, b in (("model/method rate", f.by_method), ("scene rate", f.by_scene))
-        if f.sim["log_score"] <= b["log_score"]
+        for name, key in (("model/method rate", "rate_model_method"), ("scene rate", "rate_scene"))
+        if r["sim"]["log_score"] <= r[key]["log_score"]
     ]
     return "agrees (beats both baselines)" if not lost else f"no claim: not better than {' and '.join(lost)}"
 
 
-def cv_table(folds: Sequence[Fold]) -> pd.DataFrame:
+def cv_table(folds: Sequence[Fold] | Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per held-out unit: recorded count, the simulator's and both baselines' 95 % predictive
     interval, p-value and log score (nats), and the verdict."""
+    recs = fold_records(folds) if folds and isinstance(folds[0], Fold) else list(folds)  # type: ignore[arg-type]
     rows = []
-    for f in folds:
-        row: dict[str, Any] = {"unit": f"{f.unit.kind} {f.unit.name}", "recorded": f"{f.k}/{f.n}"}
-        for tag, s in (("sim", f.sim), ("rate m/m", f.by_method), ("rate scene", f.by_scene)):
-            row[f"{tag} 95%"] = f"[{s['lo']}, {s['hi']}]"
+    for r in recs:
+        row: dict[str, Any] = {"unit": f"{r['kind']} {r['unit']}", "recorded": f"{r['k']}/{r['n']}"}
+        for tag, key in (("sim", "sim"), ("rate m/m", "rate_model_method"), ("rate scene", "rate_scene")):
+            s = r[key]
+            row[f"{tag} 95%"] = f"[{int(s['lo'])}, {int(s['hi'])}]"
             row[f"{tag} p"] = f"{s['p']:.3f}"
             row[f"{tag} log"] = f"{s['log_score']:.2f}"
-        row["verdict"] = verdict(f)
+        row["verdict"] = verdict(r)
         rows.append(row)
     return pd.DataFrame(rows)
 

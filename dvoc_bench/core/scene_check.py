@@ -49,7 +49,11 @@ def _read(p: Path) -> dict[str, Any]:
 
 def unvalidated(path: Path | str | None = None) -> frozenset[str]:
     """Scenes whose cross-validation p-value is below :data:`ALPHA`."""
-    doc = load(path)
+    return unvalidated_in(load(path))
+
+
+def unvalidated_in(doc: Mapping[str, Any]) -> frozenset[str]:
+    """:func:`unvalidated` of a loaded document."""
     return frozenset(s for s, p in doc.get("scene_p", {}).items() if p < doc.get("alpha", ALPHA))
 
 

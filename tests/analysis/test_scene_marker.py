@@ -21,8 +21,9 @@ def _trials() -> pd.DataFrame:
             for i in range(3):
                 rows.append(
                     {
-                        "model": model, "method": "dvoc", "task": task, "protocol": "paper", "overlay": "full",
-                        "predict": "relative", "start_x": float(i), "start_y": 0.0, "status": "ok",
+                        "model": model, "method": "dvoc", "task": task, "protocol": "paper",
+                        "overlay": "full", "predict": "relative", "start_x": float(i), "start_y": 0.0,
+                        "status": "ok",
                         "valid": True, "hit": i % 2 == 0, "within_eps": True, "hit_radius": True,
                         "final_dist_px": 3.0, "iterations": 2, "model_calls": 2, "tokens_in": 0,
                         "tokens_out": 0, "cost_usd": 0.0, "simulated": simulated,
