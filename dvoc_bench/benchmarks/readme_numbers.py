@@ -163,7 +163,8 @@ def crossval_block(doc: dict | None = None) -> str:
         "the same records, profile and seed give the same table "
         "(`tests/calibration/test_crossval.py`) |",
         "| smoke tests and CI | yes | a deterministic stand-in; its accuracy does not matter there |",
-        f"| power planning (how many trials a comparison needs) | as a rough guide only | median width of the "
+        f"| power planning (how many trials a comparison needs) | as a rough guide only | "
+        f"median width of the "
         f"95 % interval of a held-out count: SIMULATED {sim_w:.0f}, constant rate per model+method "
         f"{mm_w:.0f}, per scene {sc_w:.0f} |",
         f"| per-scene or per-target-size conclusions | not on {', '.join(bad) or 'no scene'} | "
