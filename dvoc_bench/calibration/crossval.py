@@ -282,6 +282,7 @@ def baseline_pmf(train: pd.DataFrame, test: pd.DataFrame, by: Sequence[str]) -> 
     pmfs, fallback = [], []
     rates = tr.groupby(list(by))[RULE].agg(["sum", "size"])
     for key, g in test.groupby(list(by), sort=True):
+        key = key[0] if isinstance(key, tuple) and len(by) == 1 else key  # one column: a scalar index
         if key in rates.index:
             k, m = int(rates.loc[key, "sum"]), int(rates.loc[key, "size"])
         else:
@@ -311,7 +312,7 @@ def score(pmf: np.ndarray, k: int) -> dict[str, float]:
     cdf = np.cumsum(pmf)
     lo = int(np.searchsorted(cdf, 0.025))
     hi = int(np.searchsorted(cdf, 0.975))
-    p = min(1.0, 2 * min(float(cdf[k]), float(1 - (cdf[k - 1] if k > 0 else 0.0))))
+    p = min(1.0, max(0.0, 2 * min(float(cdf[k]), float(1 - (cdf[k - 1] if k > 0 else 0.0)))))
     return {"lo": lo, "hi": min(hi, len(pmf) - 1), "p": p, "log_score": float(np.log(pmf[k]))}
 
 
