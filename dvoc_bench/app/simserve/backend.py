@@ -129,7 +129,8 @@ class SimBackend:
             if name in self._models:
                 return self._models[name]
             cfg = None
-            if (self.models_dir / f"{name}.yaml").is_file():
+            path = self.models_dir / f"{name}.yaml"
+            if path.is_file() and path.resolve().parent == self.models_dir.resolve():
                 try:
                     cfg = load_model_config(name, self.models_dir, check_key=False)
                 except ConfigError:
