@@ -134,9 +134,7 @@ def run_report(trials: list[dict[str, Any]], *, ran: int, skipped_items: dict[st
             msg, _ = msgs.most_common(1)[0]
             lines.append(f"{status}: {cls} x{sum(msgs.values())}: {msg[:160] or '(no message)'}")
     lines += grounding_lines(trials)
-    calls = sum(int(t.get("model_calls") or 0) for t in trials)
-    cached = sum(int(t.get("cached_calls") or 0) for t in trials)
-    lines.append(f"model calls: {calls} ({cached} answered by the response cache, no provider asked)")
+    lines.append(calls_line(trials))
     if budget_usd is not None or spent_usd > 0:
         unknown = f"; {unknown_cost_calls} calls of unknown cost not counted" if unknown_cost_calls else ""
         if budget_usd is None:
@@ -159,6 +157,20 @@ def run_report(trials: list[dict[str, Any]], *, ran: int, skipped_items: dict[st
         shown = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in added_items.items())
         lines.append(f"the run's plan grew (resume.allow_new_trials): {shown}")
     return lines
+
+
+def calls_line(trials: list[dict[str, Any]]) -> str:
+    """How many model calls the trials made, how many of them asked each provider (the in-process
+    simulator's is ``simulator``) and how many the response cache answered without asking one."""
+    calls = sum(int(t.get("model_calls") or 0) for t in trials)
+    cached = sum(int(t.get("cached_calls") or 0) for t in trials)
+    asked: Counter[str] = Counter()
+    for t in trials:
+        asked[str(t.get("provider") or "?")] += int(t.get("model_calls") or 0) - int(
+            t.get("cached_calls") or 0
+        )
+    shown = ", ".join(f"{n} asked {p}" for p, n in sorted(asked.items()) if n) or "0 asked a provider"
+    return f"model calls: {calls} ({shown}; {cached} answered by the response cache)"
 
 
 def grounding_lines(trials: list[dict[str, Any]]) -> list[str]:
