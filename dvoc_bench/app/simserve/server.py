@@ -19,6 +19,7 @@ import logging
 import math
 import random
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -182,6 +183,15 @@ class _Server(ThreadingHTTPServer):
             super().process_request_thread(request, client_address)
         finally:
             self._connections.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (reset, broken pipe, timeout) is logged at debug level; anything else
+        through the log, never a traceback printed to stderr."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ConnectionError | TimeoutError):
+            log.debug("client %s went away: %s", client_address, exc)
+        else:
+            log.exception("request from %s failed", client_address)
 
     def shutdown(self) -> None:
         self._closing.set()
