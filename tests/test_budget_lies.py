@@ -189,7 +189,8 @@ def test_negative_token_counts_are_a_fault_not_a_refund(tmp_path):
     assert answered
     for s in answered:
         assert "negative" in s["usage_fault"] and "-5000000" in s["usage_fault"], s
-        assert s["cost_source"] == "bound" and s["cost_bound_usd"] > 0 and s["cost_usd"] == pytest.approx(s["cost_bound_usd"])
+        assert s["cost_source"] == "bound" and s["cost_bound_usd"] > 0
+        assert s["cost_usd"] == pytest.approx(s["cost_bound_usd"])
         assert s["tokens_in"] is None and s["tokens_out"] is None  # not summed into the trial's tokens
     assert all(c >= 0 for c in _costs(steps))
     assert 0 < spend.total <= budget and spend.faults == len(answered)
@@ -197,12 +198,36 @@ def test_negative_token_counts_are_a_fault_not_a_refund(tmp_path):
 
 
 @pytest.mark.e2e
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")  # LiteLLM's, on the NaN it then refuses
 def test_non_finite_token_counts_are_a_fault_charged_the_bound(tmp_path):
     budget = 0.5
     steps, _summary, spend, requests = sweep(tmp_path, "nan", budget)
     assert steps and requests == len(steps)
     for s in steps:  # LiteLLM cannot read such a reply: the call failed, and says why
         assert s["error_class"] == "server" and "usage" in s["usage_fault"], s
-        assert s["cost_source"] == "bound" and s["cost_bound_usd"] > 0 and s["cost_usd"] == pytest.approx(s["cost_bound_usd"])
+        assert s["cost_source"] == "bound" and s["cost_bound_usd"] > 0
+        assert s["cost_usd"] == pytest.approx(s["cost_bound_usd"])
     assert all(math.isfinite(c) and c >= 0 for c in _costs(steps))
     assert 0 < spend.total <= budget
+
+
+def test_usage_checks_name_what_is_wrong():
+    from dvoc_bench.models.pricing import checked_usage, cost_fault
+
+    assert checked_usage(1500, 40) == (1500, 40, None)
+    assert checked_usage(1500, None) == (1500, None, None)  # no completion count alone is fine
+    for tin, tout, words in [
+        (None, None, "no token counts"),
+        (0, 0, "no token counts"),  # what LiteLLM makes of a reply without `usage`
+        (-5, 40, "prompt_tokens=-5 is negative"),
+        (10, -1, "completion_tokens=-1 is negative"),
+        (math.nan, 4, "is not finite"),
+        (10, math.inf, "is not finite"),
+        (10.5, 4, "not a whole number"),
+        ("12", 4, "not a number"),
+        (0, 40, "prompt_tokens=0"),
+    ]:
+        got_in, got_out, fault = checked_usage(tin, tout)
+        assert (got_in, got_out) == (None, None) and fault and words in fault, (tin, tout, fault)
+    assert cost_fault(0.0) is None and cost_fault(1e-6) is None
+    assert "negative" in str(cost_fault(-122.49)) and "not finite" in str(cost_fault(math.nan))

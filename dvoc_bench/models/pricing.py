@@ -223,9 +223,8 @@ def checked_usage(tokens_in: Any, tokens_out: Any) -> tuple[int | None, int | No
     both counts are dropped (never summed) and the fault names the values as reported.
     """
     if tokens_in in (None, 0) and tokens_out in (None, 0):
-        return None, None, (
-            f"no token counts in the reply (prompt_tokens={tokens_in!r}, completion_tokens={tokens_out!r})"
-        )
+        counts = f"prompt_tokens={tokens_in!r}, completion_tokens={tokens_out!r}"
+        return None, None, f"no token counts in the reply ({counts})"
     bad = [_bad_count("prompt_tokens", tokens_in)]
     if tokens_out is not None:
         bad.append(_bad_count("completion_tokens", tokens_out))

@@ -160,7 +160,7 @@ def cost_line(spend: Spend, budget_usd: float | None, held: int = 0) -> str | No
         return None
     parts = []
     if spend.unknown:
-        parts.append(f"{spend.unknown} calls of unknown cost not counted")
+        parts.append(f"{_calls(spend.unknown)} of unknown cost not counted")
     if budget_usd is None:
         head = f"cost: ${spend.total:.4f} recorded by the run directory's calls"
     else:
@@ -172,16 +172,20 @@ def cost_line(spend: Spend, budget_usd: float | None, held: int = 0) -> str | No
             parts.append(f"over the budget by ${spend.total - budget_usd:.4f}")
     if spend.over_bound_calls:
         parts.append(
-            f"{spend.over_bound_calls} calls cost more than their per-call bound, the largest single-call "
+            f"{_calls(spend.over_bound_calls)} cost more than the per-call bound, the largest single-call "
             f"excess over its admission bound: ${spend.max_excess:.4f} (no call starts once the spend has "
             "passed the budget)"
         )
     if spend.faults:
         charged = "charged their per-call bound" if budget_usd is not None else "not counted"
-        parts.append(f"{spend.faults} calls reported no or invalid usage ({charged}; steps: usage_fault)")
+        parts.append(f"{_calls(spend.faults)} reported no or invalid usage ({charged}; steps: usage_fault)")
     if held:
         parts.append(f"{held} trials skipped for the budget (a resume with a higher one runs them)")
     return "; ".join([head, *parts])
+
+
+def _calls(n: int) -> str:
+    return f"{n} call" if n == 1 else f"{n} calls"
 
 
 def grounding_lines(trials: list[dict[str, Any]]) -> list[str]:
