@@ -182,9 +182,8 @@ def _run(cfg: DictConfig, hc: Any) -> int:
         ran=summary.ran,
         skipped_items=resume.skipped if resume else None,
         added_items=resume.added if resume else None,
-        spent_usd=summary.spent_usd,
+        spend=summary.spend,
         budget_usd=summary.budget_usd,
-        unknown_cost_calls=summary.unknown_cost_calls,
     )
     lines.append(summary.frames_line)
     print("\n" + "\n".join(redact(line) for line in lines))

@@ -231,8 +231,17 @@ class Step:
     cost_usd: float | None = None
     """Cost of the call, ``None`` when unknown."""
     cost_source: str | None = None
-    """Where ``cost_usd`` came from: ``pricing`` (the model config's block), ``litellm``, ``cache``,
-    ``simulated``; ``None`` when unknown."""
+    """Where ``cost_usd`` came from: ``pricing`` (the model config's block, from the reported token counts),
+    ``litellm`` / ``litellm_price_map:<entry>`` (LiteLLM's price), ``cache``, ``simulated``, ``local``, or
+    ``bound`` (the reply had no usable usage, see ``usage_fault``: the budget charged the call its per-call
+    bound); ``None`` when unknown (no usable usage and no budget)."""
+    cost_bound_usd: float | None = None
+    """The per-call bound the budget admitted this call with (``run.max_cost_usd``); ``None`` without a
+    budget. ``cost_usd`` above it is a call that cost more than it was admitted for."""
+    usage_fault: str | None = None
+    """What was wrong with the usage the provider reported (no token counts; negative, non-integer or
+    non-finite counts or cost; a reply that could not be read), with the values as reported; such usage is
+    never summed (``tokens_in`` / ``tokens_out`` stay ``None``, the cost is the bound). ``None``: fine."""
     image_scale: float | None = None
     """Sent pixels per screenshot pixel (horizontally) of the image sent (``image.max_side`` /
     ``max_pixels``, zoom crops); ``None`` when the screenshot was sent as it is."""

@@ -97,7 +97,14 @@ class Reply:
     cost_usd: float | None = None
     """Cost of the call, ``None`` when unknown."""
     cost_source: str | None = None
-    """Where ``cost_usd`` came from (``litellm``, ``simulated``, ``cache``...)."""
+    """Where ``cost_usd`` came from (``litellm``, ``simulated``, ``cache``, ``bound``...)."""
+    cost_bound_usd: float | None = None
+    """The per-call bound the budget admitted the call with (set by the runner's budget; ``None`` without)."""
+    usage_fault: str | None = None
+    """What was wrong with the reported usage (missing, negative, non-finite), ``None`` when it was fine."""
+    unread_attempts: int = 0
+    """Earlier attempts of this call the provider answered with a reply that could not be read (set by the
+    retry layer; the budget charges each its bound)."""
     latency_s: float = 0.0
     """Wall time of the call (simulated latency for the simulator)."""
     cached: bool = False
@@ -199,6 +206,16 @@ class ModelCallError(Exception):
         """Error class of every failed attempt (set by the retry layer)."""
         self.retry_wait_s = 0.0
         """Seconds spent waiting in the gate and in backoff (set by the retry layer)."""
+        self.answered = 0
+        """Attempts the provider answered with a reply that could not be read (it may have billed them)."""
+        self.usage_fault: str | None = None
+        """Why such a reply could not be read, when that is what failed."""
+        self.cost_usd: float | None = None
+        """What the budget charged the failed call (its bound per answered attempt); ``None`` otherwise."""
+        self.cost_source: str | None = None
+        """``bound`` when ``cost_usd`` is set."""
+        self.cost_bound_usd: float | None = None
+        """The per-call bound the budget admitted the call with."""
 
 
 @runtime_checkable

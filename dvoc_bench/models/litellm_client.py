@@ -17,6 +17,12 @@ every error string this module produces goes through :func:`redact`, and a loggi
 of LiteLLM, OpenAI, httpx and the root handlers. A provider without a key gets the placeholder
 ``no-key``, so an ``OPENAI_API_KEY`` of the user's environment is never sent to a local server.
 
+**Usage.** The reply's token counts are checked (:func:`~dvoc_bench.models.pricing.checked_usage`): no
+counts (LiteLLM reports a missing ``usage`` as zeros), negative, fractional or non-finite ones, and a
+negative or non-finite cost are a provider fault, kept in ``Reply.usage_fault`` with the values as
+reported; the counts are then ``None`` and the cost unknown (the budget charges such a call its bound). A
+reply LiteLLM cannot read at all (NaN counts) fails as ``server`` with ``answered`` set.
+
 **Cost.** A model config's ``pricing:`` block (:mod:`dvoc_bench.models.pricing`) prices every call from the
 reply's token counts (``cost_source="pricing"``); else ``Reply.cost_usd`` is LiteLLM's ``response_cost``
 (``cost_source="litellm"``); failing that
@@ -60,7 +66,7 @@ from dvoc_bench.models.base import (
 )
 from dvoc_bench.models.config import ModelConfig, require_key
 from dvoc_bench.models.options import ImageOptions, model_image
-from dvoc_bench.models.pricing import Pricing
+from dvoc_bench.models.pricing import Pricing, checked_usage, cost_fault
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +74,10 @@ __all__ = ["LiteLLMModel", "classify_exception", "import_litellm"]
 
 ERROR_MAX_CHARS = 300
 """Error strings are cut to this length (after redaction)."""
+UNREADABLE = "Invalid response object"
+"""LiteLLM's words for a reply it received but could not read (a 200 with NaN token counts, for one)."""
+UNREADABLE_FAULT = "the provider answered, but its reply could not be read (non-finite usage, for one)"
+"""The ``usage_fault`` of such a call: the provider may have billed it, so the budget charges its bound."""
 
 # -------------------------------------------------------------------------------------------- import
 
@@ -344,6 +354,8 @@ class LiteLLMModel:
             resp = await litellm.acompletion(api_key=self._key, **kw)
         except Exception as e:  # every provider failure becomes a classified, redacted ModelCallError
             err = classify_exception(e, {self._key})
+            if UNREADABLE in str(e):  # LiteLLM got a reply it could not read (e.g. NaN token counts)
+                err.answered, err.usage_fault = 1, UNREADABLE_FAULT
             log.debug("%s: %s", self.name, err)
             raise err from None
         latency = time.perf_counter() - t0
@@ -351,7 +363,9 @@ class LiteLLMModel:
             return self._reply(litellm, resp, request, latency)
         except Exception as e:  # a response LiteLLM accepted but that has no readable shape
             msg = redact(f"unreadable response: {type(e).__name__}: {e}")[:ERROR_MAX_CHARS]
-            raise ModelCallError("server", msg) from None
+            err = ModelCallError("server", msg)
+            err.answered, err.usage_fault = 1, f"{UNREADABLE_FAULT}: {msg}"
+            raise err from None
 
     def _reply(self, litellm: Any, resp: Any, req: ModelRequest, latency: float) -> Reply:
         if not resp.choices:  # no candidate at all (e.g. a blocked prompt): an empty reply, parsed as such
@@ -377,11 +391,15 @@ class LiteLLMModel:
         bounded = bound_reply(Reply(text=text or None, tool_calls=calls), self.max_reply_chars, redact_value)
         text, calls = bounded.text, bounded.tool_calls
         usage = getattr(resp, "usage", None)
-        tokens_in, tokens_out = (
-            getattr(usage, "prompt_tokens", None),
-            getattr(usage, "completion_tokens", None),
+        tokens_in, tokens_out, fault = checked_usage(
+            getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
         )
-        cost, source = self._cost(litellm, resp, tokens_in, tokens_out, int(req.image_png is not None))
+        cost, source = None, None
+        if fault is None:  # usage the provider did not report, or reported wrong, is never priced
+            cost, source = self._cost(litellm, resp, tokens_in, tokens_out, int(req.image_png is not None))
+            bad = None if cost is None else cost_fault(cost)
+            if bad is not None:
+                cost, source, fault = None, None, f"{bad} ({source}, from tokens {tokens_in}/{tokens_out})"
         return Reply(
             text=text if text else None,
             tool_calls=calls,
@@ -389,6 +407,7 @@ class LiteLLMModel:
             tokens_out=tokens_out,
             cost_usd=cost,
             cost_source=source,
+            usage_fault=fault,
             latency_s=latency,
             finish_reason=getattr(choice, "finish_reason", None),
             full_chars=bounded.full_chars,
@@ -407,13 +426,13 @@ class LiteLLMModel:
             return (c, "pricing") if c is not None else (None, None)
         hidden = getattr(resp, "_hidden_params", None) or {}
         c = hidden.get("response_cost") if isinstance(hidden, dict) else None
-        if isinstance(c, (int, float)) and math.isfinite(c):
-            return float(c), "litellm"
+        if isinstance(c, (int, float)) and not isinstance(c, bool):
+            return float(c), "litellm"  # a negative or non-finite one is the caller's fault to report
         cm = self.settings.cost_model
         try:
             c = litellm.completion_cost(completion_response=resp, model=cm) if cm else None
         except Exception:  # unknown model: the cost stays unknown
             c = None
-        if isinstance(c, (int, float)) and math.isfinite(c):
+        if isinstance(c, (int, float)) and not isinstance(c, bool):
             return float(c), f"litellm_price_map:{cm}"
         return None, None

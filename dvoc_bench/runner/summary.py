@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from dvoc_bench.core.records import TRIAL_STATUSES
+from dvoc_bench.runner.budget import EXCESS_EPS, Spend
 
 KNOBS = ("protocol", "coord_frame", "alpha", "overlay", "predict", "detector")
 """Knob columns shown (and grouped by) when they take more than one value in the run."""
@@ -113,12 +114,12 @@ def format_table(rows: list[dict[str, Any]], epsilon: float = 30.0) -> str:
 
 
 def run_report(trials: list[dict[str, Any]], *, ran: int, skipped_items: dict[str, list[Any]] | None = None,
-               added_items: dict[str, list[Any]] | None = None, spent_usd: float = 0.0,
-               budget_usd: float | None = None, unknown_cost_calls: int = 0) -> list[str]:  # fmt: skip
+               added_items: dict[str, list[Any]] | None = None, spend: Spend | None = None,
+               budget_usd: float | None = None) -> list[str]:  # fmt: skip
     """The end-of-run lines printed under the table: trials by status; for each error class (and skip
     reason) its count and most common message; how many model calls the response cache answered; the cost
-    the run directory recorded against its budget (``run.max_cost_usd``; shown with a budget or a cost);
-    what a resume left out or added.
+    the run directory recorded against its budget (``run.max_cost_usd``; shown with a budget or a cost:
+    :func:`cost_line`); what a resume left out or added.
     """
     counts = Counter(t["status"] for t in trials)
     lines = [
@@ -137,21 +138,10 @@ def run_report(trials: list[dict[str, Any]], *, ran: int, skipped_items: dict[st
     calls = sum(int(t.get("model_calls") or 0) for t in trials)
     cached = sum(int(t.get("cached_calls") or 0) for t in trials)
     lines.append(f"model calls: {calls} ({cached} answered by the response cache, no provider asked)")
-    if budget_usd is not None or spent_usd > 0:
-        unknown = f"; {unknown_cost_calls} calls of unknown cost not counted" if unknown_cost_calls else ""
-        if budget_usd is None:
-            lines.append(f"cost: ${spent_usd:.4f} recorded by the run directory's calls{unknown}")
-        else:
-            held = sum(t["status"] == "skipped" and t.get("error_class") == "budget" for t in trials)
-            more = (
-                f"; {held} trials skipped for the budget (a resume with a higher one runs them)"
-                if held
-                else ""
-            )
-            lines.append(
-                f"cost: ${spent_usd:.4f} spent of the ${budget_usd:.4f} budget (run.max_cost_usd; every "
-                f"call of the run directory){unknown}{more}"
-            )
+    held = sum(t["status"] == "skipped" and t.get("error_class") == "budget" for t in trials)
+    line = cost_line(spend or Spend(), budget_usd, held)
+    if line:
+        lines.append(line)
     if skipped_items:
         shown = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in skipped_items.items())
         lines.append(f"resumed a subset of the run; not run now: {shown}")
@@ -159,6 +149,43 @@ def run_report(trials: list[dict[str, Any]], *, ran: int, skipped_items: dict[st
         shown = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in added_items.items())
         lines.append(f"the run's plan grew (resume.allow_new_trials): {shown}")
     return lines
+
+
+def cost_line(spend: Spend, budget_usd: float | None, held: int = 0) -> str | None:
+    """The end-of-run cost line: the spend recorded by the run directory's calls against its budget, by
+    how much it passed the budget and by how much the worst single call passed the per-call bound it was
+    admitted with, the calls whose usage was missing or a fault, the trials held for the budget; ``None``
+    without a budget or a cost."""
+    if budget_usd is None and spend.total <= 0 and not spend.faults:
+        return None
+    parts = []
+    if spend.unknown:
+        parts.append(f"{_calls(spend.unknown)} of unknown cost not counted")
+    if budget_usd is None:
+        head = f"cost: ${spend.total:.4f} recorded by the run directory's calls"
+    else:
+        head = (
+            f"cost: ${spend.total:.4f} spent of the ${budget_usd:.4f} budget (run.max_cost_usd; every "
+            "call of the run directory)"
+        )
+        if spend.total > budget_usd + EXCESS_EPS:
+            parts.append(f"over the budget by ${spend.total - budget_usd:.4f}")
+    if spend.over_bound_calls:
+        parts.append(
+            f"{_calls(spend.over_bound_calls)} cost more than the per-call bound, the largest single-call "
+            f"excess over its admission bound: ${spend.max_excess:.4f} (no call starts once the spend has "
+            "passed the budget)"
+        )
+    if spend.faults:
+        charged = "charged their per-call bound" if budget_usd is not None else "not counted"
+        parts.append(f"{_calls(spend.faults)} reported no or invalid usage ({charged}; steps: usage_fault)")
+    if held:
+        parts.append(f"{held} trials skipped for the budget (a resume with a higher one runs them)")
+    return "; ".join([head, *parts])
+
+
+def _calls(n: int) -> str:
+    return f"{n} call" if n == 1 else f"{n} calls"
 
 
 def grounding_lines(trials: list[dict[str, Any]]) -> list[str]:
