@@ -46,6 +46,7 @@ from dvoc_bench.core.redaction import (
     NO_KEY,
     install_log_redaction,
     redact,
+    redact_head,
     redact_value,
     register_secret,
 )
@@ -68,6 +69,9 @@ __all__ = ["LiteLLMModel", "classify_exception", "import_litellm"]
 
 ERROR_MAX_CHARS = 300
 """Error strings are cut to this length (after redaction)."""
+ERROR_SCAN_CHARS = 8192
+"""Characters of an error's text that are read at all (classified, redacted): an error body of any size
+costs what its first 8 KB cost."""
 
 # -------------------------------------------------------------------------------------------- import
 
@@ -81,9 +85,13 @@ def import_litellm() -> Any:
         if not _LITELLM:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
             os.environ.setdefault("LITELLM_LOG", "ERROR")
+            # LiteLLM's own secret scan runs a regex over every failed call's whole error text on the
+            # event loop (a 30 MB error body: minutes); ours bounds the text first (redact_head)
+            os.environ["LITELLM_DISABLE_REDACT_SECRETS"] = "true"
             t0 = time.perf_counter()
             import litellm
 
+            _disable_litellm_redaction()
             litellm.suppress_debug_info = True
             litellm.set_verbose = False
             litellm.drop_params = True
@@ -91,6 +99,17 @@ def import_litellm() -> Any:
             log.debug("litellm imported in %.2f s", time.perf_counter() - t0)
             _LITELLM.append(litellm)
         return _LITELLM[0]
+
+
+def _disable_litellm_redaction() -> None:
+    """Turn LiteLLM's secret scan off even if it was imported before ``LITELLM_DISABLE_REDACT_SECRETS``
+    was set (the switch is read once, at its import)."""
+    try:
+        import litellm._logging as litellm_logging
+    except ImportError:  # a LiteLLM without it has no such scan
+        return
+    if hasattr(litellm_logging, "_ENABLE_SECRET_REDACTION"):
+        litellm_logging._ENABLE_SECRET_REDACTION = False
 
 
 # -------------------------------------------------------------------------------------------- errors
@@ -188,7 +207,7 @@ _CONNECTION = {"APIConnectionError", "ConnectError", "ConnectionError", "ClientC
 def classify_exception(e: BaseException, secrets: set[str] | frozenset[str] | None = None) -> ModelCallError:
     """Map a LiteLLM / OpenAI / transport exception to a :class:`ModelCallError` with a redacted message."""
     names, code, chain = _names(e), _status(e), _chain_names(e)
-    raw = f"{type(e).__name__}: {e}"
+    raw = redact_head(f"{type(e).__name__}: {e}", ERROR_SCAN_CHARS, secrets)  # bounded before anything scans it
     low = raw.lower()
     retry: float | None = None
     if chain & _TIMEOUTS or code == 408:
@@ -350,7 +369,7 @@ class LiteLLMModel:
         try:
             return self._reply(litellm, resp, request, latency)
         except Exception as e:  # a response LiteLLM accepted but that has no readable shape
-            msg = redact(f"unreadable response: {type(e).__name__}: {e}")[:ERROR_MAX_CHARS]
+            msg = redact_head(f"unreadable response: {type(e).__name__}: {e}", ERROR_MAX_CHARS)
             raise ModelCallError("server", msg) from None
 
     def _reply(self, litellm: Any, resp: Any, req: ModelRequest, latency: float) -> Reply:
