@@ -14,7 +14,8 @@ console lines of the app, and the log handlers.
 
 - the key and the key reversed, in any letter case, each character written as itself, URL-encoded
   (``%73``, either hex case, the UTF-8 bytes of a non-ASCII character), as a JSON / JavaScript escape
-  (``\\u0073``, ``\\x73``), as an HTML character reference (``&#115;``, ``&#x73;``) or backslash-escaped,
+  (``\\u0073``, ``\\x73``, the backslash itself escaped up to eight times, as a ``repr`` or a JSON
+  string of an error holds it), as an HTML character reference (``&#115;``, ``&#x73;``) or backslash-escaped,
   mixed freely, with up to two whitespace characters between characters (``s k - d v o c ...``, a key
   wrapped at a line end);
 - the key's bytes in hexadecimal, either case, optionally ``0x``-prefixed per byte and separated by up to
@@ -77,7 +78,7 @@ _SEP = r"\s{0,2}"
 """Between two characters of an echoed form: nothing, or up to two whitespace characters."""
 _HEX_SEP = r"[\s:,.\-]{0,2}"
 """Between two bytes of a hex form."""
-_B64_TAIL = r"(?:" + _SEP + r"[A-Za-z0-9+/_\-])?(?:" + _SEP + r"(?:=|%3[dD]|\\=)){0,2}"
+_B64_TAIL = r"(?:" + _SEP + r"[A-Za-z0-9+/_\-])?(?:" + _SEP + r"(?:=|%3[dD]|\\{1,8}=)){0,2}"
 """After a base64 core: the character mixing the key's last bits with what follows, and the padding."""
 
 
@@ -94,16 +95,16 @@ def _char(ch: str, nocase: bool = False) -> str:
         alts.append(re.escape(c))
         alts.append("".join("%" + _hex(f"{b:02x}") for b in c.encode("utf-8", "surrogatepass")))
         if o <= 0xFFFF:
-            alts.append(r"\\u" + _hex(f"{o:04x}"))
+            alts.append(r"\\{1,8}u" + _hex(f"{o:04x}"))
         else:  # a JSON escape of a character beyond the BMP is a surrogate pair
             hi, lo = 0xD800 + ((o - 0x10000) >> 10), 0xDC00 + ((o - 0x10000) & 0x3FF)
-            alts.append(r"\\u" + _hex(f"{hi:04x}") + r"\\u" + _hex(f"{lo:04x}"))
+            alts.append(r"\\{1,8}u" + _hex(f"{hi:04x}") + r"\\{1,8}u" + _hex(f"{lo:04x}"))
         if o < 0x100:
-            alts.append(r"\\x" + _hex(f"{o:02x}"))
+            alts.append(r"\\{1,8}x" + _hex(f"{o:02x}"))
         alts.append(f"&#0{{0,3}}{o};")
         alts.append("&#[xX]0{0,3}" + _hex(f"{o:x}") + ";")
         if not c.isalnum():
-            alts.append("\\\\" + re.escape(c))
+            alts.append(r"\\{1,8}" + re.escape(c))
     return "(?:" + "|".join(alts) + ")"
 
 

@@ -207,7 +207,8 @@ _CONNECTION = {"APIConnectionError", "ConnectError", "ConnectionError", "ClientC
 def classify_exception(e: BaseException, secrets: set[str] | frozenset[str] | None = None) -> ModelCallError:
     """Map a LiteLLM / OpenAI / transport exception to a :class:`ModelCallError` with a redacted message."""
     names, code, chain = _names(e), _status(e), _chain_names(e)
-    raw = redact_head(f"{type(e).__name__}: {e}", ERROR_SCAN_CHARS, secrets)  # bounded before anything scans it
+    # bounded (and redacted) before anything scans it: a 30 MB error body costs what its head costs
+    raw = redact_head(f"{type(e).__name__}: {e}", ERROR_SCAN_CHARS, secrets)
     low = raw.lower()
     retry: float | None = None
     if chain & _TIMEOUTS or code == 408:
@@ -393,7 +394,9 @@ class LiteLLMModel:
         ]
         # right here, before anything keeps or copies it: at most max_reply_chars of the text and of each
         # call's arguments (length and sha256 of the original recorded), and no key in what is kept
-        bounded = bound_reply(Reply(text=text or None, tool_calls=calls), self.max_reply_chars, redact_value)
+        bounded = bound_reply(
+            Reply(text=text or None, tool_calls=calls), self.max_reply_chars, redact_value, redact_head
+        )
         text, calls = bounded.text, bounded.tool_calls
         usage = getattr(resp, "usage", None)
         tokens_in, tokens_out = (

@@ -86,5 +86,5 @@ def test_a_key_cut_where_the_head_ends_leaves_no_piece():
             text = "!" * at + form + "#" * 5000  # neither mark is a character of any form
             out = redact_head(text, limit, {key})
             assert len(out) <= limit
-            rest = out.replace(REDACTED, "").rstrip("[REDACTED]")  # a cut '[REDACTED]' at the very end
-            assert set(rest) <= {"!", "#"}, (form, at, out[-60:])
+            rest = out.replace(REDACTED, "")
+            assert set(rest) <= {"!", "#"} or REDACTED.startswith(rest.lstrip("!#")), (form, at, out[-60:])
