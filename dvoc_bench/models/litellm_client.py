@@ -14,8 +14,11 @@ list from the network.
 **Keys.** The key is read from the environment variable the provider config names (``key_env``) when the
 client is built, kept in a private attribute, passed to LiteLLM per call, and registered for redaction:
 every error string this module produces goes through :func:`redact`, and a logging filter redacts records
-of LiteLLM, OpenAI, httpx and the root handlers. A provider without a key gets the placeholder
-``no-key``, so an ``OPENAI_API_KEY`` of the user's environment is never sent to a local server.
+of LiteLLM, OpenAI, httpx and the root handlers. An error is read only as far as its first
+``ERROR_SCAN_CHARS`` (:func:`redact_head`): a 30 MB error body costs what 8 KB cost. LiteLLM's own secret
+scan (a regex over the whole error text, on the event loop) is turned off at import. A provider without a
+key gets the placeholder ``no-key``, so an ``OPENAI_API_KEY`` of the user's environment is never sent to a
+local server.
 
 **Cost.** A model config's ``pricing:`` block (:mod:`dvoc_bench.models.pricing`) prices every call from the
 reply's token counts (``cost_source="pricing"``); else ``Reply.cost_usd`` is LiteLLM's ``response_cost``
