@@ -147,12 +147,17 @@ def reply_digest(reply: Reply) -> str:
 
 
 def bound_reply(
-    reply: Reply, max_chars: int = MAX_REPLY_CHARS, clean: Callable[[Any], Any] | None = None
+    reply: Reply,
+    max_chars: int = MAX_REPLY_CHARS,
+    clean: Callable[[Any], Any] | None = None,
+    head: Callable[[str, int], str] | None = None,
 ) -> Reply:
     """``reply`` with at most ``max_chars`` characters of its text and of each tool call's name and
     arguments (the head is kept), and the length and sha256 of what was received (``full_chars``,
     ``full_sha256``, ``truncated``). ``clean`` (the redactor) is applied to the kept text, names and
-    arguments. A reply that was bounded already keeps its original measurements."""
+    arguments; ``head(value, max_chars)`` cuts a part that is too long (the redactor's ``redact_head``: no
+    piece of a key cut in two at the bound is kept), else the part is sliced. A reply that was bounded
+    already keeps its original measurements."""
     measured = reply.full_sha256 is not None
     cut: dict[str, dict[str, Any]] = dict(reply.truncated or {})
 
@@ -161,7 +166,7 @@ def bound_reply(
             return value
         if part not in cut:
             cut[part] = {"chars": len(value), "sha256": hashlib.sha256(_utf8(value)).hexdigest()}
-        return value[:max_chars]
+        return head(value, max_chars) if head is not None else value[:max_chars]
 
     full = reply.full_chars
     if not measured:
