@@ -14,6 +14,7 @@ importing them).
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 import textwrap
@@ -30,10 +31,9 @@ _INTERNAL_PREFIX = "base_"
 
 
 def _load_yaml(text: str) -> Any:
-    import yaml
+    from dvoc_bench.core.yamlio import safe_load
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it (10x faster)
-    return yaml.load(text, Loader=loader)  # noqa: S506 (a safe loader)
+    return safe_load(text)
 
 
 def wants_fast_help(argv: Sequence[str]) -> bool:
@@ -120,7 +120,15 @@ def config_groups(conf: Path | None = None) -> list[str]:
 
 def help_section(name: str) -> str:
     """Generated lines of the help page (``${dvoc_help:presets|models|tasks|groups}`` in
-    ``conf/hydra/help/dvoc.yaml``), read from ``conf/`` and ``scenes/`` so they never drift."""
+    ``conf/hydra/help/dvoc.yaml``), read from ``conf/`` and ``scenes/`` so they never drift.
+
+    Hydra resolves the template while composing every run (twice), so a section is built once per
+    process and root (:func:`_section`)."""
+    return _section(name, _ROOT)
+
+
+@functools.lru_cache(maxsize=16)
+def _section(name: str, root: Path) -> str:
     fns = {"presets": _presets, "models": _models, "tasks": _tasks, "groups": config_groups}
     if name not in fns:
         raise ValueError(f"dvoc_help: unknown section {name!r}; allowed: {', '.join(fns)}")
