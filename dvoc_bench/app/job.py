@@ -90,9 +90,10 @@ def _check_writable(run_dir: Path) -> None:
         raise ConfigError(f"hydra.run.dir: cannot write to {run_dir}: {e.strerror or e}") from None
 
 
-def _discard_plan_only_dir(run_dir: Path, subdir: str | None) -> None:
-    """A plan-only invocation leaves no run behind: its Hydra output folder goes, and a run directory that
-    holds nothing else (a fresh one: only Hydra's job log) goes with it. An existing run is left as it was."""
+def _discard_fresh_dir(run_dir: Path, subdir: str | None) -> None:
+    """A plan-only or refused invocation leaves no run behind: its Hydra output folder goes, and a run
+    directory that holds nothing else (a fresh one: only Hydra's job log) goes with it. An existing run is
+    left as it was."""
     discard_output_subdir(run_dir, subdir)
     try:
         left = list(run_dir.iterdir())
@@ -103,10 +104,15 @@ def _discard_plan_only_dir(run_dir: Path, subdir: str | None) -> None:
             p.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             run_dir.rmdir()
-            run_dir.parent.rmdir()  # runs/<experiment>/ when this made it and nothing else is there
+            # then runs/<experiment>/ and runs/ while empty, never above the working directory
+            cwd = Path.cwd().resolve()
+            for parent in run_dir.resolve().parents:
+                if parent == cwd or cwd not in parent.parents:
+                    break
+                parent.rmdir()
 
 
-def _probe(cfg: DictConfig, choices: dict[str, Any], run_dir: Path) -> int:
+def _probe(cfg: DictConfig, choices: dict[str, Any], run_dir: Path, hc_subdir: str | None) -> int:
     """The frame probe: a verdict per model, printed with the run dir."""
     from dvoc_bench.runner.probe import format_verdicts, run_probe
 
@@ -115,6 +121,7 @@ def _probe(cfg: DictConfig, choices: dict[str, Any], run_dir: Path) -> int:
     try:
         verdicts = run_probe(load_settings(plain), model_choice(choices), run_dir)
     except ConfigError as e:
+        _discard_fresh_dir(run_dir, hc_subdir)
         print(f"config error: {redact(str(e))}", file=sys.stderr)
         return EXIT_CONFIG
     print(format_verdicts(verdicts))
@@ -129,7 +136,7 @@ def _run(cfg: DictConfig, hc: Any) -> int:
     choices = dict(hc.runtime.choices)
     run_dir = Path(hc.runtime.output_dir)
     if choices.get("experiment") == "frame_probe":  # a probe of the models' coordinate frames, not a sweep
-        return _probe(cfg, choices, run_dir)
+        return _probe(cfg, choices, run_dir, hc.output_subdir)
     try:
         plain = OmegaConf.to_container(cfg, resolve=True)
         assert isinstance(plain, dict)
@@ -143,12 +150,13 @@ def _run(cfg: DictConfig, hc: Any) -> int:
             from dvoc_bench.runner.sizing import plan_lines
 
             lines = plan_lines(setup, specs)
-    except ConfigError as e:
+    except ConfigError as e:  # refused: nothing ran, and the run folder Hydra made goes
+        _discard_fresh_dir(run_dir, hc.output_subdir)
         print(f"config error: {redact(str(e))}", file=sys.stderr)
         return EXIT_CONFIG
     if plan_only:
         print("\n".join(lines))
-        _discard_plan_only_dir(run_dir, hc.output_subdir)
+        _discard_fresh_dir(run_dir, hc.output_subdir)
         return EXIT_OK
     quiet, retry_errors = settings.run.quiet, settings.resume.retry_errors
     progress: list[Progress] = []
@@ -162,7 +170,7 @@ def _run(cfg: DictConfig, hc: Any) -> int:
             on_done=lambda record: progress[0].update(record),
         )
     except (RunDirBusy, ConfigError) as e:  # busy, or a resume with other settings: nothing changed
-        discard_output_subdir(run_dir, hc.output_subdir)
+        _discard_fresh_dir(run_dir, hc.output_subdir)
         print(f"config error: {'hydra.run.dir: ' if isinstance(e, RunDirBusy) else ''}{e}", file=sys.stderr)
         return EXIT_CONFIG
     except KeyboardInterrupt as e:
