@@ -28,7 +28,7 @@ from dvoc_bench.app.jobstate import EXIT_CODES_ENV, mark_started
 from dvoc_bench.app.progress import Progress
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.redaction import install_log_redaction, redact
-from dvoc_bench.runner.compose import experiment_name, model_choice
+from dvoc_bench.runner.compose import check_shorthands, experiment_name, model_choice
 from dvoc_bench.runner.settings import load_settings
 from dvoc_bench.runner.setup import setup_from_settings
 from dvoc_bench.runner.store import RunDirBusy, discard_output_subdir
@@ -135,6 +135,12 @@ def _run(cfg: DictConfig, hc: Any) -> int:
     install_log_redaction()  # every log line of the job (console and run-dir log) passes the redactor
     choices = dict(hc.runtime.choices)
     run_dir = Path(hc.runtime.output_dir)
+    try:
+        check_shorthands(hc.overrides.task)
+    except ConfigError as e:
+        _discard_fresh_dir(run_dir, hc.output_subdir)
+        print(f"config error: {redact(str(e))}", file=sys.stderr)
+        return EXIT_CONFIG
     if choices.get("experiment") == "frame_probe":  # a probe of the models' coordinate frames, not a sweep
         return _probe(cfg, choices, run_dir, hc.output_subdir)
     try:
