@@ -46,7 +46,9 @@ def entry() -> None:
         return
     from dvoc_bench.app.hydra_errors import config_error_line
     from dvoc_bench.app.jobstate import EXIT_CODES_ENV, job_started
+    from dvoc_bench.app.own_models import with_own_model_dir
 
+    sys.argv[1:] = with_own_model_dir(sys.argv[1:])  # model=<name> paths.models=DIR (docs/cli.md)
     main = _hydra_main()
     full = os.environ.get("HYDRA_FULL_ERROR") == "1"
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing its own report

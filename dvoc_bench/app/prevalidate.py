@@ -42,7 +42,7 @@ def job_overrides(config: DictConfig) -> list[list[str]] | None:
     return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
 
 
-def check_job(overrides: list[str], config_name: str | None) -> None:
+def check_job(overrides: list[str], config_name: str | None, searchpath: list[str] | None = None) -> None:
     """Compose one job's config and set it up as the job does; raises ``ConfigError`` (or Hydra's own
     composition error) for a bad value."""
     from hydra import compose
@@ -51,7 +51,8 @@ def check_job(overrides: list[str], config_name: str | None) -> None:
     from dvoc_bench.runner.settings import load_settings
 
     check_shorthands(overrides)
-    cfg = compose(config_name=config_name or "config", overrides=overrides, return_hydra_config=True)
+    cfg = compose(config_name=config_name or "config", overrides=[*overrides, *(searchpath or [])],
+                  return_hydra_config=True)  # fmt: skip
     choices = dict(cfg.hydra.runtime.choices)
     OmegaConf.set_struct(cfg, False)
     del cfg["hydra"]
@@ -73,11 +74,13 @@ def first_bad_job(config: DictConfig, config_name: str | None) -> str | None:
     jobs = job_overrides(config)
     if not jobs or len(jobs) < 2:  # one job: it validates itself before running anything
         return None
+    hydra_args = list(OmegaConf.select(config, "hydra.overrides.hydra", default=[]) or [])
+    searchpath = [o for o in hydra_args if o.startswith("hydra.searchpath=")]  # model=<name> paths.models=DIR
     logging.disable(logging.WARNING)  # a job's own warnings are said when it runs, not twice
     try:
         for num, overrides in enumerate(jobs):
             try:
-                check_job(overrides, config_name)
+                check_job(overrides, config_name, searchpath)
             except ConfigError as e:
                 line = str(e)
             except Exception as e:
