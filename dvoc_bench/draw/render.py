@@ -48,12 +48,20 @@ _FONT_RELPATH = os.path.join("fonts", "ttf", "DejaVuSans.ttf")
 # --------------------------------------------------------------------------------------------- font
 
 
+def mpl_data_dir() -> str:
+    """matplotlib's ``mpl-data/`` folder (what ``matplotlib.get_data_path()`` returns), found without
+    importing matplotlib: 0.1-0.25 s a sweep does not need."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("matplotlib")
+    locations = spec.submodule_search_locations if spec is not None else None
+    return os.path.join(locations[0], "mpl-data") if locations else ""
+
+
 @functools.lru_cache(maxsize=1)
 def dejavu_path() -> str:
     """Path of the DejaVu Sans file bundled with matplotlib; raises if it is missing (no fallback)."""
-    import matplotlib  # lazy: importing matplotlib costs about 0.25 s
-
-    path = os.path.join(matplotlib.get_data_path(), _FONT_RELPATH)
+    path = os.path.join(mpl_data_dir(), _FONT_RELPATH)
     if not os.path.isfile(path):
         raise FileNotFoundError(
             f"DejaVu Sans not found at {path}; the scenes need matplotlib's bundled font "

@@ -113,6 +113,21 @@ def format_table(rows: list[dict[str, Any]], epsilon: float = 30.0) -> str:
     return "\n".join(out) + "\n\n" + legend
 
 
+def shorten(msg: str, limit: int = 160) -> str:
+    """A message for the end-of-run lines: whole ``; ``-separated clauses while they fit in ``limit``
+    characters, the first one always whole (messages put what to do first: a setting is never cut in
+    half), then `` …`` when some were left out (the trial records keep the whole message)."""
+    if len(msg) <= limit:
+        return msg
+    clauses = msg.split("; ")
+    kept = clauses[0]
+    for c in clauses[1:]:
+        if len(kept) + 2 + len(c) > limit:
+            break
+        kept += "; " + c
+    return kept + " …"
+
+
 def run_report(trials: list[dict[str, Any]], *, ran: int, skipped_items: dict[str, list[Any]] | None = None,
                added_items: dict[str, list[Any]] | None = None, spend: Spend | None = None,
                budget_usd: float | None = None) -> list[str]:  # fmt: skip
@@ -133,7 +148,7 @@ def run_report(trials: list[dict[str, Any]], *, ran: int, skipped_items: dict[st
                 by_class[t.get("error_class") or "unknown"][str(t.get("error") or "")] += 1
         for cls, msgs in sorted(by_class.items(), key=lambda kv: -sum(kv[1].values())):
             msg, _ = msgs.most_common(1)[0]
-            lines.append(f"{status}: {cls} x{sum(msgs.values())}: {msg[:160] or '(no message)'}")
+            lines.append(f"{status}: {cls} x{sum(msgs.values())}: {shorten(msg) or '(no message)'}")
     lines += grounding_lines(trials)
     calls = sum(int(t.get("model_calls") or 0) for t in trials)
     cached = sum(int(t.get("cached_calls") or 0) for t in trials)
@@ -200,7 +215,7 @@ def grounding_lines(trials: list[dict[str, Any]]) -> list[str]:
     methods = ", ".join(f"{m} x{n}" for m, n in sorted(by_method.items()))
     return [
         f"stop grounding_error x{len(hit)} ({methods}): no marks shown, the model got the plain screenshot "
-        f"(som: one click_at, som_dvoc: plain DVOC); most common reason: {msg[:160] or '(none)'}"
+        f"(som: one click_at, som_dvoc: plain DVOC); most common reason: {shorten(msg) or '(none)'}"
     ]
 
 

@@ -585,9 +585,9 @@ def plain(d: Any) -> Any:
 def load_profile(path_or_mapping: str | Path | Mapping[str, Any]) -> SimProfile:
     """Load a profile from a model YAML path, a whole model config (with ``sim:``) or a ``sim`` mapping."""
     if isinstance(path_or_mapping, (str, Path)):
-        import yaml
+        from dvoc_bench.core import yamlio
 
-        data = yaml.safe_load(Path(path_or_mapping).read_text())
+        data = yamlio.safe_load(Path(path_or_mapping).read_text(encoding="utf-8"))
     else:
         data = plain(path_or_mapping)
     if isinstance(data, Mapping) and "sim" in data:
