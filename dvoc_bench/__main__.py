@@ -42,7 +42,10 @@ def entry() -> None:
     from dvoc_bench.app.help_page import render, wants_fast_help
 
     if wants_fast_help(sys.argv[1:]):  # the app's page, without composing the config (docs/cli.md)
-        print(render())
+        try:
+            print(render(), flush=True)
+        except BrokenPipeError:  # `--help | head`: the reader left; say nothing more
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return
     from dvoc_bench.app.hydra_errors import config_error_line
     from dvoc_bench.app.jobstate import EXIT_CODES_ENV, job_started
