@@ -42,7 +42,7 @@ def test_preset_blurbs_are_whole_and_internal_bases_hidden():
         line.split(": ", 1)
         for line in page.split("Config groups (group=option)\n")[1].split("\n\n")[0].splitlines()
     )
-    assert groups["detector"] == "cv, helper, onnx, oracle, rknn"
+    assert groups["detector"] == "cv, helper, omniparser, onnx, oracle, rknn"
     assert "baselines" in groups["experiment"].split(", ")
     assert "hydra" not in groups and "base_cv" not in page
 
