@@ -25,4 +25,5 @@ def test_unknown_preset_lists_every_preset_baselines_included():
 
 
 def test_unknown_detector_hides_the_internal_bases():
-    assert _line("detector=yolo") == "detector: unknown value 'yolo'; allowed: cv, helper, omniparser, onnx, oracle, rknn"
+    allowed = "cv, helper, omniparser, onnx, oracle, rknn"
+    assert _line("detector=yolo") == f"detector: unknown value 'yolo'; allowed: {allowed}"

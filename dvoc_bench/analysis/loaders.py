@@ -455,4 +455,6 @@ def load_runs(*paths: Path | str, text: bool = False, cache: bool = True) -> Run
         sources.append(str(run_dir))
     trials = pd.concat(parts_t, ignore_index=True) if parts_t else empty_frame(TRIAL_COLUMNS)
     steps = pd.concat(parts_s, ignore_index=True) if parts_s else empty_frame(STEP_COLUMNS)
+    if "label_placement" in trials:  # records made before the knob: the authors' corners, the only placement
+        trials["label_placement"] = trials["label_placement"].fillna("corner")
     return Runs(trials, steps, sources)

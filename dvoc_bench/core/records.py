@@ -154,6 +154,13 @@ class TrialSpec:
     zoom: str = "-"
     """Zoom methods: the crop schedule ``factor/rounds/min_crop`` (``2/2/256``); ``-`` otherwise (then not
     part of the key, so the keys of other methods are unchanged)."""
+    label_placement: Literal["corner", "away"] = "corner"
+    """Methods that draw the DVOC overlay with labels (overlay ``full`` or ``crosshair``): where the two
+    labels go, ``corner`` (the authors': step label top-left, position label bottom-right; always under
+    ``protocol=paper``) or ``away`` (the corners of the other half from the crosshair,
+    ``overlay.label_placement``). Part of the trial key only when not ``corner``, so the keys of earlier
+    records are unchanged, and a record made before the knob existed reads ``corner``, the only placement
+    then. ``corner`` also for trials that draw no labels."""
     simulated_assumptions: list[str] = dataclasses.field(default_factory=list)
     """Simulated models only: what this trial's result rests on beyond the profile's fit, one marker per
     knob the profile was not fitted for (``frame request assumed``, ``overlay effect assumed``, ``overlay

@@ -48,6 +48,41 @@ def summarise(trials: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+PIXEL_OFFSET_NOTE = 0.2
+"""Share of pixel offsets in a simulated profile's native mix from which its offset rows get a note."""
+
+_FRAME_WORDS = {"norm1000": "0–1000", "norm1": "0–1"}
+
+
+def frame_notes(trials: Iterable[dict[str, Any]], models: Iterable[Any]) -> list[str]:
+    """One sentence per simulated model whose profile answers offsets in pixels often (at least
+    :data:`PIXEL_OFFSET_NOTE` of its native offset mix, ``sim.frames.pixel``) while its trials read them in
+    the 0–1000 or 0–1 frame its config declares: what its offset rows (``predict=relative``) then measure.
+    ``models``: the run's :class:`~dvoc_bench.models.config.ModelConfig` objects."""
+    trials = list(trials)
+    out = []
+    for m in models:
+        if m.kind != "simulator" or not isinstance(m.sim, dict):
+            continue
+        frames = m.sim.get("frames") or {}
+        share = float(frames.get("pixel") or 0.0)
+        read = sorted(
+            {t["coord_frame"] for t in trials if t["model"] == m.name and t.get("predict") == "relative"}
+            & set(_FRAME_WORDS)
+        )
+        if share < PIXEL_OFFSET_NOTE or not read:
+            continue
+        units = " / ".join(_FRAME_WORDS[f] for f in read)
+        out.append(
+            f"{m.name}'s dvoc rows measure a unit mismatch, not grounding: its profile answers "
+            f"{100 * share:.0f} % of its offsets in pixels (as the authors' recorded replies did) while its "
+            f"config declares {units}, so those offsets are read as {units} units and shrink to about "
+            f"(W-1)/1000 and (H-1)/1000 of their size (its steps fall short and it stops early), while its "
+            f"one-shot points are in {units} as declared (see the report's coordinate-frame audit)."
+        )
+    return out
+
+
 def simulated_label(trials: Iterable[dict[str, Any]]) -> str:
     """`` [SIMULATED]`` for simulated trials, with every assumption a row rests on (the records'
     ``simulated_assumptions``), e.g. `` [SIMULATED; overlay effect assumed]``; empty for real models."""
@@ -91,8 +126,8 @@ HEADERS = {
 }
 
 
-def format_table(rows: list[dict[str, Any]], epsilon: float = 30.0) -> str:
-    """A markdown table with a legend naming each rule."""
+def format_table(rows: list[dict[str, Any]], epsilon: float = 30.0, notes: Iterable[str] = ()) -> str:
+    """A markdown table with a legend naming each rule, then ``notes`` (:func:`frame_notes`), one a line."""
     knobs = [k for k in KNOBS if rows and k in rows[0]]
     cols = COLUMNS[:2] + [(k, "s") for k in knobs] + COLUMNS[2:]
     heads = [HEADERS.get(c, c) for c, _ in cols]
@@ -110,7 +145,8 @@ def format_table(rows: list[dict[str, Any]], epsilon: float = 30.0) -> str:
         f"'... assumed' in the marker names a knob the simulated profile was not fitted for (its effect is "
         f"the simulator's assumption, not a measurement)."
     )
-    return "\n".join(out) + "\n\n" + legend
+    notes = list(notes)
+    return "\n".join(out) + "\n\n" + legend + "".join(f"\n\nNote: {n}" for n in notes)
 
 
 def shorten(msg: str, limit: int = 160) -> str:

@@ -126,7 +126,7 @@ def run_sweep(
     run's whole plan. ``on_start(n)`` is told how many trials this call will run.
     """
     from dvoc_bench.runner.store import RunStore
-    from dvoc_bench.runner.summary import format_table, summarise
+    from dvoc_bench.runner.summary import format_table, frame_notes, summarise
 
     run_dir = Path(run_dir)
     specs = plan(setup) if specs is None else specs
@@ -156,7 +156,8 @@ def run_sweep(
         keys = {s.trial_key for s in specs}
         trials = [t for t in store.trials() if t["trial_key"] in keys]
         spend = spent_in(run_dir)
-        table = format_table(summarise(trials), setup.settings.loop.epsilon)
+        notes = frame_notes(trials, setup.models)
+        table = format_table(summarise(trials), setup.settings.loop.epsilon, notes)
         (run_dir / "summary.md").write_text(table + "\n", "utf-8")  # still under the run dir's lock
         (run_dir / "run.json").write_text(
             json.dumps(
