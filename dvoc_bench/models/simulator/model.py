@@ -21,7 +21,6 @@ from dvoc_bench.core.geometry import (
     box_distance,
     offset_from_pixels,
     point_from_pixels,
-    span_distance,
 )
 from dvoc_bench.core.scene import SceneTruth
 from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelRequest, Reply, ToolCall, bound_reply
@@ -226,15 +225,15 @@ class SimulatedModel:
                 return self._reply(None, ToolCall("report_offset", json.dumps(args)))
             p_hat = size.centre
         box = aimed_box(truth, aimed)
-        box_px, centre_px = span_distance(box, p_hat), box.centre.dist(p_hat)
+        extent = (box.w, box.h)  # the element's size, as seen; where it is comes only from t_hat
         if frame == "mixed":  # H2: target in 0-1000 units, crosshair in pixels; believed to be pixels
             g_t = point_from_pixels(t_hat, Frame.NORM1000, size)
             o = gain_jitter(g_t - p_hat, prof.noise, rng)
-            belief = near_target(o, prof.near, prof.axis_drop, rng, box_px, centre_px)
+            belief = near_target(o, prof.near, prof.axis_drop, rng, extent)
             native = belief
         else:
             o = gain_jitter(t_hat - p_hat, prof.noise, rng)
-            belief = near_target(o, prof.near, prof.axis_drop, rng, box_px, centre_px)
+            belief = near_target(o, prof.near, prof.axis_drop, rng, extent)
             native = offset_from_pixels(belief, frame_of(frame), size)
         gx, gy = prof.gain
         conf = prof.confidence.sample(rng, belief.magnitude)
