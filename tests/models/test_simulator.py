@@ -307,6 +307,32 @@ def test_complete_matches_respond() -> None:
     assert asyncio.run(model.complete(req)) == bound_reply(model.respond(req), model.max_reply_chars)
 
 
+def test_complete_answers_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 34 item 6: finding the crosshair (milliseconds of numpy per image) runs in the model's own
+    thread, not on the sweep's event loop, and the reply is the same as computed inline."""
+    import threading
+
+    import dvoc_bench.models.simulator.model as sim_model
+
+    where: list[str] = []
+    real = sim_model.find_marker
+
+    def spy(image):
+        where.append(threading.current_thread().name)
+        return real(image)
+
+    monkeypatch.setattr(sim_model, "find_marker", spy)
+    model = _model(EXACT_PIXEL)
+    req = _req(_with_crosshair((100, 80)), _text())
+
+    async def call() -> tuple[Any, str]:
+        return await model.complete(req), threading.current_thread().name
+
+    reply, loop_thread = asyncio.run(call())
+    assert len(where) == 1 and where[0] != loop_thread and where[0].startswith(sim_model.THREAD_PREFIX)
+    assert reply == bound_reply(_model(EXACT_PIXEL).respond(req), model.max_reply_chars)
+
+
 # ------------------------------------------------------------------------------------ rates
 
 
