@@ -12,7 +12,7 @@ from typing import IO, Any
 
 import yaml
 
-SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
+SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's safe loader when available, else PyYAML's own."""
 
 
