@@ -101,7 +101,7 @@ class SimulatedModel:
     async def complete(self, request: ModelRequest) -> Reply:
         """:meth:`respond` in the model's own worker thread, then the simulated latency. Finding the crosshair
         costs milliseconds of numpy per new image (which releases the GIL): on the event loop it stalled every
-        trial in flight (issue 34). One thread per model: more only add contention on a small machine. The
+        trial in flight. One thread per model: more only add contention on a small machine. The
         reply is a pure function of the request, so where it is computed changes nothing."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix=THREAD_PREFIX)
