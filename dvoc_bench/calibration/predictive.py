@@ -124,9 +124,12 @@ def simulate_instances(
 
 
 def _pools(sim: pd.DataFrame, rule: str) -> dict[str, list[np.ndarray]]:
-    """Cell -> one outcome array per simulated instance."""
+    """Cell -> one outcome array per simulated instance, each in trial-key order: the rows of
+    ``trials.jsonl`` follow the asynchronous order trials finished in, and a draw by row position would
+    make the interval depend on it (two runs with identical outcomes gave different intervals)."""
     pools: dict[str, list[np.ndarray]] = {}
-    for (cell, _), g in sim.groupby(["_cell", "instance"], sort=True):
+    order = sim.sort_values(["_cell", "instance", "trial_key"], kind="stable")
+    for (cell, _), g in order.groupby(["_cell", "instance"], sort=True):
         pools.setdefault(str(cell), []).append(g[rule].astype(float).to_numpy())
     return pools
 
@@ -158,7 +161,7 @@ def predictive_counts(
         else:
             design = want
         total = 0.0
-        for cell, m in design.items():
+        for cell, m in sorted(design.items()):  # not the input's order: a pure function of its content
             inst = pools[cell][int(rng.integers(len(pools[cell])))]
             total += rng.choice(inst, size=m, replace=m > len(inst)).sum()
         counts[d] = total
