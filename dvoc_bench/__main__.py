@@ -11,31 +11,48 @@ import json
 import os
 import sys
 import tempfile
-
-import hydra
-from omegaconf import DictConfig
-
-from dvoc_bench.app import hydra_hooks  # noqa: F401  (registers ${dvoc_run_name:} for the run / sweep folders)
-from dvoc_bench.app.hydra_errors import config_error_line
-from dvoc_bench.runner.settings import register_defaults
-
-register_defaults()
+from typing import Any
 
 
-@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
-def main(cfg: DictConfig) -> None:
-    from dvoc_bench.app.job import run_job
+def _hydra_main() -> Any:
+    """The Hydra app (built on first use: ``--help`` is answered before Hydra and the settings are
+    imported)."""
+    import hydra
+    from omegaconf import DictConfig
 
-    code = run_job(cfg)
-    if code:
-        sys.exit(code)
+    from dvoc_bench.app import hydra_hooks  # noqa: F401  (registers ${dvoc_run_name:} for the run / sweep folders)
+    from dvoc_bench.runner.settings import register_defaults
+
+    register_defaults()
+
+    @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+    def main(cfg: DictConfig) -> None:
+        from dvoc_bench.app.job import run_job
+
+        code = run_job(cfg)
+        if code:
+            sys.exit(code)
+
+    return main
 
 
 def entry() -> None:
     """Run the app; composition errors become one line and exit code 2; a multirun exits with the worst
     code of its jobs, after all of them ran."""
-    from dvoc_bench.app.jobstate import EXIT_CODES_ENV, job_started
+    from dvoc_bench.app.help_page import render, wants_fast_help
 
+    if wants_fast_help(sys.argv[1:]):  # the app's page, without composing the config (docs/cli.md)
+        try:
+            print(render(), flush=True)
+        except BrokenPipeError:  # `--help | head`: the reader left; say nothing more
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return
+    from dvoc_bench.app.hydra_errors import config_error_line
+    from dvoc_bench.app.jobstate import EXIT_CODES_ENV, job_started
+    from dvoc_bench.app.own_models import with_own_model_dir
+
+    sys.argv[1:] = with_own_model_dir(sys.argv[1:])  # model=<name> paths.models=DIR (docs/cli.md)
+    main = _hydra_main()
     full = os.environ.get("HYDRA_FULL_ERROR") == "1"
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing its own report
     fd, codes = tempfile.mkstemp(prefix="dvoc-exit-codes-", suffix=".jsonl")

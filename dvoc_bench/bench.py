@@ -8,6 +8,7 @@ Figures, not assertions (docs/benchmarks.md lists each target). ``NAME`` picks t
 - ``web``, ``desktop``: one-off and per-step costs of page and desktop scenes;
 - ``detect``: detector latency per screenshot; ``recall``: detector recall against the DOM;
 - ``ocr-measure``, ``ocr-docs``, ``ocr-results``: the OCR baseline's measurements;
+- ``help``: the wall time of ``python -m dvoc_bench --help`` (fresh processes, median);
 - ``recorded-calls``: rewrites the table of calls per trial in the authors' records (``run.plan_only``).
 
 ``python -m dvoc_bench.bench NAME --help`` shows a script's own options.
@@ -27,6 +28,7 @@ SCRIPTS = {
     "ocr-docs": "dvoc_bench.benchmarks.ocr_docs",
     "ocr-results": "dvoc_bench.benchmarks.ocr_results",
     "recorded-calls": "dvoc_bench.benchmarks.recorded_calls",
+    "help": "dvoc_bench.benchmarks.startup",
 }
 """Scripts with their own options, by name; every other name goes to the harness benchmarks."""
 

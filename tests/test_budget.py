@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from dvoc_bench.core.geometry import Size
-from dvoc_bench.core.records import Step, TrialResult, read_jsonl
+from dvoc_bench.core.records import read_jsonl
 from dvoc_bench.methods.registry import methods
 from dvoc_bench.models.config import ModelConfig, ProviderConfig, default_conf_dir, load_model_config
 from dvoc_bench.models.pricing import call_estimate, image_tokens, price_of
-from dvoc_bench.runner.budget import Budget
+from dvoc_bench.runner.budget import Budget, Ticket
 from tests.support import need_upstream
 
 PRICED = """\
@@ -99,12 +99,6 @@ def test_every_method_that_calls_a_model_declares_its_bound():
             assert info.max_calls is not None, name
 
 
-def _trial(calls: int, cost: float) -> TrialResult:
-    none = dict.fromkeys(("draft", "true_dist_px", "frame_sha", "request_sha", "prompt", "reply_text"))
-    steps = [Step(trial_key="k", index=i, kind="verify", cost_usd=cost, **none) for i in range(calls)]
-    return TrialResult(status="ok", stop_reason="act", final_point=[0, 0], model_calls=calls, steps=steps)
-
-
 def test_budget_gate_never_passes_the_budget_under_concurrency():
     rng = random.Random(3)
 
@@ -121,11 +115,14 @@ def test_budget_gate_never_passes_the_budget_under_concurrency():
                 bound = max_calls * per_call
                 if await budget.admit(bound) is not None:
                     return
-                await asyncio.sleep(rng.random() / 1000)
                 ran += 1
-                res = _trial(rng.randint(1, max_calls), rng.uniform(0.005, 0.02))
-                await budget.release(bound, "m", res, per_call)
-                assert budget.spent <= limit + 1e-12
+                ticket = Ticket(per_call, bound)
+                for _ in range(rng.randint(1, max_calls)):  # every call admitted, charged as it ends
+                    assert budget.refuse_call(per_call) is None  # calls of admitted trials always fit
+                    await asyncio.sleep(rng.random() / 1000)
+                    await budget.charge(ticket, rng.uniform(0.005, 0.02), "m")
+                    assert budget.spent <= limit + 1e-12
+                await budget.release(ticket)
 
         await asyncio.gather(*(one() for _ in range(200)))
         return budget, ran

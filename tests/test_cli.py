@@ -178,7 +178,10 @@ def test_killed_sweep_resumes_without_duplicates_or_losses(tmp_path):
     [
         # unknown group options (Hydra composition errors)
         (["model=gpt-9"], "model: unknown value 'gpt-9'; allowed: claude-sonnet-4-6, "),
-        (["detector=yolo"], "detector: unknown value 'yolo'; allowed: cv, helper, onnx, oracle, rknn"),
+        (
+            ["detector=yolo"],
+            "detector: unknown value 'yolo'; allowed: cv, helper, omniparser, onnx, oracle, rknn",
+        ),
         (["experiment=nope"], "experiment: unknown value 'nope'; allowed: ablation_alpha, "),
         # unknown keys
         (["loop.eps=3"], "loop.eps: unknown key; allowed: epsilon, threshold, window, max_iterations"),

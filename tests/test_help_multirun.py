@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from dvoc_bench.app import hydra_hooks
 from tests.support import ROOT, run_cli
 
 pytestmark = pytest.mark.e2e
@@ -46,19 +45,12 @@ def test_help_is_the_apps_help_not_a_config_dump(tmp_path):
     assert "crosshair_color" not in out and "overlay_style:" not in out and "max_in_flight: 16" not in out
 
 
-def test_help_lists_are_generated_from_the_files(tmp_path, monkeypatch):
-    (tmp_path / "conf" / "experiment").mkdir(parents=True)
-    (tmp_path / "conf" / "model").mkdir()
-    (tmp_path / "scenes" / "synthetic").mkdir(parents=True)
-    (tmp_path / "conf" / "experiment" / "mine.yaml").write_text("# @package _global_\n# My sweep. More.\n")
-    (tmp_path / "conf" / "model" / "m.yaml").write_text("kind: simulator\ncoord_frame: norm1\n")
-    (tmp_path / "scenes" / "synthetic" / "S9.yaml").write_text("id: S9\ninstruction: Click $5 off\n")
-    monkeypatch.setattr(hydra_hooks, "_ROOT", tmp_path)
-    assert hydra_hooks.help_section("presets") == "mine               My sweep"
-    assert hydra_hooks.help_section("models") == "simulated, in process (offline): m (norm1)"
-    assert hydra_hooks.help_section("tasks") == "S9   Click $$5 off (synthetic)"  # string.Template-safe
-    with pytest.raises(ValueError, match="unknown section"):
-        hydra_hooks.help_section("nope")
+def test_the_door_and_hydra_render_one_page(tmp_path):
+    """The door answers --help itself; an override of hydra.help goes through Hydra's help, same page."""
+    fast = run(["--help"], tmp_path, timeout=60)
+    slow = run(["--help", "hydra.help.app_name=dvoc-bench"], tmp_path, timeout=120)
+    assert fast.returncode == slow.returncode == 0, slow.stderr
+    assert fast.stdout == slow.stdout
 
 
 # ------------------------------------------------------------------------------------------------ multirun

@@ -98,18 +98,19 @@ def test_a_run_where_every_call_fails_says_why_and_exits_3(tmp_path, dead_server
     assert "trials: 2 (0 ok, 2 error, 0 skipped)" in r.stdout
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("error: connection x2: "))
     assert len(line) > len("error: connection x2: ") + 10  # the most common message, not empty
-    assert "model calls: 2 (0 answered by the response cache" in r.stdout
+    assert "model calls: 2 (2 asked " in r.stdout and "; 0 answered by the response cache)" in r.stdout
 
 
 def test_model_free_runs_exit_0_and_the_cache_line_counts_cached_calls(tmp_path, sim_url):
     r = run_cli("methods=[centre,random]", "run.quiet=true", f"hydra.run.dir={tmp_path / 'a'}")
-    assert r.returncode == 0 and "model calls: 0 (0 answered" in r.stdout
+    assert r.returncode == 0 and "model calls: 0 (0 asked a provider; 0 answered" in r.stdout
     common = ("model=local-sim", "tasks=[S2]", "methods=[oneshot]", "starts=random:2", "run.quiet=true",
               f"cache.dir={tmp_path / 'cache'}", "cache.enabled=true")  # fmt: skip
     first = run_cli(*common, f"hydra.run.dir={tmp_path / 'b'}")
     again = run_cli(*common, f"hydra.run.dir={tmp_path / 'c'}")
     calls = int(first.stdout.split("model calls: ")[1].split()[0])
-    assert calls > 0 and f"({calls} answered by the response cache" in again.stdout
+    assert f"model calls: {calls} ({calls} asked local-sim; 0 answered by the response cache)" in first.stdout
+    assert calls > 0 and f"(0 asked a provider; {calls} answered by the response cache)" in again.stdout
 
 
 SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143)]
@@ -168,3 +169,20 @@ def test_knobs_no_method_uses_are_warned_in_one_line(tmp_path):
     assert r.returncode == 0
     warn = [ln for ln in (r.stdout + r.stderr).splitlines() if "has no effect" in ln]
     assert len(warn) == 2 and any("alphas=" in w for w in warn) and any("detector=cv" in w for w in warn)
+
+
+def test_the_calls_line_says_which_provider_was_asked():
+    """Issue 33 item 9: after 39 real HTTP calls the line said "no provider asked" (it meant the cached
+    ones); it now says how many calls asked each provider and how many the cache answered."""
+    from dvoc_bench.runner.summary import calls_line
+
+    trials = [
+        {"provider": "local-sim", "model_calls": 30, "cached_calls": 0},
+        {"provider": "local-sim", "model_calls": 9, "cached_calls": 4},
+        {"provider": "simulator", "model_calls": 2, "cached_calls": 0},
+        {"provider": "gemini", "model_calls": 3, "cached_calls": 3},
+    ]
+    assert calls_line(trials) == (
+        "model calls: 44 (35 asked local-sim, 2 asked simulator; 7 answered by the response cache)"
+    )
+    assert calls_line(trials[3:]) == "model calls: 3 (0 asked a provider; 3 answered by the response cache)"

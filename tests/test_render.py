@@ -242,9 +242,7 @@ def test_dejavu_is_cached_and_pinned() -> None:
 
 
 def test_dejavu_missing_raises(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    import matplotlib
-
-    monkeypatch.setattr(matplotlib, "get_data_path", lambda: str(tmp_path))
+    monkeypatch.setattr(render, "mpl_data_dir", lambda: str(tmp_path))
     render.dejavu_path.cache_clear()
     render.dejavu.cache_clear()
     try:

@@ -232,7 +232,9 @@ def per_task(
 def varying_knobs(trials: pd.DataFrame, candidates: Sequence[str] | None = None) -> list[str]:
     """The knob columns that take more than one value among one model's DVOC trials (what an ablation
     varied; a knob that only differs between models, like each model's frame, is not an ablation)."""
-    cands = candidates or ("alpha", "overlay", "predict", "protocol", "coord_frame", "epsilon")
+    cands = candidates or (
+        "alpha", "overlay", "predict", "protocol", "coord_frame", "epsilon", "label_placement"
+    )  # fmt: skip
     d = trials[trials["method"] == "dvoc"]
     if d.empty:
         return []

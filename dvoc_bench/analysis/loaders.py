@@ -90,14 +90,35 @@ def newest_run(root: Path | str = "runs") -> Path | None:
     return max(files, key=lambda t: t.stat().st_mtime_ns).parent
 
 
+def user_path(value: str | Path) -> Path:
+    """A path a user gave in an environment variable, relative ones read from the directory the command
+    was typed in.
+
+    ``DVOC_RUN_DIR=runs/quick/<time> jupyter nbconvert --execute analysis/x.ipynb`` starts the kernel in
+    ``analysis/``, so the working directory is not where the user stood; the shell's ``$PWD``, which the
+    kernel inherits, is. A relative path is therefore tried against ``$PWD`` first, then the working
+    directory; when neither holds it, the ``$PWD`` one is returned (the error then names that path)."""
+    p = Path(value).expanduser()
+    if p.is_absolute():
+        return p
+    pwd = os.environ.get("PWD")
+    bases = [Path(pwd)] if pwd and Path(pwd).is_absolute() and Path(pwd).is_dir() else []
+    bases.append(Path.cwd())
+    for base in bases:
+        if (base / p).exists():
+            return base / p
+    return bases[0] / p
+
+
 def default_run_dir(root: Path | str | None = None) -> Path:
-    """``$DVOC_RUN_DIR`` if set, else the newest run under ``root`` (default: the repository's ``runs/``).
+    """``$DVOC_RUN_DIR`` if set (a relative one read from where the command was typed,
+    :func:`user_path`), else the newest run under ``root`` (default: the repository's ``runs/``).
 
     Raises ``FileNotFoundError`` with what to do when there is none.
     """
     env = os.environ.get(RUN_DIR_ENV)
     if env:
-        return Path(env)
+        return user_path(env)
     root = Path(root) if root is not None else Path(__file__).resolve().parents[2] / "runs"
     run = newest_run(root)
     if run is None:
@@ -434,4 +455,6 @@ def load_runs(*paths: Path | str, text: bool = False, cache: bool = True) -> Run
         sources.append(str(run_dir))
     trials = pd.concat(parts_t, ignore_index=True) if parts_t else empty_frame(TRIAL_COLUMNS)
     steps = pd.concat(parts_s, ignore_index=True) if parts_s else empty_frame(STEP_COLUMNS)
+    if "label_placement" in trials:  # records made before the knob: the authors' corners, the only placement
+        trials["label_placement"] = trials["label_placement"].fillna("corner")
     return Runs(trials, steps, sources)

@@ -40,7 +40,7 @@ from typing import Any
 
 import pandas as pd
 
-from dvoc_bench.analysis.loaders import attach_trials
+from dvoc_bench.analysis.loaders import attach_trials, user_path
 from dvoc_bench.analysis.schema import STEP_COLUMNS, TEXT_COLUMNS, TRIAL_COLUMNS, Runs, coerce
 from dvoc_bench.core.control import LoopConfig, Report, alpha, correct, decide
 from dvoc_bench.core.geometry import Box, Offset, Point, Size
@@ -117,9 +117,10 @@ UPSTREAM_ENV = "DVOC_UPSTREAM"
 
 
 def default_upstream_dir() -> Path | None:
-    """The folder named by ``$DVOC_UPSTREAM``; ``None`` when it is unset or absent."""
+    """The folder named by ``$DVOC_UPSTREAM`` (a relative one read from where the command was typed,
+    :func:`~dvoc_bench.analysis.loaders.user_path`); ``None`` when it is unset or absent."""
     env = os.environ.get(UPSTREAM_ENV)
-    p = Path(env) if env else None
+    p = user_path(env) if env else None
     return p if p is not None and p.exists() else None
 
 

@@ -42,7 +42,8 @@ def config_error_line(e: BaseException) -> str | None:
         m = _MISSING_RE.search(str(e))
         missing = m.group(1) if m else str(e.missing_cfg_file or "")
         group, _, value = missing.rpartition("/")
-        options = [o for o in (e.options or []) if not o.startswith("base")]
+        # detector/base_<backend> are internal (the declared defaults), not options to choose
+        options = [o for o in (e.options or []) if not o.startswith("base_")]
         allowed = f"; allowed: {', '.join(sorted(options))}" if options else ""
         if group:
             return f"{group.replace('/', '.')}: unknown value {value!r}{allowed}"

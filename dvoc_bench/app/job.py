@@ -28,7 +28,7 @@ from dvoc_bench.app.jobstate import EXIT_CODES_ENV, mark_started
 from dvoc_bench.app.progress import Progress
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.redaction import install_log_redaction, redact
-from dvoc_bench.runner.compose import experiment_name, model_choice
+from dvoc_bench.runner.compose import check_shorthands, experiment_name, model_choice
 from dvoc_bench.runner.settings import load_settings
 from dvoc_bench.runner.setup import setup_from_settings
 from dvoc_bench.runner.store import RunDirBusy, discard_output_subdir
@@ -90,9 +90,10 @@ def _check_writable(run_dir: Path) -> None:
         raise ConfigError(f"hydra.run.dir: cannot write to {run_dir}: {e.strerror or e}") from None
 
 
-def _discard_plan_only_dir(run_dir: Path, subdir: str | None) -> None:
-    """A plan-only invocation leaves no run behind: its Hydra output folder goes, and a run directory that
-    holds nothing else (a fresh one: only Hydra's job log) goes with it. An existing run is left as it was."""
+def _discard_fresh_dir(run_dir: Path, subdir: str | None) -> None:
+    """A plan-only or refused invocation leaves no run behind: its Hydra output folder goes, and a run
+    directory that holds nothing else (a fresh one: only Hydra's job log) goes with it. An existing run is
+    left as it was."""
     discard_output_subdir(run_dir, subdir)
     try:
         left = list(run_dir.iterdir())
@@ -103,10 +104,15 @@ def _discard_plan_only_dir(run_dir: Path, subdir: str | None) -> None:
             p.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             run_dir.rmdir()
-            run_dir.parent.rmdir()  # runs/<experiment>/ when this made it and nothing else is there
+            # then runs/<experiment>/ and runs/ while empty, never above the working directory
+            cwd = Path.cwd().resolve()
+            for parent in run_dir.resolve().parents:
+                if parent == cwd or cwd not in parent.parents:
+                    break
+                parent.rmdir()
 
 
-def _probe(cfg: DictConfig, choices: dict[str, Any], run_dir: Path) -> int:
+def _probe(cfg: DictConfig, choices: dict[str, Any], run_dir: Path, hc_subdir: str | None) -> int:
     """The frame probe: a verdict per model, printed with the run dir."""
     from dvoc_bench.runner.probe import format_verdicts, run_probe
 
@@ -115,6 +121,7 @@ def _probe(cfg: DictConfig, choices: dict[str, Any], run_dir: Path) -> int:
     try:
         verdicts = run_probe(load_settings(plain), model_choice(choices), run_dir)
     except ConfigError as e:
+        _discard_fresh_dir(run_dir, hc_subdir)
         print(f"config error: {redact(str(e))}", file=sys.stderr)
         return EXIT_CONFIG
     print(format_verdicts(verdicts))
@@ -128,8 +135,14 @@ def _run(cfg: DictConfig, hc: Any) -> int:
     install_log_redaction()  # every log line of the job (console and run-dir log) passes the redactor
     choices = dict(hc.runtime.choices)
     run_dir = Path(hc.runtime.output_dir)
+    try:
+        check_shorthands(hc.overrides.task)
+    except ConfigError as e:
+        _discard_fresh_dir(run_dir, hc.output_subdir)
+        print(f"config error: {redact(str(e))}", file=sys.stderr)
+        return EXIT_CONFIG
     if choices.get("experiment") == "frame_probe":  # a probe of the models' coordinate frames, not a sweep
-        return _probe(cfg, choices, run_dir)
+        return _probe(cfg, choices, run_dir, hc.output_subdir)
     try:
         plain = OmegaConf.to_container(cfg, resolve=True)
         assert isinstance(plain, dict)
@@ -143,12 +156,13 @@ def _run(cfg: DictConfig, hc: Any) -> int:
             from dvoc_bench.runner.sizing import plan_lines
 
             lines = plan_lines(setup, specs)
-    except ConfigError as e:
+    except ConfigError as e:  # refused: nothing ran, and the run folder Hydra made goes
+        _discard_fresh_dir(run_dir, hc.output_subdir)
         print(f"config error: {redact(str(e))}", file=sys.stderr)
         return EXIT_CONFIG
     if plan_only:
         print("\n".join(lines))
-        _discard_plan_only_dir(run_dir, hc.output_subdir)
+        _discard_fresh_dir(run_dir, hc.output_subdir)
         return EXIT_OK
     quiet, retry_errors = settings.run.quiet, settings.resume.retry_errors
     progress: list[Progress] = []
@@ -162,7 +176,7 @@ def _run(cfg: DictConfig, hc: Any) -> int:
             on_done=lambda record: progress[0].update(record),
         )
     except (RunDirBusy, ConfigError) as e:  # busy, or a resume with other settings: nothing changed
-        discard_output_subdir(run_dir, hc.output_subdir)
+        _discard_fresh_dir(run_dir, hc.output_subdir)
         print(f"config error: {'hydra.run.dir: ' if isinstance(e, RunDirBusy) else ''}{e}", file=sys.stderr)
         return EXIT_CONFIG
     except KeyboardInterrupt as e:
@@ -182,9 +196,8 @@ def _run(cfg: DictConfig, hc: Any) -> int:
         ran=summary.ran,
         skipped_items=resume.skipped if resume else None,
         added_items=resume.added if resume else None,
-        spent_usd=summary.spent_usd,
+        spend=summary.spend,
         budget_usd=summary.budget_usd,
-        unknown_cost_calls=summary.unknown_cost_calls,
     )
     lines.append(summary.frames_line)
     print("\n" + "\n".join(redact(line) for line in lines))

@@ -1,12 +1,15 @@
 """Detector latency per screenshot (figures, not assertions).
 
-    python -m dvoc_bench.bench detect [cv|onnx|helper|all] [-n 30] [--threads 2] [--size 800x600]
+    python -m dvoc_bench.bench detect [cv|onnx|helper|omniparser|all] [-n 30] [--threads 2] [--size 800x600]
     python -m dvoc_bench.bench recall [...]   # recall against the DOM (dvoc_bench.benchmarks.recall)
 
 - ``cv``: the classical detector on the synthetic scenes (800x600).
 - ``onnx``: a YOLOv5n-sized model (the v6 layer graph, random weights, 1.76 M parameters) built here at
   960x960, run through onnxruntime with ``--threads`` threads on a screenshot of ``--size``; ``wall`` is
   letterbox + inference + decode + NMS, ``inference`` the onnxruntime call alone.
+- ``omniparser``: OmniParser-v2's icon detector (``--model``, default the weights the tests use) at
+  ``--imgsz`` (640; also 1280) on the synthetic S1's screenshot scaled to ``--size`` (give 1280x720);
+  skipped in ``all`` when the weights are absent.
 - ``helper``: the same model behind our helper server; ``wall`` is the host's round trip (RGB transfer
   included), ``inference`` the helper's own ``OK`` figure.
 
@@ -21,6 +24,7 @@ import argparse
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -99,6 +103,28 @@ def bench_helper(
     return out
 
 
+def bench_omniparser(n: int, threads: int, size: tuple[int, int], model: Path, imgsz: int) -> dict:
+    """OmniParser's detector on a UI screenshot (S1 resized to ``size``)."""
+    from PIL import Image
+
+    from dvoc_bench.detect.omniparser import OmniparserDetector
+
+    det = OmniparserDetector(model, imgsz=imgsz, threads=threads)
+    img = np.asarray(_page_image().resize(size, Image.Resampling.BILINEAR))
+    out = _time(lambda: det.run(img), n)
+    det.close()
+    return out
+
+
+def _page_image() -> Any:
+    """A rendered UI screenshot without a browser: the synthetic scene S1 (PIL image)."""
+    from PIL import Image
+
+    from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
+
+    return Image.fromarray(SceneRegistry(default_scenes_dir()).snapshot("S1").image)
+
+
 def _print(name: str, r: dict[str, tuple[float, float] | None]) -> None:
     for kind, v in r.items():
         if v is not None:
@@ -111,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("which", nargs="?", default="all", choices=["cv", "onnx", "helper", "all"])
+    ap.add_argument("which", nargs="?", default="all", choices=["cv", "onnx", "helper", "omniparser", "all"])
+    ap.add_argument("--model", type=Path, default=None, help="omniparser weights (model.pt or .onnx)")
+    ap.add_argument("--imgsz", type=int, default=640, help="omniparser letterbox size")
     ap.add_argument("-n", type=int, default=30, help="timed runs per backend (after 2 warm-up runs)")
     ap.add_argument("--threads", type=int, default=2, help="onnxruntime intra-op threads")
     ap.add_argument("--size", default="800x600", help="screenshot size WxH for onnx/helper")
@@ -129,6 +157,14 @@ def main(argv: list[str] | None = None) -> int:
                 results["onnx"] = bench_onnx(args.n, args.threads, (w, h), model)
             if args.which in ("helper", "all"):
                 results["helper"] = bench_helper(args.n, args.threads, (w, h), model)
+    if args.which in ("omniparser", "all"):
+        from dvoc_bench.detect.omniparser import default_weights
+
+        weights = args.model or default_weights()
+        if weights.is_file():
+            results["omniparser"] = bench_omniparser(args.n, args.threads, (w, h), weights, args.imgsz)
+        elif args.which == "omniparser":
+            ap.error(f"--model: no weights at {weights}")
     print(
         f"detector latency per screenshot (n={args.n}; onnx/helper: YOLOv5n-sized @960, "
         f"{args.threads} threads, {w}x{h})"

@@ -340,8 +340,11 @@ def validate(
 
 
 def default_calibration_runs() -> Path:
-    """Where validation sweeps go: ``$DVOC_CALIBRATION_RUNS``, else ``runs/calibration`` of the repository."""
+    """Where validation sweeps go: ``$DVOC_CALIBRATION_RUNS`` (a relative one read from where the command
+    was typed), else ``runs/calibration`` of the repository."""
     import os
 
+    from dvoc_bench.analysis.loaders import user_path
+
     env = os.environ.get("DVOC_CALIBRATION_RUNS")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "runs" / "calibration"
+    return user_path(env) if env else Path(__file__).resolve().parents[2] / "runs" / "calibration"

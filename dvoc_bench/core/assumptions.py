@@ -136,6 +136,11 @@ register_assumed_knob("overlay", "overlay effect assumed", fitted_key="overlays"
 register_assumed_knob(
     "overlay_style", "overlay style assumed", fitted_key="overlay_style", default_fitted=("default",)
 )
+register_assumed_knob(
+    "label_placement", "label placement assumed", fitted_key="label_placements", default_fitted=("corner",)
+)
+"""The overlay's labels away from the crosshair (``overlay.label_placement=away``): the profiles were fitted
+on the authors' frames, whose labels are in fixed corners."""
 register_assumed_knob("crops", "crops/zoom assumed", fitted_key="crops", default_fitted=("none",))
 """Zoom methods send crops of the screen; no profile was fitted on crops."""
 register_assumed_knob("scene", "screen kind assumed", fitted_key="scene_kinds", default_fitted=("synthetic",))

@@ -154,6 +154,13 @@ class TrialSpec:
     zoom: str = "-"
     """Zoom methods: the crop schedule ``factor/rounds/min_crop`` (``2/2/256``); ``-`` otherwise (then not
     part of the key, so the keys of other methods are unchanged)."""
+    label_placement: Literal["corner", "away"] = "corner"
+    """Methods that draw the DVOC overlay with labels (overlay ``full`` or ``crosshair``): where the two
+    labels go, ``corner`` (the authors': step label top-left, position label bottom-right; always under
+    ``protocol=paper``) or ``away`` (the corners of the other half from the crosshair,
+    ``overlay.label_placement``). Part of the trial key only when not ``corner``, so the keys of earlier
+    records are unchanged, and a record made before the knob existed reads ``corner``, the only placement
+    then. ``corner`` also for trials that draw no labels."""
     simulated_assumptions: list[str] = dataclasses.field(default_factory=list)
     """Simulated models only: what this trial's result rests on beyond the profile's fit, one marker per
     knob the profile was not fitted for (``frame request assumed``, ``overlay effect assumed``, ``overlay
@@ -231,8 +238,17 @@ class Step:
     cost_usd: float | None = None
     """Cost of the call, ``None`` when unknown."""
     cost_source: str | None = None
-    """Where ``cost_usd`` came from: ``pricing`` (the model config's block), ``litellm``, ``cache``,
-    ``simulated``; ``None`` when unknown."""
+    """Where ``cost_usd`` came from: ``pricing`` (the model config's block, from the reported token counts),
+    ``litellm`` / ``litellm_price_map:<entry>`` (LiteLLM's price), ``cache``, ``simulated``, ``local``, or
+    ``bound`` (the reply had no usable usage, see ``usage_fault``: the budget charged the call its per-call
+    bound); ``None`` when unknown (no usable usage and no budget)."""
+    cost_bound_usd: float | None = None
+    """The per-call bound the budget admitted this call with (``run.max_cost_usd``); ``None`` without a
+    budget. ``cost_usd`` above it is a call that cost more than it was admitted for."""
+    usage_fault: str | None = None
+    """What was wrong with the usage the provider reported (no token counts; negative, non-integer or
+    non-finite counts or cost; a reply that could not be read), with the values as reported; such usage is
+    never summed (``tokens_in`` / ``tokens_out`` stay ``None``, the cost is the bound). ``None``: fine."""
     image_scale: float | None = None
     """Sent pixels per screenshot pixel (horizontally) of the image sent (``image.max_side`` /
     ``max_pixels``, zoom crops); ``None`` when the screenshot was sent as it is."""

@@ -1,20 +1,48 @@
 """Redaction of API keys (keys never reach a record, a log line, the console or an error).
 
-:func:`redact` removes every registered key (and any echoed fragment of one, at least eight characters)
-and key-shaped tokens (``Bearer ...``, ``?key=...``, ``sk-...``, ``AIza...``, ``api_key: ...``) from a
-text; :func:`redact_value` does the same through lists and mappings. Keys are registered by the clients
-that read them (:func:`register_secret`); :func:`install_log_redaction` puts a filter on the root
-handlers and the third-party loggers that print headers. Where it is applied: the LiteLLM client on every
-reply (text, tool calls) and error, the response cache on write and read, the run store on every record,
-and the log handlers.
+:func:`redact` removes from a text every registered key in the forms a provider could plausibly echo it,
+any echoed fragment of one (at least eight characters), and key-shaped tokens (``Bearer ...``,
+``?key=...``, ``sk-...``, ``AIza...``, ``api_key: ...``); :func:`redact_head` does the same on the first
+characters of a text that may be huge (an error body, a reply), so nothing scans more than it keeps;
+:func:`redact_value` walks lists and mappings. Keys are registered by the clients that read them
+(:func:`register_secret`); :func:`install_log_redaction` puts a filter on the root handlers and the
+third-party loggers that print headers. Where it is applied: the LiteLLM client on every reply (text,
+tool calls) and error, the response cache on write and read, the run store on every record, the
+console lines of the app, and the log handlers.
+
+**The forms of a key that are removed** (one compiled pattern per set of keys, built once):
+
+- the key and the key reversed, in any letter case, each character written as itself, URL-encoded
+  (``%73``, either hex case, the UTF-8 bytes of a non-ASCII character), as a JSON / JavaScript escape
+  (``\\u0073``, ``\\x73``, the backslash itself escaped up to eight times, as a ``repr`` or a JSON
+  string of an error holds it), as an HTML character reference (``&#115;``, ``&#x73;``) or backslash-escaped,
+  mixed freely, with up to two whitespace characters between characters (``s k - d v o c ...``, a key
+  wrapped at a line end);
+- the key's bytes in hexadecimal, either case, optionally ``0x``-prefixed per byte and separated by up to
+  two of space, ``:``, ``,``, ``.``, ``-``;
+- the key's bytes in base64 inside a longer base64 string at any of its three alignments (offset 0, 1 or 2
+  mod 3), standard and URL-safe alphabets, padded or not, line-wrapped (up to two whitespace characters
+  between characters) and with ``+``, ``/``, ``=`` URL-encoded or backslash-escaped: every base64
+  character that carries bits of the key is removed, and the padding, except the one character before the
+  key's first whole character at offsets 1 and 2 (it carries two or four bits of the key's first byte);
+- any piece of at least eight characters of the key or of the key reversed inside a longer token (the
+  whole token is removed), which covers a key split into pieces of eight characters or more.
+
+**Not covered**: pieces shorter than eight characters; a key spaced by three or more whitespace characters
+or by other separators; encodings other than the above (base32, base85, rot13, double encodings such as
+URL-encoded hex of base64, hashes, compressed or encrypted forms, UTF-16 bytes); a base64 string that
+breaks lines more than twice in a row. Keys shorter than six characters are not registered.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
 import logging
 import re
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 NO_KEY = "no-key"
@@ -27,6 +55,11 @@ _SECRETS_LOCK = threading.Lock()
 _MIN_SECRET = 6
 _FRAGMENT = 8
 """An echoed fragment of at least this many characters of a registered key is redacted too."""
+_CHAR_REACH = 16
+"""Upper bound on the characters one key character can take in an echoed form (``%F0%9F%98%80`` plus
+two separators, ``&#x0001F600;``...)."""
+LOG_MAX_CHARS = 20_000
+"""A log message is cut to this many characters (redacted first) before it reaches a handler."""
 
 _PATTERNS = (
     re.compile(r"(?i)(bearer\s+)[^\s\"',;}]+"),
@@ -41,6 +74,94 @@ _PATTERNS = (
 """Key shapes redacted even when the key was never registered (echoed ``Bearer``, ``?key=``, ``sk-``...)."""
 
 _TOKEN_RE = re.compile(r"[A-Za-z0-9_\-+/=.:]{" + str(_FRAGMENT) + ",}")
+_SEP = r"\s{0,2}"
+"""Between two characters of an echoed form: nothing, or up to two whitespace characters."""
+_HEX_SEP = r"[\s:,.\-]{0,2}"
+"""Between two bytes of a hex form."""
+_B64_TAIL = r"(?:" + _SEP + r"[A-Za-z0-9+/_\-])?(?:" + _SEP + r"(?:=|%3[dD]|\\{1,8}=)){0,2}"
+"""After a base64 core: the character mixing the key's last bits with what follows, and the padding."""
+
+
+def _hex(digits: str) -> str:
+    """A pattern for hex ``digits`` in either case."""
+    return "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in digits)
+
+
+def _char(ch: str, nocase: bool = False) -> str:
+    """A pattern for one character of a key in every way a text may write it."""
+    alts: list[str] = []
+    for c in sorted({ch, *(v for v in (ch.lower(), ch.upper()) if len(v) == 1)} if nocase else {ch}):
+        o = ord(c)
+        alts.append(re.escape(c))
+        alts.append("".join("%" + _hex(f"{b:02x}") for b in c.encode("utf-8", "surrogatepass")))
+        if o <= 0xFFFF:
+            alts.append(r"\\{1,8}u" + _hex(f"{o:04x}"))
+        else:  # a JSON escape of a character beyond the BMP is a surrogate pair
+            hi, lo = 0xD800 + ((o - 0x10000) >> 10), 0xDC00 + ((o - 0x10000) & 0x3FF)
+            alts.append(r"\\{1,8}u" + _hex(f"{hi:04x}") + r"\\{1,8}u" + _hex(f"{lo:04x}"))
+        if o < 0x100:
+            alts.append(r"\\{1,8}x" + _hex(f"{o:02x}"))
+        alts.append(f"&#0{{0,3}}{o};")
+        alts.append("&#[xX]0{0,3}" + _hex(f"{o:x}") + ";")
+        if not c.isalnum():
+            alts.append(r"\\{1,8}" + re.escape(c))
+    return "(?:" + "|".join(alts) + ")"
+
+
+def _spelled(s: str, nocase: bool = False) -> str:
+    return _SEP.join(_char(c, nocase) for c in s)
+
+
+def base64_cores(data: bytes) -> list[str]:
+    """The base64 characters that depend on ``data`` alone, when ``data`` sits at offset 0, 1 or 2 (mod 3)
+    of a longer base64-encoded string, in the standard and the URL-safe alphabet (duplicates removed)."""
+    out: list[str] = []
+    for a in range(3):
+        enc = base64.b64encode(b"\0" * a + data).decode("ascii")
+        core = enc[-(-8 * a // 6) : 8 * (a + len(data)) // 6]
+        for form in (core, core.translate(str.maketrans("+/", "-_"))):
+            if len(form) >= _MIN_SECRET and form not in out:
+                out.append(form)
+    return out
+
+
+def _hex_form(data: bytes) -> str:
+    return _HEX_SEP.join("(?:0[xX])?" + _hex(f"{b:02x}") for b in data)
+
+
+@dataclass(frozen=True)
+class _Matcher:
+    """What :func:`redact` looks for, for one set of keys."""
+
+    forms: re.Pattern[str]
+    """Every echoed form of every key (one alternation, longest keys first)."""
+    grams: frozenset[str]
+    """Every ``_FRAGMENT``-character piece of every key and reversed key."""
+    reach: int
+    """Upper bound on the characters one match of ``forms`` (or a fragment's token) can span."""
+
+
+@functools.lru_cache(maxsize=32)
+def _matcher(known: frozenset[str]) -> _Matcher | None:
+    if not known:
+        return None
+    parts: list[str] = []
+    grams: set[str] = set()
+    first = {"%", "\\", "&", "0"}  # how an escaped character or a 0x-prefixed byte begins
+    longest = 0
+    for s in sorted(known, key=lambda k: (-len(k), k)):
+        data = s.encode("utf-8", "surrogatepass")
+        longest = max(longest, len(data))
+        cores = base64_cores(data)
+        parts += [_spelled(s, nocase=True), _spelled(s[::-1], nocase=True), _hex_form(data)]
+        parts += [_spelled(core) + _B64_TAIL for core in cores]
+        first |= {c for t in (s[0], s[-1], data[:1].hex()) for c in (t[0].lower(), t[0].upper())}
+        first |= {core[0] for core in cores}
+        for text in (s, s[::-1]):
+            grams |= {text[i : i + _FRAGMENT] for i in range(len(text) - _FRAGMENT + 1)}
+    lead = "(?=[" + "".join(re.escape(c) for c in sorted(first)) + "])"  # one test per position first
+    forms = re.compile(lead + "(?:" + "|".join(parts) + ")")
+    return _Matcher(forms, frozenset(grams), 2 * longest * _CHAR_REACH + 64)
 
 
 def register_secret(value: str | None) -> None:
@@ -50,43 +171,59 @@ def register_secret(value: str | None) -> None:
             _SECRETS.add(value)
 
 
-def redact(text: str, secrets: set[str] | frozenset[str] | None = None) -> str:
-    """``text`` without any registered (or given) key, fragment of one, or key-shaped token."""
+def _known(secrets: set[str] | frozenset[str] | None) -> frozenset[str]:
     with _SECRETS_LOCK:
         known = set(_SECRETS)
     if secrets:
-        known |= {s for s in secrets if s and len(s) >= _MIN_SECRET}
-    for s in sorted(known, key=len, reverse=True):
-        text = text.replace(s, REDACTED)
-    if known:
+        known |= {s for s in secrets if s and len(s) >= _MIN_SECRET and s != NO_KEY}
+    return frozenset(known)
 
-        def fragment(m: re.Match[str]) -> str:
-            tok = m.group(0)
-            for s in known:
-                for i in range(len(tok) - _FRAGMENT + 1):
-                    if tok[i : i + _FRAGMENT] in s:
-                        return REDACTED
-            return tok
 
-        text = _TOKEN_RE.sub(fragment, text)
+def redact(text: str, secrets: set[str] | frozenset[str] | None = None) -> str:
+    """``text`` without any registered (or given) key in any of the forms listed in the module's docstring,
+    fragment of one, or key-shaped token. Linear in the length of ``text`` (one compiled pattern)."""
+    m = _matcher(_known(secrets))
+    if m is not None:
+        text = m.forms.sub(REDACTED, text)
+        if any(g in text for g in m.grams):  # a piece of a key is left: remove the tokens holding one
+            text = _TOKEN_RE.sub(lambda t: REDACTED if any(g in t[0] for g in m.grams) else t[0], text)
     for pat in _PATTERNS:
-        text = pat.sub(lambda m: (m.group(1) if m.re.groups else "") + REDACTED, text)
+        text = pat.sub(lambda x: (x.group(1) if x.re.groups else "") + REDACTED, text)
     return text
 
 
+def redact_head(text: str, limit: int, secrets: set[str] | frozenset[str] | None = None) -> str:
+    """At most ``limit`` characters of ``redact(text)``, scanning only the head of ``text`` (a 30 MB error
+    body costs what its first kilobytes cost). A key cut in two where the head ends leaves no piece: the
+    head is redacted with a margin longer than any echoed form, and that margin is dropped."""
+    m = _matcher(_known(secrets))
+    margin = max(256, m.reach if m is not None else 0)
+    if len(text) <= limit + margin:
+        return redact(text, secrets)[:limit]
+    out = redact(text[: limit + margin], secrets)
+    return out[: max(0, min(limit, len(out) - margin))]
+
+
+def _bounded(text: str, limit: int = LOG_MAX_CHARS) -> str:
+    if len(text) <= limit:
+        return redact(text)
+    return f"{redact_head(text, limit)} [... {len(text) - limit} characters cut]"
+
+
 class _RedactFilter(logging.Filter):
-    """Rewrites every record it sees through :func:`redact` (message and arguments merged)."""
+    """Rewrites every record it sees through :func:`redact` (message and arguments merged; a message
+    longer than :data:`LOG_MAX_CHARS` is cut to its redacted head, so a huge one is never scanned whole)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             msg = record.getMessage()
         except Exception:  # a broken format string: keep the record as it is
             return True
-        clean = redact(msg)
+        clean = _bounded(msg)
         if clean != msg or record.args:
             record.msg, record.args = clean, None
         if record.exc_info and record.exc_info[1] is not None:
-            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+            record.exc_text = _bounded(logging.Formatter().formatException(record.exc_info))
             record.exc_info = None
         return True
 

@@ -23,7 +23,7 @@ from dvoc_bench.core.declare import ConfigError, Declared, PosFloat, PosInt, Pro
 from dvoc_bench.detect.cv import CvOptions
 from dvoc_bench.detect.oracle import OracleOptions
 
-BACKENDS = ("oracle", "cv", "onnx", "rknn", "helper")
+BACKENDS = ("oracle", "cv", "onnx", "rknn", "helper", "omniparser")
 """Detector backends accepted in ``detector=...``."""
 
 
@@ -55,6 +55,27 @@ class RknnOptions(YoloOptions):
     core_mask: int | None = Field(None, ge=0, le=0xFFFF)
     """``RKNNLite.init_runtime(core_mask=...)``: 0 auto, 1/2/4 one core, 3 cores 0-1, 7 cores 0-2, 65535 all
     (RK3576/RK3588 only); ``null`` leaves the runtime's default."""
+
+
+class OmniparserOptions(Declared):
+    """Settings of ``detector=omniparser``: OmniParser-v2's icon detector (an ultralytics YOLO11m) on
+    onnxruntime; the defaults are OmniParser's."""
+
+    model: str | None = None
+    """Path of the published ``icon_detect/model.pt`` (converted once to ONNX, cached by its sha256) or of
+    an ONNX export of it; required."""
+    sha256: str | None = Field(None, pattern=r"^[0-9a-fA-F]{64}$")
+    """When set, the weights' sha256 must equal it."""
+    imgsz: int = Field(640, ge=32, le=4096, multiple_of=32)
+    """Letterbox size: the longer side is scaled to it (ultralytics' ``imgsz``; a multiple of 32)."""
+    threads: PosInt = 2
+    """onnxruntime intra-op threads."""
+    confidence: Prob = 0.05
+    """Score threshold (a box is kept when its score exceeds it)."""
+    nms_iou: Prob = 0.1
+    """NMS IoU threshold (a box overlapping a kept one by more is suppressed)."""
+    max_boxes: PosInt = 300
+    """At most this many boxes after NMS (ultralytics' ``max_det``; SoM then keeps its own 50)."""
 
 
 class HelperOptions(Declared):
@@ -133,6 +154,27 @@ class RknnSettings(_YoloSettings, RknnOptions):
     backend: Literal["rknn"] = "rknn"
 
 
+class OmniparserSettings(_Area, OmniparserOptions):
+    """``detector=omniparser``: OmniParser-v2's icon detector through onnxruntime."""
+
+    backend: Literal["omniparser"] = "omniparser"
+
+    @model_validator(mode="after")
+    def _weights(self) -> OmniparserSettings:
+        if not self.model:
+            raise ValueError(
+                "model: detector=omniparser needs the weights: the path of OmniParser-v2's "
+                "icon_detect/model.pt (or an ONNX export of it)"
+            )
+        from dvoc_bench.detect.omniparser import WeightsError, prepare
+
+        try:  # reads (and converts once) the weights: a bad file stops the sweep before anything runs
+            prepare(self.model, self.sha256)
+        except WeightsError as e:
+            raise ValueError(f"model: {e}") from None
+        return self
+
+
 class HelperSettings(_Area, HelperOptions):
     """``detector=helper``: any process speaking the helper protocol."""
 
@@ -151,6 +193,7 @@ DETECTOR_SETTINGS: dict[str, type[Declared]] = {
     "onnx": OnnxSettings,
     "rknn": RknnSettings,
     "helper": HelperSettings,
+    "omniparser": OmniparserSettings,
 }
 """The settings of each backend (the ``detector`` group's options)."""
 
@@ -160,6 +203,7 @@ _OPTIONS = {
     "onnx": YoloOptions,
     "rknn": RknnOptions,
     "helper": HelperOptions,
+    "omniparser": OmniparserOptions,
 }
 
 
@@ -183,6 +227,8 @@ class DetectorConfig:
     """rknnlite backend."""
     helper: HelperOptions = field(default_factory=HelperOptions)
     """Helper-process backend."""
+    omniparser: OmniparserOptions = field(default_factory=OmniparserOptions)
+    """OmniParser's icon detector on onnxruntime."""
 
     def digest(self) -> str:
         """Hash of the selected backend's settings (what changes its boxes)."""

@@ -66,6 +66,21 @@ def build_detector(cfg: DetectorConfig, truth: SceneTruth | None = None, call_se
         from dvoc_bench.detect.rknn_backend import RknnDetector
 
         return RknnDetector(y.model, resolve_anchors(y.anchors), post=post, core_mask=cfg.rknn.core_mask)
+    if b == "omniparser":
+        from dvoc_bench.detect.omniparser import OmniparserDetector
+
+        o = cfg.omniparser
+        if o.model is None:
+            raise ValueError("detector.model is not set")
+        return OmniparserDetector(
+            o.model,
+            imgsz=o.imgsz,
+            confidence=o.confidence,
+            nms_iou=o.nms_iou,
+            max_boxes=o.max_boxes,
+            threads=o.threads,
+            sha256=o.sha256,
+        )
     if b == "helper":
         from dvoc_bench.detect.helper_client import HelperDetector
 

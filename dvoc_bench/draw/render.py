@@ -14,6 +14,9 @@ Differences from the authors' renderer, on purpose:
 - The crosshair is drawn last, on top of the circle and the labels, so its centre pixels are exactly
   ``crosshair_color`` wherever the draft is (the authors drew the circle over it).
 - The overlay mode is ``full | crosshair | none`` (the authors spelled the second ``crosshair-only``).
+- The labels can be placed away from the crosshair and off the screen's content (``labels="away"``,
+  :func:`place_labels`); the
+  default ``corner`` is the authors' placement (step label top-left, position label bottom-right).
 
 Finding the crosshair again: the mean position of all ``crosshair_color`` pixels is the exact centre while
 the whole crosshair is inside the image. Within ``crosshair_arm`` px of an edge an arm is clipped and that
@@ -30,6 +33,7 @@ import os
 import struct
 import threading
 import zlib
+from typing import Literal, get_args
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
@@ -42,18 +46,31 @@ Color = tuple[int, int, int]
 OVERLAY_MODES = ("full", "crosshair", "none")
 """``full``: crosshair + circle + labels. ``crosshair``: crosshair + labels. ``none``: untouched copy."""
 
+LabelPlacement = Literal["corner", "away"]
+"""Where the two labels of a DVOC frame go (:func:`label_corners`)."""
+
+LABEL_PLACEMENTS: tuple[str, ...] = get_args(LabelPlacement)
+
 _FONT_RELPATH = os.path.join("fonts", "ttf", "DejaVuSans.ttf")
 
 
 # --------------------------------------------------------------------------------------------- font
 
 
+def mpl_data_dir() -> str:
+    """matplotlib's ``mpl-data/`` folder (what ``matplotlib.get_data_path()`` returns), found without
+    importing matplotlib: 0.1-0.25 s a sweep does not need."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("matplotlib")
+    locations = spec.submodule_search_locations if spec is not None else None
+    return os.path.join(locations[0], "mpl-data") if locations else ""
+
+
 @functools.lru_cache(maxsize=1)
 def dejavu_path() -> str:
     """Path of the DejaVu Sans file bundled with matplotlib; raises if it is missing (no fallback)."""
-    import matplotlib  # lazy: importing matplotlib costs about 0.25 s
-
-    path = os.path.join(matplotlib.get_data_path(), _FONT_RELPATH)
+    path = os.path.join(mpl_data_dir(), _FONT_RELPATH)
     if not os.path.isfile(path):
         raise FileNotFoundError(
             f"DejaVu Sans not found at {path}; the scenes need matplotlib's bundled font "
@@ -83,6 +100,16 @@ dejavu.cache_clear = _dejavu.cache_clear  # type: ignore[attr-defined]
 
 
 # -------------------------------------------------------------------------------------------- style
+
+
+class OverlayOptions(Declared):
+    """What the overlay shows besides its style (``overlay:`` in the config)."""
+
+    label_placement: LabelPlacement = "corner"
+    """``corner``: the authors' fixed corners (step label top-left, position label bottom-right), which
+    can cover a target in a corner (S4). ``away``: each label in a corner clear of the crosshair and its
+    circle where it covers the least of the screenshot's content (:func:`place_labels`).
+    ``protocol=paper`` always draws ``corner``; part of the trial key only when not ``corner``."""
 
 
 class OverlayStyle(Declared):
@@ -130,21 +157,102 @@ def _draw_crosshair(draw: ImageDraw.ImageDraw, cx: int, cy: int, style: OverlayS
     draw.rectangle([x0, cy - arm, x1, cy + arm], fill=color)  # vertical bar
 
 
-def _draw_label(
-    draw: ImageDraw.ImageDraw, text: str, size: tuple[int, int], top_left: bool, style: OverlayStyle
-) -> None:
-    """A label box: text at (10, 10), or with its ink ending 10 px from the bottom-right corner.
+Corner = tuple[Literal["top", "bottom"], Literal["left", "right"]]
 
-    The black box extends 2 px around the text's bounding box (leaving about 8 px to the image edge).
+
+CORNERS: tuple[Corner, ...] = (("top", "left"), ("bottom", "right"), ("top", "right"), ("bottom", "left"))
+"""The four corners; the first two are the authors' (step label, position label)."""
+
+
+def _background(image: np.ndarray) -> int:
+    """The screenshot's most common colour (packed ``0xRRGGBB``), from every 4th pixel of every 4th row."""
+    sub = image[::4, ::4].reshape(-1, 3).astype(np.int32)
+    packed = (sub[:, 0] << 16) | (sub[:, 1] << 8) | sub[:, 2]
+    values, counts = np.unique(packed, return_counts=True)
+    return int(values[np.argmax(counts)])
+
+
+def _covered(image: np.ndarray, box: tuple[int, int, int, int], background: int) -> int:
+    """Pixels inside ``box`` (inclusive, clipped to the image) that are not the background colour."""
+    h, w = image.shape[:2]
+    x0, y0, x1, y1 = max(box[0], 0), max(box[1], 0), min(box[2], w - 1), min(box[3], h - 1)
+    if x1 < x0 or y1 < y0:
+        return 0
+    region = image[y0 : y1 + 1, x0 : x1 + 1].reshape(-1, 3).astype(np.int32)
+    packed = (region[:, 0] << 16) | (region[:, 1] << 8) | region[:, 2]
+    return int((packed != background).sum())
+
+
+def _gap(box: tuple[int, int, int, int], cx: int, cy: int) -> float:
+    """Distance from the pixel ``(cx, cy)`` to the nearest pixel of ``box`` (0 inside it)."""
+    dx = max(box[0] - cx, 0, cx - box[2])
+    dy = max(box[1] - cy, 0, cy - box[3])
+    return float(np.hypot(dx, dy))
+
+
+def place_labels(
+    image: np.ndarray, cx: int, cy: int, texts: list[str], placement: str, style: OverlayStyle
+) -> list[tuple[Corner, tuple[int, int], tuple[int, int, int, int]]]:
+    """Corner, text origin and box (:func:`label_box`) of each label of ``texts`` (the step label first)
+    for a crosshair centred on ``(cx, cy)``; at most two labels.
+
+    ``corner``: top-left, then bottom-right, whatever the frame shows (the authors'). ``away``: each label,
+    in turn, in the free corner where it covers the fewest pixels of anything but the screenshot's
+    background (its most common colour), among the corners whose box keeps clear of the crosshair and its
+    circle (``max(circle_radius, crosshair_arm) + 2`` px from the centre; every corner if none does); ties
+    go to the corner farther from the crosshair, then to the order of :data:`CORNERS`. Only the pixels of
+    ``image`` and the crosshair decide: never where the target is.
+    """
+    if placement not in LABEL_PLACEMENTS:
+        raise ValueError(f"unknown label placement {placement!r} (known: {', '.join(LABEL_PLACEMENTS)})")
+    if len(texts) > 2:
+        raise ValueError(f"at most two labels, got {len(texts)}")
+    size = (image.shape[1], image.shape[0])
+    if placement == "corner":
+        return [(c, *label_box(t, size, c, style)) for t, c in zip(texts, CORNERS, strict=False)]
+    clear = max(style.circle_radius, style.crosshair_arm) + 2
+    background = _background(image)
+    out: list[tuple[Corner, tuple[int, int], tuple[int, int, int, int]]] = []
+    for text in texts:
+        free = [c for c in CORNERS if c not in {o[0] for o in out}]
+        boxes = {c: label_box(text, size, c, style) for c in free}
+        eligible = [c for c in free if _gap(boxes[c][1], cx, cy) > clear] or free
+        ranks = {
+            c: (_covered(image, boxes[c][1], background), -_gap(boxes[c][1], cx, cy), CORNERS.index(c))
+            for c in eligible
+        }
+        best = min(eligible, key=ranks.__getitem__)
+        out.append((best, *boxes[best]))
+    return out
+
+
+def label_box(
+    text: str, size: tuple[int, int], corner: Corner, style: OverlayStyle
+) -> tuple[tuple[int, int], tuple[int, int, int, int]]:
+    """Where a label in ``corner`` is drawn: the text origin and its black box ``[x0, y0, x1, y1]``
+    (inclusive pixels).
+
+    The text's ink starts 10 px from a left/top edge (the origin at (10, 10) for top-left, as the authors)
+    or ends 10 px from a right/bottom edge; the box extends 2 px around the text's bounding box (leaving
+    about 8 px to the image edge).
     """
     font = dejavu(style.label_font_size)
-    left, top, right, bottom = draw.textbbox((0, 0), text, font=font)
-    if top_left:
-        x, y = 10, 10
-    else:
-        x, y = size[0] - 10 - right, size[1] - 10 - bottom
-    draw.rectangle([x + left - 2, y + top - 2, x + right + 1, y + bottom + 1], fill=style.label_bg)
-    draw.text((x, y), text, fill=style.label_fg, font=font)
+    left, top, right, bottom = font.getbbox(text)
+    x = 10 if corner[1] == "left" else size[0] - 10 - right
+    y = 10 if corner[0] == "top" else size[1] - 10 - bottom
+    return (x, y), (x + left - 2, y + top - 2, x + right + 1, y + bottom + 1)
+
+
+def _draw_label(
+    draw: ImageDraw.ImageDraw,
+    text: str,
+    origin: tuple[int, int],
+    box: tuple[int, int, int, int],
+    style: OverlayStyle,
+) -> None:
+    """A label: its black box, then the text at ``origin`` (:func:`label_box`)."""
+    draw.rectangle(list(box), fill=style.label_bg)
+    draw.text(origin, text, fill=style.label_fg, font=dejavu(style.label_font_size))
 
 
 def draw_overlay(
@@ -155,12 +263,15 @@ def draw_overlay(
     iteration: int,
     position_label: str | None,
     style: OverlayStyle,
+    labels: str = "corner",
 ) -> np.ndarray:
     """Return a new ``HxWx3`` uint8 frame with the overlay for ``draft``; ``image`` is not modified.
 
     ``full`` draws circle, labels, then crosshair; ``crosshair`` draws labels then crosshair; ``none``
-    returns an unchanged copy (no labels either). The top-left label reads ``iter {iteration}``, the
-    bottom-right one ``position_label`` (skipped when ``None``). The crosshair is centred on
+    returns an unchanged copy (no labels either). The step label reads ``iter {iteration}``, the position
+    label ``position_label`` (skipped when ``None``), in the corners ``labels`` places them
+    (:func:`place_labels`, decided on ``image`` before anything is drawn: top-left and bottom-right for
+    ``corner``). The crosshair is centred on
     :func:`crosshair_centre` and is drawn last, so it is never hidden. Parts outside the image are clipped;
     a draft far outside leaves no crosshair at all.
     """
@@ -176,9 +287,9 @@ def draw_overlay(
     if mode == "full":
         r = style.circle_radius
         draw.ellipse([cx - r, cy - r, cx + r, cy + r], outline=style.circle_color, width=style.circle_width)
-    _draw_label(draw, f"iter {iteration}", pil.size, True, style)
-    if position_label is not None:
-        _draw_label(draw, position_label, pil.size, False, style)
+    texts = [f"iter {iteration}"] + ([position_label] if position_label is not None else [])
+    for text, (_, origin, box) in zip(texts, place_labels(image, cx, cy, texts, labels, style), strict=True):
+        _draw_label(draw, text, origin, box, style)
     _draw_crosshair(draw, cx, cy, style)
     return np.array(pil, dtype=np.uint8)
 

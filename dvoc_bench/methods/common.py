@@ -234,6 +234,8 @@ def base_step(
         step.parse_status, step.error_class, step.error = "call_error", err.error_class, str(err)
         step.attempts, step.attempt_errors = err.attempts, list(err.attempt_errors)
         step.retry_wait_s = round(err.retry_wait_s, 6)
+        step.cost_usd, step.cost_source = err.cost_usd, err.cost_source
+        step.cost_bound_usd, step.usage_fault = err.cost_bound_usd, err.usage_fault
         return step
     assert reply is not None and parsed is not None
     step.parse_status, step.parse_detail = parsed.status, parsed.detail
@@ -244,6 +246,7 @@ def base_step(
     step.tokens_in, step.tokens_out, step.cost_usd = reply.tokens_in, reply.tokens_out, reply.cost_usd
     step.cached = reply.cached
     step.cost_source = reply.cost_source
+    step.cost_bound_usd, step.usage_fault = reply.cost_bound_usd, reply.usage_fault
     step.reply_chars, step.reply_sha256 = reply.full_chars, reply.full_sha256
     step.reply_truncated = reply.truncated
     step.attempts, step.attempt_errors = reply.attempts, list(reply.attempt_errors)

@@ -88,6 +88,7 @@ async def refine(
             iteration=n,
             position_label=label,
             style=env.style,
+            labels=spec.label_placement,
         )
         text = protocol.dvoc_prompt(
             instruction=snap.instruction,
@@ -99,6 +100,7 @@ async def refine(
             iteration=n,
             history=history,
             circle_radius=env.style.circle_radius,
+            labels=spec.label_placement,
         )
         req = env.request(shown, text, tools_for(kind), call_seed(spec.seed, i))
         out = await call_model(env, req, kind)

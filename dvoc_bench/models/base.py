@@ -97,7 +97,14 @@ class Reply:
     cost_usd: float | None = None
     """Cost of the call, ``None`` when unknown."""
     cost_source: str | None = None
-    """Where ``cost_usd`` came from (``litellm``, ``simulated``, ``cache``...)."""
+    """Where ``cost_usd`` came from (``litellm``, ``simulated``, ``cache``, ``bound``...)."""
+    cost_bound_usd: float | None = None
+    """The per-call bound the budget admitted the call with (set by the runner's budget; ``None`` without)."""
+    usage_fault: str | None = None
+    """What was wrong with the reported usage (missing, negative, non-finite), ``None`` when it was fine."""
+    unread_attempts: int = 0
+    """Earlier attempts of this call the provider answered with a reply that could not be read (set by the
+    retry layer; the budget charges each its bound)."""
     latency_s: float = 0.0
     """Wall time of the call (simulated latency for the simulator)."""
     cached: bool = False
@@ -140,12 +147,17 @@ def reply_digest(reply: Reply) -> str:
 
 
 def bound_reply(
-    reply: Reply, max_chars: int = MAX_REPLY_CHARS, clean: Callable[[Any], Any] | None = None
+    reply: Reply,
+    max_chars: int = MAX_REPLY_CHARS,
+    clean: Callable[[Any], Any] | None = None,
+    head: Callable[[str, int], str] | None = None,
 ) -> Reply:
     """``reply`` with at most ``max_chars`` characters of its text and of each tool call's name and
     arguments (the head is kept), and the length and sha256 of what was received (``full_chars``,
     ``full_sha256``, ``truncated``). ``clean`` (the redactor) is applied to the kept text, names and
-    arguments. A reply that was bounded already keeps its original measurements."""
+    arguments; ``head(value, max_chars)`` cuts a part that is too long (the redactor's ``redact_head``: no
+    piece of a key cut in two at the bound is kept), else the part is sliced. A reply that was bounded
+    already keeps its original measurements."""
     measured = reply.full_sha256 is not None
     cut: dict[str, dict[str, Any]] = dict(reply.truncated or {})
 
@@ -154,7 +166,7 @@ def bound_reply(
             return value
         if part not in cut:
             cut[part] = {"chars": len(value), "sha256": hashlib.sha256(_utf8(value)).hexdigest()}
-        return value[:max_chars]
+        return head(value, max_chars) if head is not None else value[:max_chars]
 
     full = reply.full_chars
     if not measured:
@@ -199,6 +211,16 @@ class ModelCallError(Exception):
         """Error class of every failed attempt (set by the retry layer)."""
         self.retry_wait_s = 0.0
         """Seconds spent waiting in the gate and in backoff (set by the retry layer)."""
+        self.answered = 0
+        """Attempts the provider answered with a reply that could not be read (it may have billed them)."""
+        self.usage_fault: str | None = None
+        """Why such a reply could not be read, when that is what failed."""
+        self.cost_usd: float | None = None
+        """What the budget charged the failed call (its bound per answered attempt); ``None`` otherwise."""
+        self.cost_source: str | None = None
+        """``bound`` when ``cost_usd`` is set."""
+        self.cost_bound_usd: float | None = None
+        """The per-call bound the budget admitted the call with."""
 
 
 @runtime_checkable

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dvoc_bench.core.redaction import redact_value
+from dvoc_bench.core.redaction import redact_head, redact_value
 from dvoc_bench.models.base import MAX_REPLY_CHARS, Model, ModelRequest, Reply, ToolCall, bound_reply
 from dvoc_bench.models.options import CacheOptions
 
@@ -90,7 +90,8 @@ class ResponseCache:
     def put(self, identity: str, key: str, reply: Reply, max_chars: int = MAX_REPLY_CHARS) -> None:
         """Store a successful reply atomically (bounded to ``max_chars`` per part and redacted)."""
         path = self._path(identity, key)
-        reply = bound_reply(reply, max_chars, redact_value)  # a no-op on what the client bounded already
+        # a no-op on what the client bounded already
+        reply = bound_reply(reply, max_chars, redact_value, redact_head)
         entry = {
             "format": FORMAT,
             "identity": identity,
@@ -134,7 +135,8 @@ def _reply_from(entry: dict[str, Any], lookup_s: float, max_chars: int = MAX_REP
         full_sha256=entry.get("full_sha256"),
         truncated=truncated if isinstance(truncated, dict) else None,
     )
-    return bound_reply(reply, max_chars, redact_value)  # entries of older versions: unbounded, unredacted
+    # entries of older versions: unbounded, unredacted
+    return bound_reply(reply, max_chars, redact_value, redact_head)
 
 
 class CachedModel:

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-import yaml
 from pydantic import Field, field_validator, model_validator
 
+from dvoc_bench.core import yamlio
 from dvoc_bench.core.declare import ConfigError, Declared, NonNegFloat, PosFloat, PosInt, validate
 from dvoc_bench.core.geometry import FrameName
 
@@ -222,7 +222,7 @@ def load_model_config(
             allowed = ", ".join(model_names(models_dir))
             raise ConfigError(f"models: unknown model {name!r}; allowed: {allowed}")
         with path.open(encoding="utf-8") as f:
-            data = yaml.safe_load(f) or {}
+            data = yamlio.safe_load(f) or {}
     declared = d = _resolve(dict(data), f"model {name}")
     for key in ("kind", "provider"):  # needed before the whole file is validated
         if key not in d:
@@ -250,6 +250,8 @@ def _resolve(d: Any, where: str) -> Any:
     """Resolve OmegaConf interpolations (``${oc.env:DVOC_SIM_URL,http://...}``) in a plain mapping."""
     if not isinstance(d, dict):
         raise ConfigError(f"{where}: expected a mapping, got {type(d).__name__}")
+    if _plain(d):  # nothing to resolve: OmegaConf would only copy it (0.1 s for a calibrated profile)
+        return _copy(d)
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
@@ -259,6 +261,24 @@ def _resolve(d: Any, where: str) -> Any:
         raise ConfigError(f"{where}: cannot resolve an interpolation: {e}".splitlines()[0]) from None
     assert isinstance(out, dict)
     return out
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _plain(v: Any) -> bool:
+    """Plain YAML data with no ``${`` anywhere (keys included), which OmegaConf returns as it is."""
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and "${" not in k and _plain(x) for k, x in v.items())
+    if isinstance(v, list):
+        return all(_plain(x) for x in v)
+    return isinstance(v, _SCALARS) and not (isinstance(v, str) and "${" in v)
+
+
+def _copy(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _copy(x) for k, x in v.items()}
+    return [_copy(x) for x in v] if isinstance(v, list) else v
 
 
 def providers_dir(models_dir: Path) -> Path:
@@ -273,7 +293,7 @@ def load_provider_config(name: str, directory: Path) -> ProviderConfig | None:
     if not path.exists():
         return None
     with path.open(encoding="utf-8") as f:
-        d = _resolve(yaml.safe_load(f) or {}, f"provider {name}")
+        d = _resolve(yamlio.safe_load(f) or {}, f"provider {name}")
     return validate(ProviderConfig, {**d, "name": name}, f"provider {name}: ")
 
 

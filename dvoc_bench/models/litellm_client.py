@@ -14,8 +14,17 @@ list from the network.
 **Keys.** The key is read from the environment variable the provider config names (``key_env``) when the
 client is built, kept in a private attribute, passed to LiteLLM per call, and registered for redaction:
 every error string this module produces goes through :func:`redact`, and a logging filter redacts records
-of LiteLLM, OpenAI, httpx and the root handlers. A provider without a key gets the placeholder
-``no-key``, so an ``OPENAI_API_KEY`` of the user's environment is never sent to a local server.
+of LiteLLM, OpenAI, httpx and the root handlers. An error is read only as far as its first
+``ERROR_SCAN_CHARS`` (:func:`redact_head`): a 30 MB error body costs what 8 KB cost. LiteLLM's own secret
+scan (a regex over the whole error text, on the event loop) is turned off at import. A provider without a
+key gets the placeholder ``no-key``, so an ``OPENAI_API_KEY`` of the user's environment is never sent to a
+local server.
+
+**Usage.** The reply's token counts are checked (:func:`~dvoc_bench.models.pricing.checked_usage`): no
+counts (LiteLLM reports a missing ``usage`` as zeros), negative, fractional or non-finite ones, and a
+negative or non-finite cost are a provider fault, kept in ``Reply.usage_fault`` with the values as
+reported; the counts are then ``None`` and the cost unknown (the budget charges such a call its bound). A
+reply LiteLLM cannot read at all (NaN counts) fails as ``server`` with ``answered`` set.
 
 **Cost.** A model config's ``pricing:`` block (:mod:`dvoc_bench.models.pricing`) prices every call from the
 reply's token counts (``cost_source="pricing"``); else ``Reply.cost_usd`` is LiteLLM's ``response_cost``
@@ -46,6 +55,7 @@ from dvoc_bench.core.redaction import (
     NO_KEY,
     install_log_redaction,
     redact,
+    redact_head,
     redact_value,
     register_secret,
 )
@@ -60,7 +70,7 @@ from dvoc_bench.models.base import (
 )
 from dvoc_bench.models.config import ModelConfig, require_key
 from dvoc_bench.models.options import ImageOptions, model_image
-from dvoc_bench.models.pricing import Pricing
+from dvoc_bench.models.pricing import Pricing, checked_usage, cost_fault
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +78,13 @@ __all__ = ["LiteLLMModel", "classify_exception", "import_litellm"]
 
 ERROR_MAX_CHARS = 300
 """Error strings are cut to this length (after redaction)."""
+UNREADABLE = "Invalid response object"
+"""LiteLLM's words for a reply it received but could not read (a 200 with NaN token counts, for one)."""
+UNREADABLE_FAULT = "the provider answered, but its reply could not be read (non-finite usage, for one)"
+"""The ``usage_fault`` of such a call: the provider may have billed it, so the budget charges its bound."""
+ERROR_SCAN_CHARS = 8192
+"""Characters of an error's text that are read at all (classified, redacted): an error body of any size
+costs what its first 8 KB cost."""
 
 # -------------------------------------------------------------------------------------------- import
 
@@ -81,9 +98,13 @@ def import_litellm() -> Any:
         if not _LITELLM:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
             os.environ.setdefault("LITELLM_LOG", "ERROR")
+            # LiteLLM's own secret scan runs a regex over every failed call's whole error text on the
+            # event loop (a 30 MB error body: minutes); ours bounds the text first (redact_head)
+            os.environ["LITELLM_DISABLE_REDACT_SECRETS"] = "true"
             t0 = time.perf_counter()
             import litellm
 
+            _disable_litellm_redaction()
             litellm.suppress_debug_info = True
             litellm.set_verbose = False
             litellm.drop_params = True
@@ -91,6 +112,17 @@ def import_litellm() -> Any:
             log.debug("litellm imported in %.2f s", time.perf_counter() - t0)
             _LITELLM.append(litellm)
         return _LITELLM[0]
+
+
+def _disable_litellm_redaction() -> None:
+    """Turn LiteLLM's secret scan off even if it was imported before ``LITELLM_DISABLE_REDACT_SECRETS``
+    was set (the switch is read once, at its import)."""
+    try:
+        import litellm._logging as litellm_logging
+    except ImportError:  # a LiteLLM without it has no such scan
+        return
+    if hasattr(litellm_logging, "_ENABLE_SECRET_REDACTION"):
+        litellm_logging._ENABLE_SECRET_REDACTION = False
 
 
 # -------------------------------------------------------------------------------------------- errors
@@ -188,7 +220,8 @@ _CONNECTION = {"APIConnectionError", "ConnectError", "ConnectionError", "ClientC
 def classify_exception(e: BaseException, secrets: set[str] | frozenset[str] | None = None) -> ModelCallError:
     """Map a LiteLLM / OpenAI / transport exception to a :class:`ModelCallError` with a redacted message."""
     names, code, chain = _names(e), _status(e), _chain_names(e)
-    raw = f"{type(e).__name__}: {e}"
+    # bounded (and redacted) before anything scans it: a 30 MB error body costs what its head costs
+    raw = redact_head(f"{type(e).__name__}: {e}", ERROR_SCAN_CHARS, secrets)
     low = raw.lower()
     retry: float | None = None
     if chain & _TIMEOUTS or code == 408:
@@ -344,14 +377,18 @@ class LiteLLMModel:
             resp = await litellm.acompletion(api_key=self._key, **kw)
         except Exception as e:  # every provider failure becomes a classified, redacted ModelCallError
             err = classify_exception(e, {self._key})
+            if UNREADABLE in str(e):  # LiteLLM got a reply it could not read (e.g. NaN token counts)
+                err.answered, err.usage_fault = 1, UNREADABLE_FAULT
             log.debug("%s: %s", self.name, err)
             raise err from None
         latency = time.perf_counter() - t0
         try:
             return self._reply(litellm, resp, request, latency)
         except Exception as e:  # a response LiteLLM accepted but that has no readable shape
-            msg = redact(f"unreadable response: {type(e).__name__}: {e}")[:ERROR_MAX_CHARS]
-            raise ModelCallError("server", msg) from None
+            msg = redact_head(f"unreadable response: {type(e).__name__}: {e}", ERROR_MAX_CHARS)
+            err = ModelCallError("server", msg)
+            err.answered, err.usage_fault = 1, f"{UNREADABLE_FAULT}: {msg}"
+            raise err from None
 
     def _reply(self, litellm: Any, resp: Any, req: ModelRequest, latency: float) -> Reply:
         if not resp.choices:  # no candidate at all (e.g. a blocked prompt): an empty reply, parsed as such
@@ -374,14 +411,20 @@ class LiteLLMModel:
         ]
         # right here, before anything keeps or copies it: at most max_reply_chars of the text and of each
         # call's arguments (length and sha256 of the original recorded), and no key in what is kept
-        bounded = bound_reply(Reply(text=text or None, tool_calls=calls), self.max_reply_chars, redact_value)
+        bounded = bound_reply(
+            Reply(text=text or None, tool_calls=calls), self.max_reply_chars, redact_value, redact_head
+        )
         text, calls = bounded.text, bounded.tool_calls
         usage = getattr(resp, "usage", None)
-        tokens_in, tokens_out = (
-            getattr(usage, "prompt_tokens", None),
-            getattr(usage, "completion_tokens", None),
+        tokens_in, tokens_out, fault = checked_usage(
+            getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
         )
-        cost, source = self._cost(litellm, resp, tokens_in, tokens_out, int(req.image_png is not None))
+        cost, source = None, None
+        if fault is None:  # usage the provider did not report, or reported wrong, is never priced
+            cost, source = self._cost(litellm, resp, tokens_in, tokens_out, int(req.image_png is not None))
+            bad = None if cost is None else cost_fault(cost)
+            if bad is not None:
+                cost, source, fault = None, None, f"{bad} ({source}, from tokens {tokens_in}/{tokens_out})"
         return Reply(
             text=text if text else None,
             tool_calls=calls,
@@ -389,6 +432,7 @@ class LiteLLMModel:
             tokens_out=tokens_out,
             cost_usd=cost,
             cost_source=source,
+            usage_fault=fault,
             latency_s=latency,
             finish_reason=getattr(choice, "finish_reason", None),
             full_chars=bounded.full_chars,
@@ -407,13 +451,13 @@ class LiteLLMModel:
             return (c, "pricing") if c is not None else (None, None)
         hidden = getattr(resp, "_hidden_params", None) or {}
         c = hidden.get("response_cost") if isinstance(hidden, dict) else None
-        if isinstance(c, (int, float)) and math.isfinite(c):
-            return float(c), "litellm"
+        if isinstance(c, (int, float)) and not isinstance(c, bool):
+            return float(c), "litellm"  # a negative or non-finite one is the caller's fault to report
         cm = self.settings.cost_model
         try:
             c = litellm.completion_cost(completion_response=resp, model=cm) if cm else None
         except Exception:  # unknown model: the cost stays unknown
             c = None
-        if isinstance(c, (int, float)) and math.isfinite(c):
+        if isinstance(c, (int, float)) and not isinstance(c, bool):
             return float(c), f"litellm_price_map:{cm}"
         return None, None

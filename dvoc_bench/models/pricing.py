@@ -199,3 +199,47 @@ def call_estimate(
     p = price.pricing
     cost = None if p is None else p.cost(round(tin), round(tout))
     return CallEstimate(float(tin), float(tout), cost, price, how)
+
+
+def _bad_count(name: str, v: Any) -> str | None:
+    """Why ``v`` is not a usable token count, or ``None`` when it is one."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return f"{name}={v!r} is not a number"
+    if isinstance(v, float) and not math.isfinite(v):
+        return f"{name}={v!r} is not finite"
+    if v < 0:
+        return f"{name}={v!r} is negative"
+    if isinstance(v, float) and not v.is_integer():
+        return f"{name}={v!r} is not a whole number"
+    return None
+
+
+def checked_usage(tokens_in: Any, tokens_out: Any) -> tuple[int | None, int | None, str | None]:
+    """The token counts of a reply as they may be summed, and what was wrong with them (``None``: fine).
+
+    A reply with no prompt count, or zero prompt tokens (LiteLLM fills a missing ``usage`` with zeros, and
+    no request of ours has an empty prompt), has *no token counts*; a count that is negative, non-finite,
+    fractional or not a number is a provider fault (a missing completion count alone is fine). Either way
+    both counts are dropped (never summed) and the fault names the values as reported.
+    """
+    if tokens_in in (None, 0) and tokens_out in (None, 0):
+        counts = f"prompt_tokens={tokens_in!r}, completion_tokens={tokens_out!r}"
+        return None, None, f"no token counts in the reply ({counts})"
+    bad = [_bad_count("prompt_tokens", tokens_in)]
+    if tokens_out is not None:
+        bad.append(_bad_count("completion_tokens", tokens_out))
+    if tokens_in == 0:
+        bad.append("prompt_tokens=0 with completion tokens reported")
+    faults = [b for b in bad if b]
+    if faults:
+        return None, None, "invalid token counts: " + "; ".join(faults)
+    return int(tokens_in), None if tokens_out is None else int(tokens_out), None
+
+
+def cost_fault(cost: Any) -> str | None:
+    """Why ``cost`` (USD of one call) cannot be summed, or ``None`` when it can (a finite number >= 0)."""
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)):
+        return f"cost {cost!r} is not a number"
+    if not math.isfinite(cost):
+        return f"cost {cost!r} is not finite"
+    return f"cost {cost!r} is negative" if cost < 0 else None

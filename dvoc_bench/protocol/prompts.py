@@ -161,11 +161,17 @@ def _circle_words(radius: int, frame: Frame, size: Size) -> str:
     )
 
 
-def _overlay_sentence(overlay: str, frame: Frame, size: Size, circle_radius: int) -> str:
-    labels = (
-        "a label in the top-left corner with the step number, and a label in the bottom-right corner "
-        "with the crosshair position in the same units as above"
-    )
+def _overlay_sentence(overlay: str, frame: Frame, size: Size, circle_radius: int, placement: str) -> str:
+    if placement == "away":
+        labels = (
+            "and, each in a corner of the screenshot away from the crosshair, a label with the step number "
+            "and a label with the crosshair position in the same units as above"
+        )
+    else:
+        labels = (
+            "a label in the top-left corner with the step number, and a label in the bottom-right corner "
+            "with the crosshair position in the same units as above"
+        )
     if overlay == "full":
         return (
             "Drawn on the screenshot: a red crosshair at that position, a blue circle of radius "
@@ -251,8 +257,10 @@ def dvoc_prompt(
     iteration: int,
     history: Sequence[HistoryEntry],
     circle_radius: int = 30,
+    labels: str = "corner",
 ) -> str:
-    """Text of one DVOC step. ``draft`` and the history are in pixels; the text shows them in ``frame``.
+    """Text of one DVOC step. ``draft`` and the history are in pixels; the text shows them in ``frame``;
+    ``labels``: where the frame's labels are (``overlay.label_placement``), as the overlay sentence says.
 
     ``iteration`` counts steps from 0. ``history`` holds the earlier steps in order, the last one being
     step ``iteration - 1`` (a caller may pass only the most recent ones).
@@ -270,7 +278,7 @@ def dvoc_prompt(
                 _size_sentence(size),
                 f"{frame_statement(frame, size)} Offsets (dx, dy) use the same units.",
                 crosshair_line(draft, frame, size),
-                _overlay_sentence(overlay, frame, size, circle_radius),
+                _overlay_sentence(overlay, frame, size, circle_radius, labels),
                 f"This is step {iteration} (steps are counted from 0).",
             ]
         ),

@@ -10,6 +10,7 @@ A method never asks ``if protocol == "paper"``; it asks its protocol:
   (0, 0) with confidence 0 (``paper``), or is recorded and asked again (``v1``);
 - :meth:`Protocol.oneshot_retry_rule`: which rule tells the one-shot model it missed (``paper``: the
   radius rule the authors' harness used);
+- :meth:`Protocol.label_placement`: where the overlay's labels go (``paper``: the authors' fixed corners);
 - the prompt texts and the drawn label (``paper``'s first one-shot prompt carries no task).
 """
 
@@ -50,8 +51,13 @@ class Protocol:
         """The rule that tells a one-shot model its answer missed (``oneshot.retry_rule``)."""
         return configured
 
+    def label_placement(self, configured: str) -> str:
+        """Where a DVOC frame's labels are drawn (``overlay.label_placement``:
+        :func:`dvoc_bench.draw.render.label_corners`)."""
+        return configured
+
     def overlay_label(self, p: Point, frame: Frame, size: Size, radius: int) -> str:
-        """The drawn bottom-right label of a DVOC frame."""
+        """The drawn position label of a DVOC frame (bottom-right with the authors' placement)."""
         return prompts.position_label(p, frame, size)
 
     def dvoc_prompt(
@@ -66,11 +72,12 @@ class Protocol:
         iteration: int,
         history: Sequence[HistoryEntry],
         circle_radius: int = 30,
+        labels: str = "corner",
     ) -> str:
-        """Text of one DVOC step (``draft`` and ``history`` in pixels)."""
+        """Text of one DVOC step (``draft`` and ``history`` in pixels; ``labels``: the label placement)."""
         return prompts.dvoc_prompt(
             instruction=instruction, size=size, frame=frame, overlay=overlay, predict=predict, draft=draft,
-            iteration=iteration, history=history, circle_radius=circle_radius,
+            iteration=iteration, history=history, circle_radius=circle_radius, labels=labels,
         )  # fmt: skip
 
     def oneshot_prompt(
@@ -101,6 +108,9 @@ class PaperProtocol(Protocol):
 
     def oneshot_retry_rule(self, configured: str) -> str:
         return "hit_radius"  # the authors stopped at d < max(w/2, h/2, 30)
+
+    def label_placement(self, configured: str) -> str:
+        return "corner"  # the authors' fixed corners: step label top-left, position label bottom-right
 
     def overlay_label(self, p: Point, frame: Frame, size: Size, radius: int) -> str:
         return paper.overlay_label(p, radius)

@@ -10,47 +10,115 @@ for trials in flight to finish (they usually spend less than their bound); when 
 its own bound would pass it, the budget stops: this trial and every later one that costs anything are written
 ``skipped`` with error class ``budget``. A resume with a higher budget runs them. Free trials (baselines,
 the in-process simulator) always run.
+
+**Every call, too** (:class:`BudgetedModel`, around the trial's model): a call starts only while the spend
+recorded so far plus its per-call bound stays within the budget, and it is charged the moment its reply
+arrives, from its own slot of the trial's reservation. A reply may report far more usage than its bound
+(the provider bills it, so it is recorded as reported): then the recorded spend passes the budget and no
+further call starts, in any trial; a trial whose call was refused is ``skipped`` (``budget``), its answered
+calls kept. So the spend passes the budget only by the excess of the calls already in flight when such a
+reply came (with one call in flight: one call's excess over its bound). A reply with no usable usage
+(``usage_fault``: no token counts, negative or non-finite ones, a reply that could not be read) is charged
+its bound (``cost_source="bound"``), never what it claimed. :func:`spent_in` says by how much calls passed
+their bound, for the end-of-run lines.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from dvoc_bench.core.records import Step, TrialResult, read_jsonl
+from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.models.base import Model, ModelCallError, ModelRequest, Reply
 
 STEP_FILES = ("steps.jsonl", "superseded_steps.jsonl")
 """The files of a run directory whose calls have been paid for."""
+EXCESS_EPS = 1e-12
+"""A call's cost above its bound by less than this is float noise, not an excess."""
 
 
-def spent_in(run_dir: Path | str) -> tuple[float, int]:
-    """USD recorded by every call of the run directory, and how many calls had no known cost (failed calls
-    and cache hits cost nothing and are not counted as unknown)."""
-    total, unknown = 0.0, 0
+@dataclass
+class Spend:
+    """What the calls of a run directory cost, as recorded (:func:`spent_in`)."""
+
+    total: float = 0.0
+    """USD recorded by every call (bounds charged for calls without usable usage included)."""
+    unknown: int = 0
+    """Calls that answered with no known cost (no budget to charge them a bound; not in ``total``)."""
+    over_bound_calls: int = 0
+    """Calls that cost more than the per-call bound they were admitted with."""
+    max_excess: float = 0.0
+    """The largest single-call excess over its admission bound, USD (0 when no call passed its bound)."""
+    faults: int = 0
+    """Calls whose reported usage was a provider fault or missing (``usage_fault``; never summed)."""
+
+
+def spent_in(run_dir: Path | str) -> Spend:
+    """What every call of the run directory cost (failed calls and cache hits cost nothing and are not
+    counted as unknown, unless the budget charged a failed call its bound)."""
+    out = Spend()
     for name in STEP_FILES:
         for s in read_jsonl(Path(run_dir) / name):
             c = s.get("cost_usd")
-            if isinstance(c, (int, float)) and math.isfinite(c):
-                total += float(c)
+            if s.get("usage_fault"):
+                out.faults += 1
+            if isinstance(c, (int, float)) and math.isfinite(c) and c >= 0:
+                out.total += float(c)
+                b = s.get("cost_bound_usd")
+                if isinstance(b, (int, float)) and c - b > EXCESS_EPS:
+                    out.over_bound_calls += 1
+                    out.max_excess = max(out.max_excess, float(c) - float(b))
             elif not s.get("error_class") and s.get("kind") != "baseline":
-                unknown += 1
-    return total, unknown
+                out.unknown += 1
+    return out
 
 
-def step_costs(steps: Iterable[Step], per_call_bound: float) -> tuple[float, float]:
-    """What a trial's calls cost (a call that answered with no known cost is charged ``per_call_bound``)
-    and the dearest known call."""
-    total, dearest = 0.0, 0.0
-    for s in steps:
-        c = getattr(s, "cost_usd", None)
-        if isinstance(c, (int, float)) and math.isfinite(c):
-            total += float(c)
-            dearest = max(dearest, float(c))
-        elif getattr(s, "error_class", None) is None and getattr(s, "kind", None) != "baseline":
-            total += per_call_bound
-    return total, dearest
+@dataclass
+class Ticket:
+    """One admitted trial's share of the budget."""
+
+    per_call: float
+    """The per-call bound of its model when it was admitted."""
+    left: float
+    """What is still reserved for its calls (its bound, less one ``per_call`` per call made)."""
+
+
+class BudgetedModel:
+    """The trial's model behind the budget's call admission (module docstring): refuses a call once the
+    recorded spend leaves no room for its bound, charges every call as its reply arrives."""
+
+    def __init__(self, inner: Model, budget: Budget, ticket: Ticket, model: str):
+        self.inner, self.budget, self.ticket, self.model = inner, budget, ticket, model
+        self.name, self.simulated = inner.name, inner.simulated
+
+    def __getattr__(self, item: str) -> Any:  # everything else is the model's
+        return getattr(self.inner, item)
+
+    async def complete(self, request: ModelRequest) -> Reply:
+        bound = self.ticket.per_call
+        refused = self.budget.refuse_call(bound)
+        if refused is not None:
+            raise ModelCallError("budget", refused)
+        try:
+            reply = await self.inner.complete(request)
+        except ModelCallError as err:
+            err.cost_bound_usd = bound
+            if err.answered:  # the provider answered (and may have billed) replies nobody could read
+                err.cost_usd, err.cost_source = err.answered * bound, "bound"
+            await self.budget.charge(self.ticket, err.cost_usd or 0.0, self.model)
+            raise
+        reply.cost_bound_usd = bound
+        if reply.cost_usd is None:  # no usable usage: the bound, never what it claimed
+            reply.cost_usd, reply.cost_source = bound, "bound"
+        if reply.unread_attempts:
+            reply.cost_usd += reply.unread_attempts * bound
+            note = f"{reply.unread_attempts} earlier attempts answered unreadably, charged the bound each"
+            reply.usage_fault = f"{reply.usage_fault}; {note}" if reply.usage_fault else note
+        await self.budget.charge(self.ticket, reply.cost_usd, self.model)
+        return reply
 
 
 class Budget:
@@ -99,14 +167,33 @@ class Budget:
             self.in_flight += 1
             return None
 
-    async def release(self, bound: float, model: str, result: TrialResult, per_call_bound: float) -> None:
-        """A trial admitted with ``bound`` finished: charge what its calls cost, free its reservation."""
-        if bound <= 0.0:
-            return
-        cost, dearest = step_costs(result.steps, per_call_bound)
+    def refuse_call(self, bound: float) -> str | None:
+        """``None`` when a call with per-call ``bound`` may start: the spend recorded so far plus ``bound``
+        stays within the budget (always true for the calls of admitted trials while every call costs at most
+        its bound); else why not, and no trial starts any more either."""
+        if self.spent + bound <= self.limit + EXCESS_EPS:
+            return None
+        why = (
+            f"run.max_cost_usd={self.limit:g} would be passed (${self.spent:.4f} spent when the sweep "
+            "stopped starting calls); resume with a higher budget to run it"
+        )
+        self.stopped = self.stopped or why
+        return why
+
+    async def charge(self, ticket: Ticket, cost: float, model: str) -> None:
+        """A call of an admitted trial ended: add what it cost, free its slot of the trial's reservation."""
+        async with self._cond:
+            self.spent += cost
+            take = min(ticket.left, ticket.per_call)
+            ticket.left -= take
+            self.reserved = max(0.0, self.reserved - take)
+            self.dearest[model] = max(self.dearest.get(model, 0.0), cost)
+            self._cond.notify_all()
+
+    async def release(self, ticket: Ticket) -> None:
+        """An admitted trial finished (its calls were charged as they ended): free what it still reserved."""
         async with self._cond:
             self.in_flight -= 1
-            self.reserved = max(0.0, self.reserved - bound) if self.in_flight else 0.0
-            self.spent += cost
-            self.dearest[model] = max(self.dearest.get(model, 0.0), dearest)
+            self.reserved = max(0.0, self.reserved - ticket.left) if self.in_flight else 0.0
+            ticket.left = 0.0
             self._cond.notify_all()

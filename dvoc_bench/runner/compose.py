@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.models.config import default_conf_dir
 from dvoc_bench.runner.setup import SweepSetup, setup_from_config
 
@@ -17,6 +18,7 @@ def compose(overrides: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, An
 
     from dvoc_bench.runner.settings import register_defaults
 
+    check_shorthands(overrides)
     register_defaults()
     with initialize_config_dir(config_dir=str(default_conf_dir()), version_base="1.3"):
         cfg = hydra_compose("config", overrides=list(overrides), return_hydra_config=True)
@@ -27,6 +29,26 @@ def compose(overrides: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, An
     assert isinstance(plain, dict)
     # OmegaConf types keys as any DictKeyType; a composed Hydra config's keys are the YAML's strings
     return cast("dict[str, Any]", plain), choices
+
+
+SHORTHANDS = (("task", "tasks"), ("model", "models"))
+"""The one-item shorthands and the lists they stand for: both given at once is refused."""
+
+
+def check_shorthands(overrides: Sequence[str]) -> None:
+    """Refuse ``task=`` with ``tasks=`` (or ``model=`` with ``models=``) among the command-line overrides:
+    one would silently win. A preset's own list is no conflict (the shorthand narrows it)."""
+    given: dict[str, str] = {}
+    for o in overrides:
+        key, eq, value = o.lstrip("+~").partition("=")
+        if eq and value.strip() not in ("null", "~"):
+            given.setdefault(key.strip(), o)
+    for one, many in SHORTHANDS:
+        if one in given and many in given:
+            raise ConfigError(
+                f"{one}: given together with {many} ({given[one]} {given[many]}); give one: "
+                f"{one}=X is the shorthand of {many}=[X]"
+            )
 
 
 def experiment_name(choices: Mapping[str, Any]) -> str:

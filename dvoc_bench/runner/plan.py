@@ -70,8 +70,22 @@ def start_points(kind: str, n: int, size: Size, task: str, seed: int) -> list[Po
     ]
 
 
+def _label_placement(configured: str, protocol: str, overlay: str) -> str:
+    """The placement of a trial's overlay labels: its protocol's (``paper``: the authors' corners), and
+    ``corner`` when the trial draws no labels (no overlay knob, or overlay ``none``)."""
+    if protocol == NA or overlay in (NA, "none"):
+        return "corner"
+    return get_protocol(protocol).label_placement(configured)
+
+
 def _assumptions(
-    model: ModelConfig, protocol: str, overlay: str, default_style: bool, crops: bool, scene_kind: str
+    model: ModelConfig,
+    protocol: str,
+    overlay: str,
+    default_style: bool,
+    crops: bool,
+    scene_kind: str,
+    labels: str = NA,
 ) -> list[str]:
     """The assumption markers of a simulated profile's trial (none for real models): the registered knobs
     of :mod:`dvoc_bench.core.assumptions`, with zoom crops and the kind of screen."""
@@ -80,7 +94,7 @@ def _assumptions(
     from dvoc_bench.models.simulator.profile import assumed_knobs
 
     sim = model.sim
-    extra = {"crops": "zoom" if crops else "none", "scene": scene_kind}
+    extra = {"crops": "zoom" if crops else "none", "scene": scene_kind, "label_placement": labels}
     return assumed_knobs(sim, protocol=protocol, overlay=overlay, default_style=default_style, extra=extra)
 
 
@@ -147,10 +161,14 @@ def build_plan(
                     fields["start_from"] = "oneshot"
                 if "zoom" in uses:  # only zoom trials carry it: the keys of the others stay as they were
                     fields["zoom"] = s.zoom.label()
+                labels = _label_placement(s.overlay.label_placement, protocol, overlay)
+                if labels != "corner":  # in the key only then: the keys of the authors' placement stay
+                    fields["label_placement"] = labels
                 key = trial_key({**fields, "sweep_seed": s.seed})
                 crops = "zoom" in uses  # crops: no simulated profile was fitted on them
                 scene_kind = (kinds or {}).get(task, "synthetic")
-                assumed = _assumptions(model, protocol, overlay, default_style, crops, scene_kind)
+                drawn = NA if overlay in (NA, "none") else labels
+                assumed = _assumptions(model, protocol, overlay, default_style, crops, scene_kind, drawn)
                 specs.setdefault(
                     key,
                     TrialSpec(

@@ -249,10 +249,13 @@ class GatedModel:
             err.attempts = max(len(log.errors), 1)
             err.attempt_errors = [e.error_class for e in log.errors] or [err.error_class]
             err.retry_wait_s = log.waited_s
+            err.answered = sum(e.answered for e in log.errors)
+            err.usage_fault = next((e.usage_fault for e in log.errors if e.usage_fault), err.usage_fault)
             raise
         reply.attempts = len(log.errors) + 1
         reply.attempt_errors = [e.error_class for e in log.errors]
         reply.retry_wait_s = log.waited_s
+        reply.unread_attempts = sum(e.answered for e in log.errors)
         return reply
 
     def _note(self, log: _CallLog, err: ModelCallError) -> None:

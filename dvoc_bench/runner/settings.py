@@ -19,7 +19,7 @@ from dvoc_bench.core.control import AdaptiveConfig, LoopConfig
 from dvoc_bench.core.control import AlphaSchedule as Alpha
 from dvoc_bench.core.declare import Declared, NonNegInt, PosFloat, PosInt, validate
 from dvoc_bench.core.geometry import FrameName
-from dvoc_bench.draw.render import OverlayStyle
+from dvoc_bench.draw.render import OverlayOptions, OverlayStyle
 from dvoc_bench.models.options import CacheOptions, ImageOptions
 from dvoc_bench.protocol.prompts import Overlay, Predict
 from dvoc_bench.runner.scheduler import RetryPolicy
@@ -253,6 +253,8 @@ class Settings(Declared):
     """Iterative zoom."""
     overlay_style: OverlayStyle = OverlayStyle()
     """Colours and sizes of the overlay."""
+    overlay: OverlayOptions = OverlayOptions()
+    """Where the overlay's labels go (``overlay.label_placement=corner|away``; part of the trial key)."""
     sampling: dict[str, Any] = {}
     """Extra request parameters (temperature, max_tokens, ...)."""
     cache: CacheOptions = CacheOptions(enabled=True)

@@ -127,14 +127,15 @@ def setup_from_settings(s: Settings, experiment: str, model_choice: str | None =
         tasks = check_list("task" if s.task else "tasks", [s.task] if s.task else s.tasks, registry.ids())
     names = check_list("models", [model_choice] if model_choice else s.models, model_names(models_dir))
     models = [
-        # model=<name>: Hydra already read conf/model/<name>.yaml into the config; read nothing twice.
-        # A plan calls no model: it needs no key.
+        # model=<name>: Hydra already read the file (with any model.* override) into the config; read
+        # nothing twice. It read conf/model/<name>.yaml when there is one, else paths.models' file
+        # (dvoc_bench/app/own_models.py). A plan calls no model: it needs no key.
         load_model_config(
             n,
             models_dir,
             s.declare_frame,
             check_key=not s.run.plan_only,
-            data=s.model if n == model_choice and not s.paths.models else None,
+            data=s.model if n == model_choice and s.model and _composed_from(models_dir, n) else None,
         )
         for n in names
     ]
@@ -192,6 +193,13 @@ def setup_from_settings(s: Settings, experiment: str, model_choice: str | None =
         fingerprint=fingerprint(settings, lists),
         frames=frames,
     )
+
+
+def _composed_from(models_dir: Path, name: str) -> bool:
+    """Whether Hydra's ``model=<name>`` composed ``<models_dir>/<name>.yaml``: the repository's
+    ``conf/model/`` wins Hydra's search path, ``paths.models`` is searched when that has no such file."""
+    default = default_conf_dir() / "model"
+    return models_dir.resolve() == default.resolve() or not (default / f"{name}.yaml").exists()
 
 
 def dataset_registry(s: Settings, scenes_dir: Path) -> SceneRegistry:

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from dvoc_bench.core.records import TRIAL_STATUSES
+from dvoc_bench.runner.budget import EXCESS_EPS, Spend
 
 KNOBS = ("protocol", "coord_frame", "alpha", "overlay", "predict", "detector")
 """Knob columns shown (and grouped by) when they take more than one value in the run."""
@@ -45,6 +46,41 @@ def summarise(trials: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         }
         rows.append(row)
     return rows
+
+
+PIXEL_OFFSET_NOTE = 0.2
+"""Share of pixel offsets in a simulated profile's native mix from which its offset rows get a note."""
+
+_FRAME_WORDS = {"norm1000": "0–1000", "norm1": "0–1"}
+
+
+def frame_notes(trials: Iterable[dict[str, Any]], models: Iterable[Any]) -> list[str]:
+    """One sentence per simulated model whose profile answers offsets in pixels often (at least
+    :data:`PIXEL_OFFSET_NOTE` of its native offset mix, ``sim.frames.pixel``) while its trials read them in
+    the 0–1000 or 0–1 frame its config declares: what its offset rows (``predict=relative``) then measure.
+    ``models``: the run's :class:`~dvoc_bench.models.config.ModelConfig` objects."""
+    trials = list(trials)
+    out = []
+    for m in models:
+        if m.kind != "simulator" or not isinstance(m.sim, dict):
+            continue
+        frames = m.sim.get("frames") or {}
+        share = float(frames.get("pixel") or 0.0)
+        read = sorted(
+            {t["coord_frame"] for t in trials if t["model"] == m.name and t.get("predict") == "relative"}
+            & set(_FRAME_WORDS)
+        )
+        if share < PIXEL_OFFSET_NOTE or not read:
+            continue
+        units = " / ".join(_FRAME_WORDS[f] for f in read)
+        out.append(
+            f"{m.name}'s dvoc rows measure a unit mismatch, not grounding: its profile answers "
+            f"{100 * share:.0f} % of its offsets in pixels (as the authors' recorded replies did) while its "
+            f"config declares {units}, so those offsets are read as {units} units and shrink to about "
+            f"(W-1)/1000 and (H-1)/1000 of their size (its steps fall short and it stops early), while its "
+            f"one-shot points are in {units} as declared (see the report's coordinate-frame audit)."
+        )
+    return out
 
 
 def simulated_label(trials: Iterable[dict[str, Any]]) -> str:
@@ -90,8 +126,8 @@ HEADERS = {
 }
 
 
-def format_table(rows: list[dict[str, Any]], epsilon: float = 30.0) -> str:
-    """A markdown table with a legend naming each rule."""
+def format_table(rows: list[dict[str, Any]], epsilon: float = 30.0, notes: Iterable[str] = ()) -> str:
+    """A markdown table with a legend naming each rule, then ``notes`` (:func:`frame_notes`), one a line."""
     knobs = [k for k in KNOBS if rows and k in rows[0]]
     cols = COLUMNS[:2] + [(k, "s") for k in knobs] + COLUMNS[2:]
     heads = [HEADERS.get(c, c) for c, _ in cols]
@@ -109,16 +145,32 @@ def format_table(rows: list[dict[str, Any]], epsilon: float = 30.0) -> str:
         f"'... assumed' in the marker names a knob the simulated profile was not fitted for (its effect is "
         f"the simulator's assumption, not a measurement)."
     )
-    return "\n".join(out) + "\n\n" + legend
+    notes = list(notes)
+    return "\n".join(out) + "\n\n" + legend + "".join(f"\n\nNote: {n}" for n in notes)
+
+
+def shorten(msg: str, limit: int = 160) -> str:
+    """A message for the end-of-run lines: whole ``; ``-separated clauses while they fit in ``limit``
+    characters, the first one always whole (messages put what to do first: a setting is never cut in
+    half), then `` …`` when some were left out (the trial records keep the whole message)."""
+    if len(msg) <= limit:
+        return msg
+    clauses = msg.split("; ")
+    kept = clauses[0]
+    for c in clauses[1:]:
+        if len(kept) + 2 + len(c) > limit:
+            break
+        kept += "; " + c
+    return kept + " …"
 
 
 def run_report(trials: list[dict[str, Any]], *, ran: int, skipped_items: dict[str, list[Any]] | None = None,
-               added_items: dict[str, list[Any]] | None = None, spent_usd: float = 0.0,
-               budget_usd: float | None = None, unknown_cost_calls: int = 0) -> list[str]:  # fmt: skip
+               added_items: dict[str, list[Any]] | None = None, spend: Spend | None = None,
+               budget_usd: float | None = None) -> list[str]:  # fmt: skip
     """The end-of-run lines printed under the table: trials by status; for each error class (and skip
     reason) its count and most common message; how many model calls the response cache answered; the cost
-    the run directory recorded against its budget (``run.max_cost_usd``; shown with a budget or a cost);
-    what a resume left out or added.
+    the run directory recorded against its budget (``run.max_cost_usd``; shown with a budget or a cost:
+    :func:`cost_line`); what a resume left out or added.
     """
     counts = Counter(t["status"] for t in trials)
     lines = [
@@ -132,26 +184,13 @@ def run_report(trials: list[dict[str, Any]], *, ran: int, skipped_items: dict[st
                 by_class[t.get("error_class") or "unknown"][str(t.get("error") or "")] += 1
         for cls, msgs in sorted(by_class.items(), key=lambda kv: -sum(kv[1].values())):
             msg, _ = msgs.most_common(1)[0]
-            lines.append(f"{status}: {cls} x{sum(msgs.values())}: {msg[:160] or '(no message)'}")
+            lines.append(f"{status}: {cls} x{sum(msgs.values())}: {shorten(msg) or '(no message)'}")
     lines += grounding_lines(trials)
-    calls = sum(int(t.get("model_calls") or 0) for t in trials)
-    cached = sum(int(t.get("cached_calls") or 0) for t in trials)
-    lines.append(f"model calls: {calls} ({cached} answered by the response cache, no provider asked)")
-    if budget_usd is not None or spent_usd > 0:
-        unknown = f"; {unknown_cost_calls} calls of unknown cost not counted" if unknown_cost_calls else ""
-        if budget_usd is None:
-            lines.append(f"cost: ${spent_usd:.4f} recorded by the run directory's calls{unknown}")
-        else:
-            held = sum(t["status"] == "skipped" and t.get("error_class") == "budget" for t in trials)
-            more = (
-                f"; {held} trials skipped for the budget (a resume with a higher one runs them)"
-                if held
-                else ""
-            )
-            lines.append(
-                f"cost: ${spent_usd:.4f} spent of the ${budget_usd:.4f} budget (run.max_cost_usd; every "
-                f"call of the run directory){unknown}{more}"
-            )
+    lines.append(calls_line(trials))
+    held = sum(t["status"] == "skipped" and t.get("error_class") == "budget" for t in trials)
+    line = cost_line(spend or Spend(), budget_usd, held)
+    if line:
+        lines.append(line)
     if skipped_items:
         shown = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in skipped_items.items())
         lines.append(f"resumed a subset of the run; not run now: {shown}")
@@ -159,6 +198,57 @@ def run_report(trials: list[dict[str, Any]], *, ran: int, skipped_items: dict[st
         shown = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in added_items.items())
         lines.append(f"the run's plan grew (resume.allow_new_trials): {shown}")
     return lines
+
+
+def calls_line(trials: list[dict[str, Any]]) -> str:
+    """How many model calls the trials made, how many of them asked each provider (the in-process
+    simulator's is ``simulator``) and how many the response cache answered without asking one."""
+    calls = sum(int(t.get("model_calls") or 0) for t in trials)
+    cached = sum(int(t.get("cached_calls") or 0) for t in trials)
+    asked: Counter[str] = Counter()
+    for t in trials:
+        asked[str(t.get("provider") or "?")] += int(t.get("model_calls") or 0) - int(
+            t.get("cached_calls") or 0
+        )
+    shown = ", ".join(f"{n} asked {p}" for p, n in sorted(asked.items()) if n) or "0 asked a provider"
+    return f"model calls: {calls} ({shown}; {cached} answered by the response cache)"
+
+
+def cost_line(spend: Spend, budget_usd: float | None, held: int = 0) -> str | None:
+    """The end-of-run cost line: the spend recorded by the run directory's calls against its budget, by
+    how much it passed the budget and by how much the worst single call passed the per-call bound it was
+    admitted with, the calls whose usage was missing or a fault, the trials held for the budget; ``None``
+    without a budget or a cost."""
+    if budget_usd is None and spend.total <= 0 and not spend.faults:
+        return None
+    parts = []
+    if spend.unknown:
+        parts.append(f"{_calls(spend.unknown)} of unknown cost not counted")
+    if budget_usd is None:
+        head = f"cost: ${spend.total:.4f} recorded by the run directory's calls"
+    else:
+        head = (
+            f"cost: ${spend.total:.4f} spent of the ${budget_usd:.4f} budget (run.max_cost_usd; every "
+            "call of the run directory)"
+        )
+        if spend.total > budget_usd + EXCESS_EPS:
+            parts.append(f"over the budget by ${spend.total - budget_usd:.4f}")
+    if spend.over_bound_calls:
+        parts.append(
+            f"{_calls(spend.over_bound_calls)} cost more than the per-call bound, the largest single-call "
+            f"excess over its admission bound: ${spend.max_excess:.4f} (no call starts once the spend has "
+            "passed the budget)"
+        )
+    if spend.faults:
+        charged = "charged their per-call bound" if budget_usd is not None else "not counted"
+        parts.append(f"{_calls(spend.faults)} reported no or invalid usage ({charged}; steps: usage_fault)")
+    if held:
+        parts.append(f"{held} trials skipped for the budget (a resume with a higher one runs them)")
+    return "; ".join([head, *parts])
+
+
+def _calls(n: int) -> str:
+    return f"{n} call" if n == 1 else f"{n} calls"
 
 
 def grounding_lines(trials: list[dict[str, Any]]) -> list[str]:
@@ -173,7 +263,7 @@ def grounding_lines(trials: list[dict[str, Any]]) -> list[str]:
     methods = ", ".join(f"{m} x{n}" for m, n in sorted(by_method.items()))
     return [
         f"stop grounding_error x{len(hit)} ({methods}): no marks shown, the model got the plain screenshot "
-        f"(som: one click_at, som_dvoc: plain DVOC); most common reason: {msg[:160] or '(none)'}"
+        f"(som: one click_at, som_dvoc: plain DVOC); most common reason: {shorten(msg) or '(none)'}"
     ]
 
 

@@ -17,7 +17,7 @@ from dvoc_bench.core.geometry import Size
 from dvoc_bench.core.records import TrialSpec, read_jsonl, to_jsonable
 from dvoc_bench.models.base import Model
 from dvoc_bench.models.config import ModelConfig
-from dvoc_bench.runner.budget import spent_in
+from dvoc_bench.runner.budget import Spend, spent_in
 from dvoc_bench.runner.frames import FrameSaver
 from dvoc_bench.runner.gates import build_gates
 from dvoc_bench.runner.plan import build_plan
@@ -64,12 +64,21 @@ class RunSummary:
     """The providers' gates, with their call counters."""
     resume: ResumeCheck | None = None
     """What the resume check found (items of the run this call skipped, items it added)."""
-    spent_usd: float = 0.0
-    """USD recorded by every call of the run directory (earlier invocations included)."""
-    unknown_cost_calls: int = 0
-    """Calls of the run directory whose cost is unknown (not in ``spent_usd``)."""
+    spend: Spend = dataclasses.field(default_factory=Spend)
+    """What every call of the run directory cost (earlier invocations included): the total, calls of
+    unknown cost, calls over their admission bound and the largest excess, usage faults."""
     budget_usd: float | None = None
     """``run.max_cost_usd`` of this call; ``None`` without a budget."""
+
+    @property
+    def spent_usd(self) -> float:
+        """USD recorded by every call of the run directory (``spend.total``)."""
+        return self.spend.total
+
+    @property
+    def unknown_cost_calls(self) -> int:
+        """Calls of the run directory whose cost is unknown (not in ``spent_usd``)."""
+        return self.spend.unknown
     frames_line: str = ""
     """The end-of-run line on the frames this call wrote (``run.frames``; :mod:`dvoc_bench.runner.frames`)."""
     frame_bytes: int = 0
@@ -117,7 +126,7 @@ def run_sweep(
     run's whole plan. ``on_start(n)`` is told how many trials this call will run.
     """
     from dvoc_bench.runner.store import RunStore
-    from dvoc_bench.runner.summary import format_table, summarise
+    from dvoc_bench.runner.summary import format_table, frame_notes, summarise
 
     run_dir = Path(run_dir)
     specs = plan(setup) if specs is None else specs
@@ -146,8 +155,9 @@ def run_sweep(
         _run_coroutine(lambda: runner.run(specs))
         keys = {s.trial_key for s in specs}
         trials = [t for t in store.trials() if t["trial_key"] in keys]
-        spent, unknown = spent_in(run_dir)
-        table = format_table(summarise(trials), setup.settings.loop.epsilon)
+        spend = spent_in(run_dir)
+        notes = frame_notes(trials, setup.models)
+        table = format_table(summarise(trials), setup.settings.loop.epsilon, notes)
         (run_dir / "summary.md").write_text(table + "\n", "utf-8")  # still under the run dir's lock
         (run_dir / "run.json").write_text(
             json.dumps(
@@ -170,8 +180,7 @@ def run_sweep(
         todo,
         gates,
         checked[0] if checked else None,
-        spent,
-        unknown,
+        spend,
         setup.settings.run.max_cost_usd,
         saver.line(len({s.task for s in specs})),
         saver.bytes,

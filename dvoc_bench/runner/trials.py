@@ -34,7 +34,7 @@ from dvoc_bench.methods.registry import MethodInfo, method_info
 from dvoc_bench.models.base import Model
 from dvoc_bench.models.config import ModelConfig
 from dvoc_bench.models.options import ImageOptions, model_image
-from dvoc_bench.runner.budget import Budget, spent_in
+from dvoc_bench.runner.budget import Budget, BudgetedModel, Ticket, spent_in
 from dvoc_bench.runner.frames import FrameSaver
 from dvoc_bench.runner.gates import gate_key
 from dvoc_bench.runner.scheduler import FATAL_FOR_PROVIDER, GatedModel, RateGate
@@ -121,7 +121,7 @@ class TrialRunner:
         self.detector = DetectorService(setup.detector) if setup.detector is not None else None
         self.renderer = FrameRenderer(s.run.render_workers, in_flight=s.run.max_in_flight)
         cap = s.run.max_cost_usd
-        self.budget = Budget(cap, spent_in(store.dir)[0]) if cap is not None else None
+        self.budget = Budget(cap, spent_in(store.dir).total) if cap is not None else None
         self._models: dict[str, Model] = {}
         self._envs: dict[tuple[str, str], TrialEnv] = {}
         self._left: Counter[tuple[str, str]] = Counter()
@@ -165,11 +165,15 @@ class TrialRunner:
             return
         info = method_info(spec.method)
         gate = self.gates.get(gate_key(self.by_name[spec.model])) if info.calls_model else None
-        bound, per_call, refused = 0.0, 0.0, None
+        ticket, refused = None, None
         if self.budget is not None and info.calls_model and (gate is None or gate.dead is None):
             per_call = self.budget.per_call(spec.model, self.call_cost(spec, env))
             bound = (info.call_bound(spec) or 0) * per_call
             refused = await self.budget.admit(bound)
+            if refused is None and bound > 0.0 and env.model is not None:  # every call charged as it ends
+                ticket = Ticket(per_call, bound)
+                budgeted = BudgetedModel(env.model, self.budget, ticket, spec.model)
+                env = dataclasses.replace(env, model=budgeted)
         t0 = time.perf_counter()  # the wait for the budget is not the trial's time
         if gate is not None and gate.dead is not None:
             result = skipped_result(gate.dead_class or "provider_dead", gate.dead)
@@ -177,8 +181,8 @@ class TrialRunner:
             result = skipped_result("budget", refused)
         else:
             result = await self.run_method(info, spec, env, gate)
-        if self.budget is not None and refused is None:  # charge the calls, free the reservation
-            await self.budget.release(bound, spec.model, result, per_call)
+        if self.budget is not None and ticket is not None:  # free what the trial still reserved
+            await self.budget.release(ticket)
         wall_s = time.perf_counter() - t0
         probe = await self.probe(spec, result)
         self.record(spec, result, env.snapshot.target_box, wall_s, probe, env.snapshot.truth.target_full_box)
@@ -205,6 +209,10 @@ class TrialRunner:
                 error_class="internal",
                 error=f"{type(e).__name__}: {e}"[:300],
             )
+        if result.status == "error" and result.error_class == "budget":  # a call was refused: run on resume
+            skipped = skipped_result("budget", str(result.error))
+            skipped.steps = [s for s in result.steps if s.error_class != "budget"]  # no call was made
+            return finish(skipped)
         if gate is None or gate.dead is None:
             return result
         if result.status != "error" or result.error_class not in PROVIDER_FATAL:

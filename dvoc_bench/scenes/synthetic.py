@@ -42,6 +42,7 @@ import numpy as np
 import yaml
 from PIL import Image, ImageDraw
 
+from dvoc_bench.core import yamlio
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.geometry import Box, Size
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
@@ -81,7 +82,7 @@ def read_task_yaml(path: Path, what: str) -> Any:
     """The parsed YAML of a task file; a missing or unreadable file or bad YAML is a one-line
     :class:`ConfigError` naming the file (``what``: e.g. ``web task``)."""
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yamlio.safe_load(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise ConfigError(f"{path}: cannot read {what}: {e}") from e
     except yaml.YAMLError as e:
@@ -101,7 +102,7 @@ def load_spec(path: str | Path, max_side: int = DEFAULT_MAX_SIDE) -> dict[str, A
     naming the file and the bad key. A canvas side above ``max_side`` is refused before any drawing."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yamlio.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {yaml_error_line(exc)}") from None
     except (OSError, UnicodeDecodeError) as exc:

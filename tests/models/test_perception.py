@@ -126,3 +126,57 @@ def test_a_missed_marker_leaves_the_model_to_the_text() -> None:
     assert answers == {(210, 165)}
     seen = _reply(_frame(Point(100, 100)), text)
     assert abs(seen["dx"] - 230) <= 2 and abs(seen["dy"] - 145) <= 2  # seen: from the drawn crosshair
+
+
+# ------------------------------------------------------------------ the fast paths are the same numbers
+
+
+def _float_half(image: np.ndarray) -> np.ndarray:
+    """The plain float computation of the half-resolution planes (2x2 means, then units of 255)."""
+    h, w = image.shape[0] // 2 * 2, image.shape[1] // 2 * 2
+    f = image[:h, :w].astype(np.float32)
+    half = (f[0::2, 0::2] + f[1::2, 0::2] + f[0::2, 1::2] + f[1::2, 1::2]) * np.float32(0.25)
+    planes = np.ascontiguousarray(np.moveaxis(half, -1, 0))
+    planes *= np.float32(1.0 / 255.0)
+    return planes
+
+
+@pytest.mark.parametrize("shape", [(600, 800), (301, 457), (7, 5)])
+def test_the_integer_half_resolution_is_the_float_one_bit_for_bit(shape: tuple[int, int]) -> None:
+    """Issue 34 item 6: the half-resolution planes are summed in integers for speed; the records must not
+    move, so the result is the float computation's to the last bit (on random bytes, every value occurs)."""
+    from dvoc_bench.models.simulator.perception import _half_planes
+
+    img = np.random.default_rng(7).integers(0, 256, (*shape, 3), dtype=np.uint8)
+    fast, slow = _half_planes(img), _float_half(img)
+    assert fast.dtype == slow.dtype == np.float32 and fast.shape == slow.shape
+    assert np.array_equal(fast, slow)
+
+
+def test_the_in_place_line_maps_are_the_plain_expressions_bit_for_bit() -> None:
+    """The blur, the colour distance and the arm means run in place (fresh large arrays cost page faults);
+    each equals its plain numpy expression exactly."""
+    from dvoc_bench.models.simulator.perception import _Arms, _blur3, _dist
+
+    rng = np.random.default_rng(3)
+    planes = rng.random((3, 61, 83), dtype=np.float32)
+    p = np.pad(planes, ((0, 0), (1, 1), (1, 1)), mode="edge")
+    rows = p[:, :-2] + p[:, 1:-1] + p[:, 2:]
+    blurred = (rows[:, :, :-2] + rows[:, :, 1:-1] + rows[:, :, 2:]) * np.float32(1 / 9)
+    assert np.array_equal(_blur3(planes), blurred)
+    a, b = planes[:, 4:], planes[:, :-4]
+    d0, d1, d2 = a[0] - b[0], a[1] - b[1], a[2] - b[2]
+    assert np.array_equal(_dist(a, b), np.sqrt(d0 * d0 + d1 * d1 + d2 * d2))
+    m = planes[0]
+    arms = _Arms(m, 1, 12)
+    for k in (1, 3, 12):
+        before, after = arms.means(k)
+        c = arms.c
+        i = np.arange(m.shape[1], dtype=np.float32)
+        nb = np.maximum(np.minimum(np.float32(k), i), 1.0)
+        na = np.maximum(np.minimum(np.float32(k), m.shape[1] - 1 - i), 1.0)
+        lo = 13
+        ref_b = (c[:, lo - 1 : lo - 1 + m.shape[1]] - c[:, lo - k - 1 : lo - k - 1 + m.shape[1]]) / nb
+        ref_a = (c[:, lo + k : lo + k + m.shape[1]] - c[:, lo : lo + m.shape[1]]) / na
+        ref_b[:, 0], ref_a[:, -1] = np.inf, np.inf
+        assert np.array_equal(before, ref_b) and np.array_equal(after, ref_a)

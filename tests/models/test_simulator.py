@@ -307,6 +307,32 @@ def test_complete_matches_respond() -> None:
     assert asyncio.run(model.complete(req)) == bound_reply(model.respond(req), model.max_reply_chars)
 
 
+def test_complete_answers_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 34 item 6: finding the crosshair (milliseconds of numpy per image) runs in the model's own
+    thread, not on the sweep's event loop, and the reply is the same as computed inline."""
+    import threading
+
+    import dvoc_bench.models.simulator.model as sim_model
+
+    where: list[str] = []
+    real = sim_model.find_marker
+
+    def spy(image):
+        where.append(threading.current_thread().name)
+        return real(image)
+
+    monkeypatch.setattr(sim_model, "find_marker", spy)
+    model = _model(EXACT_PIXEL)
+    req = _req(_with_crosshair((100, 80)), _text())
+
+    async def call() -> tuple[Any, str]:
+        return await model.complete(req), threading.current_thread().name
+
+    reply, loop_thread = asyncio.run(call())
+    assert len(where) == 1 and where[0] != loop_thread and where[0].startswith(sim_model.THREAD_PREFIX)
+    assert reply == bound_reply(_model(EXACT_PIXEL).respond(req), model.max_reply_chars)
+
+
 # ------------------------------------------------------------------------------------ rates
 
 
@@ -362,10 +388,9 @@ def test_zero_rule_box_stops_on_the_element_not_by_distance() -> None:
 def test_zero_rule_box_splits_the_in_box_rate_by_the_distance_to_the_centre() -> None:
     """``p_zero_in_box_below_15`` / ``_below_30``: on the box, the (0, 0) rate rises as the crosshair nears
     the box's centre (Gemini 3.1 FL: 15 of 17 within 15 px, 48 of 82 at 15-30, 43 of 114 further); the
-    distance is the crosshair's to the centre, not the noisy perceived offset's."""
+    distance is the perceived offset's (exact here: no noise)."""
     sim = {
         **EXACT_PIXEL,
-        "noise": {"scale_px": 40.0},  # a perceived offset far from the truth must not move the bins
         "near": {
             "zero_rule": "box",
             "p_zero_in_box_below_15": 0.9,
@@ -388,6 +413,53 @@ def test_zero_rule_box_splits_the_in_box_rate_by_the_distance_to_the_centre() ->
     without = {**sim, "near": {"zero_rule": "box", "p_zero_in_box": 0.1}}  # no split: one rate
     model = _model(without)
     assert _binom_ok(zeros((325, 248)), n, 0.1)
+
+
+def _moved(box: Box, dx: float, dy: float) -> SceneTruth:
+    """TRUTH with its target (SAVE) moved by ``(dx, dy)``, same size."""
+    moved = Box(box.x0 + dx, box.y0 + dy, box.x1 + dx, box.y1 + dy)
+    save = Element("save", "Save", moved)
+    return SceneTruth("T1", SIZE, INSTRUCTION, "save", moved, (PANEL, OPEN, save))
+
+
+@pytest.mark.parametrize("at", [(325, 248), (302, 240), (292, 150), (120, 245)])
+def test_the_stop_decision_does_not_peek_at_the_true_box(monkeypatch: pytest.MonkeyPatch, at) -> None:
+    """Issue 34, no peeking: with what the model perceives held fixed (its target estimate T^ and the
+    crosshair it reads from the same pixels), moving the true box leaves every reply as it was: the (0, 0)
+    decision and the in-span axis drop compare the crosshair with the box *around T^*, not with the truth.
+    The box moves onto the crosshair and away from it; T^ stays at SAVE's centre."""
+    import dvoc_bench.models.simulator.model as sim_model
+
+    monkeypatch.setattr(sim_model, "perceive", lambda *a, **k: TARGET)  # the perceived target, fixed
+    sim = {
+        "frames": {"pixel": 1},
+        "near": {"zero_rule": "box", "p_zero_in_box": 0.7, "p_zero_box_near": 0.5},
+        "axis_drop": {"p_x": 0.0, "p_y": 0.0, "p_x_in_span": 0.6, "p_y_in_span": 0.6},
+    }
+    profile = SimProfile.from_mapping(sim)
+    img = _with_crosshair(at)
+    cx, cy = at
+    # the true box: where it is / centred on the crosshair / 200 px away from both
+    truths = [TRUTH, _moved(SAVE.box, cx - TARGET.x, cy - TARGET.y), _moved(SAVE.box, -200.0, -150.0)]
+    replies = []
+    for truth in truths:
+        model = SimulatedModel("sim-test", profile, lambda scene_id, t=truth: t)
+        replies.append([_args(model, _req(img, _text(), seed=s)) for s in range(60)])
+    assert replies[0] == replies[1] == replies[2]
+
+
+def test_the_stop_follows_the_perceived_target() -> None:
+    """The other side of it: the model stops when *it believes* the crosshair is on the button. With the
+    perceived target noisy (scale 40 px), a crosshair on the true centre is stopped at less often than
+    with exact perception, and one 40 px off the button sometimes is."""
+    near = {"zero_rule": "box", "p_zero_in_box": 1.0, "p_zero_box_near": 1.0}
+    exact = _model({**EXACT_PIXEL, "near": near})
+    noisy = _model({"frames": {"pixel": 1}, "noise": {"scale_px": 40.0}, "near": near})
+    n = 200
+    assert _zero_reports(exact, (330, 245), n) == n
+    assert _zero_reports(noisy, (330, 245), n) < 0.9 * n
+    assert _zero_reports(exact, (330, 200), n) == 0  # 30 px above SAVE: beyond the 10 px near band
+    assert _zero_reports(noisy, (330, 200), n) > 0
 
 
 def test_axis_drop_in_span_applies_while_aligned_with_the_box() -> None:

@@ -180,6 +180,42 @@ def test_tk_sees_only_the_project_fonts(reg, tmp_path):
         desk._shown = None
 
 
+CUSTOM_APP = """
+import tkinter as tk
+root = tk.Tk()
+dlg = tk.Frame(root, name="dlg")
+dlg.pack()
+ok = tk.Button(dlg, name="ok", text="OK")
+ok.pack()
+tk.Button(dlg, name="cancel", text="Cancel").pack()
+print("path of OK:", str(ok))
+print("to stderr too", file=__import__("sys").stderr)
+root.mainloop()
+"""
+
+
+def test_a_custom_apps_prints_reach_the_log_and_a_wrong_path_names_the_nearest(reg, tmp_path, caplog):
+    """The README's advice (print ``str(widget)``) works: the prints are in the run's log; a mistyped
+    target path is refused with the nearest paths on screen."""
+    import logging
+
+    from dvoc_bench.scenes.desktop.source import DesktopTask
+
+    script = tmp_path / "app.py"
+    script.write_text(CUSTOM_APP)
+    desk = reg.source("desktop").backend
+    task = DesktopTask(id="custom1", script=script, target="widget:.dlg.okay", instruction="-", where="x")
+    logger = "dvoc_bench.scenes.desktop.source"
+    with caplog.at_level(logging.INFO, logger=logger), pytest.raises(SceneError) as e:
+        desk.render(task)
+    desk._shown = None
+    msg = str(e.value)
+    assert "target widget:.dlg.okay is not on screen (x); nearest on screen: widget:.dlg.ok" in msg
+    assert "\n" not in msg and "run's log" in msg
+    assert "custom1: the app printed" in caplog.text
+    assert "path of OK: .dlg.ok" in caplog.text and "to stderr too" in caplog.text
+
+
 def test_a_screen_above_scenes_max_side_is_refused_before_anything_starts():
     reg = SceneRegistry(default_scenes_dir(), options={"desktop": {"size": [1280, 800]}}, max_side=1000)
     with pytest.raises(SceneError, match="D1: desktop.size 1280x800 exceeds scenes.max_side=1000"):

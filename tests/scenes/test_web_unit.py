@@ -322,6 +322,20 @@ def test_launch_args_fence_and_allowed_origins() -> None:
     assert len(wide) == len(base)
 
 
+def test_one_disable_features_switch_carries_playwrights_list_and_ours() -> None:
+    from dvoc_bench.scenes.web.chromium import PLAYWRIGHT_DISABLED_FEATURES, dropped_features, launch_args
+
+    for args in (launch_args(), launch_args(("http://127.0.0.1:8000",))):
+        lists = [a.split("=", 1)[1].split(",") for a in args if a.startswith("--disable-features=")]
+        assert len(lists) == 1, args  # Chromium honours only the last one
+        assert {"WebRtcHideLocalIpsWithMdns", "MediaRouter", *PLAYWRIGHT_DISABLED_FEATURES} <= set(lists[0])
+        assert len(lists[0]) == len(set(lists[0]))
+    pw = "--disable-features=A,B,C"
+    assert dropped_features(["chrome", pw, "--x", "--disable-features=B,D"]) == ["A", "C"]
+    assert dropped_features(["chrome", pw, "--disable-features=C,B,A,D"]) == []
+    assert dropped_features(["chrome", pw]) == [] and dropped_features([]) == []
+
+
 def test_viewport_forms_and_new_task_keys(tmp_path: Path) -> None:
     t = task_from_mapping(
         _task(tmp_path, viewport={"width": 640, "height": 360, "device_scale_factor": 2}, root=".",

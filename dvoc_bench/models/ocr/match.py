@@ -1,12 +1,15 @@
 """Fuzzy matching of a label against the words Tesseract read (multi-word, case- and punctuation-tolerant).
 
 Candidates are runs of consecutive words on one text line, of the label's word count and one word fewer or
-more (OCR splits and merges words). Both sides are normalised (lower case, punctuation dropped, spaces
-collapsed) and scored with rapidfuzz's ``fuzz.ratio`` (0-100), with and without spaces ("SignIn" read for
-"Sign In"); the better of the two counts. A candidate scoring at least ``min_score`` is a match. Among
-matches: the highest score; then, with an anchor, the line nearest the anchor's best match; then the one
-whose case equals the label's ("Sign In" the button over "Sign in" the heading); then the highest mean OCR
-confidence; then reading order. Deterministic.
+more (OCR splits and merges words); the count is taken both between spaces and after punctuation splits
+(``report-2024-02-16.csv`` is one OCR word and five normalised ones), from the smaller less one to the
+larger plus one. A run taller than twice its shortest word is not one line of text and is skipped (Tesseract
+puts tall misreads of a table's grid on the line of real words). Both sides are normalised (lower case,
+punctuation dropped, spaces collapsed) and scored with rapidfuzz's ``fuzz.ratio`` (0-100), with and without
+spaces ("SignIn" read for "Sign In"); the better of the two counts. A candidate scoring at least
+``min_score`` is a match. Among matches: the highest score; then, with an anchor, the line nearest the
+anchor's best match; then the one whose case equals the label's ("Sign In" the button over "Sign in" the
+heading); then the highest mean OCR confidence; then reading order. Deterministic.
 """
 
 from __future__ import annotations
@@ -69,21 +72,27 @@ def _union(words: Sequence[Word]) -> Box:
 def candidates(words: Sequence[Word], label: str) -> list[Match]:
     """Every run of consecutive words on a line, of about the label's length, with its score."""
     want = normalise(label)
-    n = max(1, len(want.split()))
+    # the label's length in OCR words: Tesseract keeps ``report-2024-02-16.csv`` one word, which normalises
+    # to five; counting either way, one fewer or more
+    spaced, tokens = max(1, len(label.split())), max(1, len(want.split()))
+    lo, hi = max(1, min(spaced, tokens) - 1), max(spaced, tokens) + 1
     lines: dict[tuple[int, int, int, int], list[Word]] = {}
     for w in words:
         lines.setdefault(w.line, []).append(w)
     out = []
     for line in lines.values():
         line.sort(key=lambda w: w.index)
-        for k in range(max(1, n - 1), n + 2):
+        for k in range(lo, hi + 1):
             for i in range(0, len(line) - k + 1):
                 run = line[i : i + k]
+                box = _union(run)
+                if box.h > 2 * max(min(w.box.h for w in run), 1.0):  # not one line of text: a tall misread
+                    continue  # joined to real words (D4: "report-2024-02-16 Coe", 178 px high)
                 text = " ".join(w.text for w in run)
                 s = _score(normalise(text), want)
                 if s > 0:
                     conf = sum(w.conf for w in run) / len(run)
-                    out.append(Match(text, float(s), conf, _union(run), run[0].index))
+                    out.append(Match(text, float(s), conf, box, run[0].index))
     return out
 
 

@@ -38,12 +38,15 @@ Mechanism of one call (every random draw comes from a per-call generator, see *D
    ``near.p_reverse_30_100``; below 100 px ``t^`` is multiplied by ``near.shrink_below_100``. Then each axis
    with ``|t^_axis| > 30`` is reported as 0 with ``axis_drop.p`` (never both axes in one reply: an all-zero
    report belongs to the near-target rule). With ``near.zero_rule: box`` the ``(0, 0)`` report depends
-   instead on where the perceived crosshair lies against the box of the element aimed at:
-   ``near.p_zero_in_box`` inside, ``near.p_zero_box_near`` at most ``BOX_NEAR_PX`` (10 px) outside, never
-   further off (a model that stops when the crosshair is *on the button*: a large button stops the loop
-   early, a small one never does; the authors' Gemini 3.1 FL records show it, 112 of 118 zero reports).
+   instead on where the perceived crosshair lies against the box of the element aimed at *as perceived*:
+   a box of that element's size centred on the perceived target ``P^ + t^`` (the model sees how big the
+   button is; where it is comes only from its own noisy estimate, never from the true box).
+   ``near.p_zero_in_box`` inside (split by ``|t^|`` with ``p_zero_in_box_below_15`` / ``_below_30``),
+   ``near.p_zero_box_near`` at most ``BOX_NEAR_PX`` (10 px) outside, never further off (a model that stops
+   when it believes the crosshair is *on the button*: a large button stops the loop early, a small one
+   never does; the authors' Gemini 3.1 FL records show it, 112 of 118 zero reports).
    ``axis_drop.p_x_in_span`` / ``p_y_in_span`` likewise report an axis as 0 while the crosshair lies
-   within the box's span on it. Both default off; no committed profile uses them yet.
+   within that perceived box's span on it. Both default off.
 7. **Gain**: the native-frame offset is multiplied per axis by ``gain = [gx, gy]`` (offsets only; points
    are absolute and get no gain).
 8. **Rounding** like real models: integers for pixel / norm1000 / mixed, 3 decimals for norm1.

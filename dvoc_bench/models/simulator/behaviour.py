@@ -30,6 +30,7 @@ __all__ = [
     "frame_of",
     "gain_jitter",
     "near_target",
+    "perceived_box_distance",
     "perceive",
     "point_outliers",
     "round_in_frame",
@@ -114,20 +115,18 @@ def sample_frame(weights: Mapping[str, float], rng: np.random.Generator) -> str:
     return names[int(rng.choice(len(names), p=p / p.sum()))]
 
 
-def _zero_rate(d: float, box_px: float | None, near: NearSpec, centre_px: float | None = None) -> float:
-    """Probability of a ``(0, 0)`` report: by the perceived offset's bin (``zero_rule: distance``) or by the
-    perceived crosshair's distance to the box aimed at (``box``; ``box_px`` None = unknown, no zero; inside
-    the box by ``centre_px``, the crosshair's distance to the box's centre, when the profile splits the
-    in-box rate)."""
+def _zero_rate(d: float, box_px: float | None, near: NearSpec) -> float:
+    """Probability of a ``(0, 0)`` report: by the perceived offset's bin (``zero_rule: distance``) or by how
+    far the perceived crosshair lies from the perceived target box (``box``; ``box_px`` None = unknown, no
+    zero; inside the box by ``d``, the perceived offset's length, when the profile splits the in-box rate)."""
     if near.zero_rule == "box":
         if box_px is None or box_px > BOX_NEAR_PX:
             return 0.0
         if box_px > 0:
             return near.p_zero_box_near
-        c = d if centre_px is None else centre_px
-        if c < 15.0 and near.p_zero_in_box_below_15 is not None:
+        if d < 15.0 and near.p_zero_in_box_below_15 is not None:
             return near.p_zero_in_box_below_15
-        if c < NEAR_PX and near.p_zero_in_box_below_30 is not None:
+        if d < NEAR_PX and near.p_zero_in_box_below_30 is not None:
             return near.p_zero_in_box_below_30
         return near.p_zero_in_box
     if d < NEAR_PX:
@@ -135,24 +134,34 @@ def _zero_rate(d: float, box_px: float | None, near: NearSpec, centre_px: float 
     return near.p_zero_30_100 if d < MID_PX else 0.0
 
 
+def perceived_box_distance(o: Offset, extent: tuple[float, float] | None) -> tuple[float, float] | None:
+    """Per axis, how far the crosshair lies outside the target box *as the model perceives it*: a box of
+    ``extent`` (width, height, px) centred on the perceived target, ``o`` away from the crosshair (0 within
+    the box's span on that axis; ``None`` when the extent is unknown). The stop decision reads only this and
+    ``o``: the target's true position enters through the perceived offset's noise and nothing else."""
+    if extent is None:
+        return None
+    return max(abs(o.dx) - extent[0] / 2.0, 0.0), max(abs(o.dy) - extent[1] / 2.0, 0.0)
+
+
 def near_target(
     o: Offset,
     near: NearSpec,
     axis_drop: AxisDropSpec,
     rng: np.random.Generator,
-    box_px: tuple[float, float] | None = None,
-    centre_px: float | None = None,
+    extent: tuple[float, float] | None = None,
 ) -> Offset:
-    """Apply the near-target behaviour and axis dropping to a perceived offset (px); ``box_px`` is
-    the perceived crosshair's distance to the span of the box aimed at on each axis (used by ``near.zero_rule:
-    box`` and ``axis_drop.p_x_in_span`` / ``p_y_in_span``), ``centre_px`` its distance to that box's centre
-    (the in-box zero rates by distance; the model knows where it stands on the button, its offset estimate
-    carries the noise)."""
+    """Apply the near-target behaviour and axis dropping to a perceived offset ``o`` (px). ``extent`` is the
+    (width, height) of the box aimed at, as seen in the image; ``near.zero_rule: box`` and
+    ``axis_drop.p_x_in_span`` / ``p_y_in_span`` compare the crosshair with a box of that extent around the
+    *perceived* target (:func:`perceived_box_distance`), never with the true box: a model that stops "on
+    the button" stops where it believes the button is."""
     d = o.magnitude
+    box_px = perceived_box_distance(o, extent)
     span = (False, False) if box_px is None else (box_px[0] <= BOX_NEAR_PX, box_px[1] <= BOX_NEAR_PX)
     box_d = None if box_px is None else math.hypot(*box_px)
     by_box = near.zero_rule == "box"
-    if by_box and rng.random() < _zero_rate(d, box_d, near, centre_px):
+    if by_box and rng.random() < _zero_rate(d, box_d, near):
         return Offset(0.0, 0.0)
     if d < NEAR_PX:
         if not by_box and rng.random() < near.p_zero_below_30:

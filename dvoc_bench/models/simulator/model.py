@@ -9,6 +9,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,6 @@ from dvoc_bench.core.geometry import (
     box_distance,
     offset_from_pixels,
     point_from_pixels,
-    span_distance,
 )
 from dvoc_bench.core.scene import SceneTruth
 from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelRequest, Reply, ToolCall, bound_reply
@@ -54,6 +54,9 @@ __all__ = ["NOT_SUPPORTED", "NO_TOOL_TEXT", "SimulatedModel"]
 NOT_SUPPORTED = "not supported by the simulator"
 """Text of the reply when only ``select_element`` is offered."""
 
+THREAD_PREFIX = "dvoc-sim"
+"""Name prefix of the thread a simulated model answers in (:meth:`SimulatedModel.complete`)."""
+
 EVIDENCE_CACHE = 256
 """Images whose marker evidence a simulated model remembers (by image digest)."""
 
@@ -76,6 +79,8 @@ class SimulatedModel:
         self._identity = f"{name}|{profile.digest()}".encode()
         self._evidence: dict[bytes, MarkerEvidence | None] = {}
         self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None  # started by the first ``complete``; its thread ends
+        # with the model (an executor's idle workers exit when it is garbage-collected)
         self.max_reply_chars = MAX_REPLY_CHARS
         """Characters kept of a reply's text and tool arguments (``run.max_reply_chars``), as a client."""
 
@@ -94,7 +99,14 @@ class SimulatedModel:
         return np.random.default_rng(int.from_bytes(h.digest()[:16], "big"))
 
     async def complete(self, request: ModelRequest) -> Reply:
-        reply = bound_reply(self.respond(request), self.max_reply_chars)  # the records a real client writes
+        """:meth:`respond` in the model's own worker thread, then the simulated latency. Finding the crosshair
+        costs milliseconds of numpy per new image (which releases the GIL): on the event loop it stalled every
+        trial in flight. One thread per model: more only add contention on a small machine. The
+        reply is a pure function of the request, so where it is computed changes nothing."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix=THREAD_PREFIX)
+        reply = await asyncio.get_running_loop().run_in_executor(self._pool, self.respond, request)
+        reply = bound_reply(reply, self.max_reply_chars)  # the records a real client writes
         delay = self.latency_for(request)
         if delay != reply.latency_s:
             reply = dataclasses.replace(reply, latency_s=delay)
@@ -226,15 +238,15 @@ class SimulatedModel:
                 return self._reply(None, ToolCall("report_offset", json.dumps(args)))
             p_hat = size.centre
         box = aimed_box(truth, aimed)
-        box_px, centre_px = span_distance(box, p_hat), box.centre.dist(p_hat)
+        extent = (box.w, box.h)  # the element's size, as seen; where it is comes only from t_hat
         if frame == "mixed":  # H2: target in 0-1000 units, crosshair in pixels; believed to be pixels
             g_t = point_from_pixels(t_hat, Frame.NORM1000, size)
             o = gain_jitter(g_t - p_hat, prof.noise, rng)
-            belief = near_target(o, prof.near, prof.axis_drop, rng, box_px, centre_px)
+            belief = near_target(o, prof.near, prof.axis_drop, rng, extent)
             native = belief
         else:
             o = gain_jitter(t_hat - p_hat, prof.noise, rng)
-            belief = near_target(o, prof.near, prof.axis_drop, rng, box_px, centre_px)
+            belief = near_target(o, prof.near, prof.axis_drop, rng, extent)
             native = offset_from_pixels(belief, frame_of(frame), size)
         gx, gy = prof.gain
         conf = prof.confidence.sample(rng, belief.magnitude)

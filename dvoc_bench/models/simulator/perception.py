@@ -67,34 +67,56 @@ class MarkerEvidence:
 def _blur3(planes: np.ndarray) -> np.ndarray:
     """3x3 box blur of ``C x H x W`` float planes (edges replicated)."""
     p = np.pad(planes, ((0, 0), (1, 1), (1, 1)), mode="edge")
-    rows = p[:, :-2] + p[:, 1:-1] + p[:, 2:]
-    return (rows[:, :, :-2] + rows[:, :, 1:-1] + rows[:, :, 2:]) * np.float32(1.0 / 9.0)
+    rows = np.add(p[:, :-2], p[:, 1:-1])
+    rows += p[:, 2:]
+    out = np.add(rows[:, :, :-2], rows[:, :, 1:-1])
+    out += rows[:, :, 2:]
+    out *= np.float32(1.0 / 9.0)
+    return out
 
 
 def _dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per-pixel colour distance of two ``3 x h x w`` plane stacks."""
-    d0, d1, d2 = a[0] - b[0], a[1] - b[1], a[2] - b[2]
-    return np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    """Per-pixel colour distance of two ``3 x h x w`` plane stacks (``sqrt(d0*d0 + d1*d1 + d2*d2)``, in
+    that order, computed in place: the arrays are large and fresh ones cost page faults)."""
+    acc = np.subtract(a[0], b[0])
+    acc *= acc
+    d = np.subtract(a[1], b[1])
+    d *= d
+    acc += d
+    np.subtract(a[2], b[2], out=d)
+    d *= d
+    acc += d
+    return np.sqrt(acc, out=acc)
+
+
+def _to_planes(image: np.ndarray) -> np.ndarray:
+    """``C x H x W`` float32 planes in units of 255."""
+    planes = np.ascontiguousarray(np.moveaxis(np.asarray(image, dtype=np.float32), -1, 0))
+    planes *= np.float32(1.0 / 255.0)
+    return planes
 
 
 def line_maps(image: np.ndarray, gap: int = GAP_PX, blur: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """``(H, V)``: horizontal and vertical thin-line strength per pixel (0-1), see the module docstring.
     ``blur=False`` skips the 3x3 blur (for an image already reduced to half resolution)."""
-    planes = np.ascontiguousarray(np.moveaxis(np.asarray(image, dtype=np.float32), -1, 0))
-    planes *= np.float32(1.0 / 255.0)
+    return _line_maps(_to_planes(image), gap, blur)
+
+
+def _line_maps(planes: np.ndarray, gap: int, blur: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`line_maps` of ``C x H x W`` planes in units of 255."""
     img = _blur3(planes) if blur else planes
     h, w = img.shape[1:]
     hmap = np.zeros((h, w), dtype=np.float32)
     vmap = np.zeros((h, w), dtype=np.float32)
     if h > 2 * gap:
         d = _dist(img[:, gap:], img[:, :-gap])  # row i+gap vs row i
-        hmap[gap:-gap] = np.minimum(d[:-gap], d[gap:])
+        np.minimum(d[:-gap], d[gap:], out=hmap[gap:-gap])
         hmap[:gap], hmap[-gap:] = d[:gap], d[-gap:]  # one side outside: the other decides
     if w > 2 * gap:
         d = _dist(img[:, :, gap:], img[:, :, :-gap])
-        vmap[:, gap:-gap] = np.minimum(d[:, :-gap], d[:, gap:])
+        np.minimum(d[:, :-gap], d[:, gap:], out=vmap[:, gap:-gap])
         vmap[:, :gap], vmap[:, -gap:] = d[:, :gap], d[:, -gap:]
-    return np.minimum(hmap, 1.0), np.minimum(vmap, 1.0)
+    return np.minimum(hmap, 1.0, out=hmap), np.minimum(vmap, 1.0, out=vmap)
 
 
 class _Arms:
@@ -106,6 +128,8 @@ class _Arms:
         pad = [(0, 0), (0, 0)]
         pad[axis] = (reach + 1, reach)
         self.c = np.cumsum(np.pad(m, pad), axis=axis, dtype=np.float32)
+        self._i = np.arange(self.n, dtype=np.float32)
+        self._last, self._here = self._at(-1), self._at(0)  # the same for every ``a``
 
     def _at(self, shift: int) -> np.ndarray:
         """``c[i + shift]`` for every original index ``i`` (padded index of ``i`` is ``i + reach + 1``)."""
@@ -115,12 +139,14 @@ class _Arms:
     def means(self, a: int) -> tuple[np.ndarray, np.ndarray]:
         """Means over the in-image part of each side; a side wholly outside the image (at the first or last
         index) is ``inf``, not required: a crosshair clipped at an edge or a corner keeps the arms it has."""
-        i = np.arange(self.n, dtype=np.float32)
+        i = self._i
         n_before = np.maximum(np.minimum(np.float32(a), i), 1.0)
         n_after = np.maximum(np.minimum(np.float32(a), self.n - 1 - i), 1.0)
         shape = (1, self.n) if self.axis == 1 else (self.n, 1)
-        before = (self._at(-1) - self._at(-a - 1)) / n_before.reshape(shape)
-        after = (self._at(a) - self._at(0)) / n_after.reshape(shape)
+        before = np.subtract(self._last, self._at(-a - 1))
+        before /= n_before.reshape(shape)
+        after = np.subtract(self._at(a), self._here)
+        after /= n_after.reshape(shape)
         if self.axis == 1:
             before[:, 0], after[:, -1] = np.inf, np.inf
         else:
@@ -146,8 +172,10 @@ def _scan(
     for a in arms:
         left, right = rows.means(a)
         up, down = cols.means(a)
-        resp = np.minimum(np.minimum(left, right), np.minimum(up, down))
-        resp[~np.isfinite(resp)] = 0.0
+        resp = np.minimum(left, right, out=left)
+        resp = np.minimum(resp, np.minimum(up, down, out=up), out=resp)
+        if min(resp.shape) == 1:  # all four sides outside only in a one-pixel-wide image
+            resp[~np.isfinite(resp)] = 0.0
         y, x = divmod(int(np.argmax(resp)), resp.shape[1])
         s = float(resp[y, x]) * math.sqrt(2 * a + 1)
         if s > best[0]:
@@ -155,11 +183,18 @@ def _scan(
     return best
 
 
-def _half(image: np.ndarray) -> np.ndarray:
-    """The image at half resolution (means of 2x2 blocks, float)."""
+def _half_planes(image: np.ndarray) -> np.ndarray:
+    """The image at half resolution (means of 2x2 blocks) as ``C x H x W`` float32 planes in units of 255
+    (:func:`_to_planes` of the float means). The sums are taken in integers, exact as the float sums of four
+    bytes are, so this is the float computation's result at a fraction of its cost."""
     h, w = image.shape[0] // 2 * 2, image.shape[1] // 2 * 2
-    f = image[:h, :w].astype(np.float32)
-    return (f[0::2, 0::2] + f[1::2, 0::2] + f[0::2, 1::2] + f[1::2, 1::2]) * np.float32(0.25)
+    chw = np.moveaxis(np.asarray(image), -1, 0)
+    rows = chw[:, 0:h:2, :w].astype(np.uint16)
+    rows += chw[:, 1:h:2, :w]
+    planes = np.add(rows[:, :, 0::2], rows[:, :, 1::2], dtype=np.float32)
+    planes *= np.float32(0.25)
+    planes *= np.float32(1.0 / 255.0)
+    return planes
 
 
 COARSE_MIN_PIXELS = 120_000
@@ -176,7 +211,7 @@ def find_marker(image: np.ndarray, arms: tuple[int, ...] = ARM_SCALES) -> Marker
     runner = None
     if h * w >= COARSE_MIN_PIXELS:
         half = tuple(sorted({max(2, a // 2) for a in arms}))
-        sal_c, a_c, y_c, x_c, resp_c = _scan(*line_maps(_half(img), GAP_PX // 2, blur=False), half)
+        sal_c, a_c, y_c, x_c, resp_c = _scan(*_line_maps(_half_planes(img), GAP_PX // 2, False), half)
         if sal_c <= 0:
             return None
         masked = resp_c.copy()

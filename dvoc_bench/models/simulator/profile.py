@@ -170,7 +170,9 @@ class NearSpec(Declared):
     the perceived crosshair lies on the element aimed at (calibration: 112 of Gemini 3.1 FL's 118 zero
     reports came with the crosshair inside the target box or within 10 px of it, none 30-100 px off it,
     so a large button stops the loop early and a small one never does). Under ``box`` the two distance
-    rates are not used."""
+    rates are not used. The box is the one the model perceives: the element's size around its own noisy
+    estimate of the target (:func:`~dvoc_bench.models.simulator.behaviour.perceived_box_distance`), never
+    the true box; "from the centre" below is the length of the perceived offset."""
     p_zero_in_box: Prob = 0.0
     """``zero_rule: box``: probability of ``(0, 0)`` when the perceived crosshair lies inside the box."""
     p_zero_box_near: Prob = 0.0
@@ -585,9 +587,9 @@ def plain(d: Any) -> Any:
 def load_profile(path_or_mapping: str | Path | Mapping[str, Any]) -> SimProfile:
     """Load a profile from a model YAML path, a whole model config (with ``sim:``) or a ``sim`` mapping."""
     if isinstance(path_or_mapping, (str, Path)):
-        import yaml
+        from dvoc_bench.core import yamlio
 
-        data = yaml.safe_load(Path(path_or_mapping).read_text())
+        data = yamlio.safe_load(Path(path_or_mapping).read_text(encoding="utf-8"))
     else:
         data = plain(path_or_mapping)
     if isinstance(data, Mapping) and "sim" in data:

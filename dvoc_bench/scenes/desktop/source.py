@@ -56,6 +56,9 @@ from dvoc_bench.scenes.web.source import SceneError
 
 log = logging.getLogger(__name__)
 
+OUTPUT_CHARS = 4000
+"""Characters of a desktop app's output kept for the run's log (the last ones)."""
+
 CUSTOM_ID = "desktop_custom"
 """Scene id of the inline bring-your-own Tk app (``desktop.custom``)."""
 DEFAULT_SIZE = Size(1280, 800)
@@ -252,8 +255,19 @@ class Instance:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def output(self, limit: int = OUTPUT_CHARS) -> str:
+        """What the script printed so far (stdout and stderr, one stream): the last ``limit`` characters."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return text if len(text) <= limit else "…" + text[-limit:]
+
     def close(self) -> None:
         stop(self.proc, grace_s=1.0)
+        out = self.output().rstrip()
+        if out:  # the run's log keeps what the script printed (str(widget) to find a path, say)
+            log.info("%s: the app printed (stdout and stderr):\n%s", self.task.id, out)
         self.log_path.unlink(missing_ok=True)
 
 
@@ -351,10 +365,11 @@ class DesktopScenes:
             try:
                 image = self.display.grab()
                 truth = inst.request({"op": "truth", "targets": [task.target]})
+                snap = _snapshot(task, truth, image)
             except BaseException:
                 inst.close()
                 raise
-            scene = DesktopScene(task, _snapshot(task, truth, image), inst)
+            scene = DesktopScene(task, snap, inst)
             self._scenes[task.id] = scene
         log.info("%s: rendered in %.3f s", task.id, time.perf_counter() - t0)
         return scene
@@ -416,10 +431,28 @@ class DesktopScenes:
             return out
 
 
+def _not_on_screen(task: DesktopTask, ids: list[str]) -> str:
+    """The one line for a target the app does not show: with the nearest element ids on screen
+    (:func:`difflib.get_close_matches`), else the first few, so a mistyped widget path shows the right one."""
+    import difflib
+
+    near = difflib.get_close_matches(task.target, ids, n=3, cutoff=0.6)
+    if near:
+        hint = f"; nearest on screen: {', '.join(near)}"
+    elif ids:
+        hint = f"; on screen: {', '.join(ids[:5])}{' …' if len(ids) > 5 else ''}"
+    else:
+        hint = "; nothing is on screen"
+    return (
+        f"{task.id}: target {task.target} is not on screen ({task.where}){hint} "
+        "(what the app printed is in the run's log)"
+    )
+
+
 def _snapshot(task: DesktopTask, reply: dict[str, Any], image: Any) -> Snapshot:
     target = reply["targets"].get(task.target)
     if target is None:
-        raise SceneError(f"{task.id}: target {task.target} is not on screen ({task.where})")
+        raise SceneError(_not_on_screen(task, [e["id"] for e in reply["elements"]]))
     elements = [
         Element(
             id=e["id"], label=e["label"], box=Box(*e["box"]), role=e["role"], interactive=e["interactive"]

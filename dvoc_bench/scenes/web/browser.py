@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
-from dvoc_bench.scenes.web.chromium import launch_args, resolve_chromium
+from dvoc_bench.scenes.web.chromium import dropped_features, launch_args, resolve_chromium
 
 log = logging.getLogger(__name__)
 
@@ -335,11 +335,28 @@ class WebBrowser:
         with self._lock:
             self._pid = pid
         log.info("Chromium %s launched from %s in %.2f s", browser.version, exe, self.launch_s)
+        if lost := dropped_features(process_argv(pid)):
+            log.warning(
+                "Chromium: Playwright's own --disable-features list is overridden by ours and lost %s "
+                "(add them to PLAYWRIGHT_DISABLED_FEATURES in dvoc_bench/scenes/web/chromium.py)",
+                ",".join(lost),
+            )
         return Session(pw, browser, exe, self.timeout_s * 1000, pid)
 
 
 class BrowserHung(RuntimeError):
     """A browser call overran its bound; the browser was killed (the next call relaunches it)."""
+
+
+def process_argv(pid: int | None) -> list[str]:
+    """The command line of a running process (Linux ``/proc``); empty when unknown."""
+    if pid is None:
+        return []
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
 
 
 def _browser_pid(browser: Any) -> int | None:

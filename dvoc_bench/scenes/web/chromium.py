@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from dvoc_bench.core.declare import ConfigError
 
@@ -21,6 +21,43 @@ SYSTEM_CANDIDATES = ("/usr/bin/chromium", "chromium-browser", "google-chrome")
 
 NO_PROXY_HOST = "dvoc-fence.invalid"
 """The proxy every non-allowed connection is sent to; ``.invalid`` never resolves (and no name does)."""
+
+PLAYWRIGHT_DISABLED_FEATURES = (
+    "AvoidUnnecessaryBeforeUnloadCheckSync",
+    "DestroyProfileOnBrowserClose",
+    "HttpsUpgrades",
+    "HttpsFirstBalancedModeAutoEnable",
+    "LensOverlay",
+    "MediaRouter",
+    "PaintHolding",
+    "ThirdPartyStoragePartitioning",
+    "AvoidCorsURLLoaderRestartOnRedirect",
+    "TcpPortRandomizationWin",
+    "OptimizationHints",
+    "NetworkTimeServiceQuerying",
+    "AimEnabled",
+    "PreconnectToSearch",
+    "msForceBrowserSignIn",
+    "msEdgeUpdateLaunchServicesPreferredVersion",
+)
+"""Playwright's own ``--disable-features`` list (1.65). Chromium honours only the **last**
+``--disable-features`` switch, and ours comes after Playwright's, so ours must repeat its list or every
+feature on it would be enabled again. When Playwright changes the list, :func:`dropped_features` on the
+launched browser's command line names what ours lacks (a warning at launch; a failing test)."""
+
+OFF_LOOPBACK_FEATURES = (
+    # WebRTC's mDNS responder: on the first RTCPeerConnection it joins 224.0.0.251 / ff02::fb on every
+    # interface (IGMP / MLD reports leave the machine even when no candidate is ever gathered).
+    "WebRtcHideLocalIpsWithMdns",
+    # Cast and DIAL discovery (mDNS, SSDP multicast); also on Playwright's list, kept here in case it leaves.
+    "MediaRouter",
+    "DialMediaRouteProvider",
+)
+"""Features turned off because they send packets off loopback on their own (measured by
+``tests/scenes/test_web_netns.py``)."""
+
+DISABLED_FEATURES = tuple(dict.fromkeys(PLAYWRIGHT_DISABLED_FEATURES + OFF_LOOPBACK_FEATURES))
+"""The one ``--disable-features`` list we pass: Playwright's and ours, in that order, without repeats."""
 
 LAUNCH_ARGS = (
     "--headless",
@@ -41,6 +78,10 @@ LAUNCH_ARGS = (
     # with it WebTransport over HTTP/3) is off above. Measured by tests/scenes/test_web_escape.py.
     "--webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--dns-prefetch-disable",
+    # No multicast: without this a page's ``new RTCPeerConnection()`` makes Chromium send IGMP reports
+    # (joining the mDNS group) on every interface. The host candidates mDNS would have hidden are not
+    # gathered at all under the policy above, so no local address is shown to the page either.
+    "--disable-features=" + ",".join(DISABLED_FEATURES),
     # Everything that reaches the network stack without passing the route handler (a preconnect,
     # WebTransport, TURN over TCP) is sent to a proxy whose name never resolves: no packet leaves. Loopback
     # too (``<-loopback>``); the allowed dev servers are added to the bypass list by :func:`launch_args`.
@@ -49,6 +90,16 @@ LAUNCH_ARGS = (
 )
 """Switches for a quiet, offline, deterministic headless Chromium. Playwright adds its own defaults and a
 fresh, empty temporary profile directory per launch (removed when the browser closes)."""
+
+
+def dropped_features(argv: Sequence[str]) -> list[str]:
+    """Features some ``--disable-features`` switch of a command line names but the last one, the only one
+    Chromium honours, lacks (in order of first mention)."""
+    lists = [a.split("=", 1)[1].split(",") for a in argv if a.startswith("--disable-features=")]
+    if len(lists) < 2:
+        return []
+    kept = set(lists[-1])
+    return [f for f in dict.fromkeys(f for lst in lists[:-1] for f in lst) if f and f not in kept]
 
 
 def launch_args(origins: tuple[str, ...] = ()) -> list[str]:

@@ -311,21 +311,37 @@ def _custom_task(raw: Any, cwd: Path, origins: tuple[str, ...] = ()) -> WebTask 
 
 
 def blocked_warning(task: WebTask, blocked: tuple[str, ...] | list[str]) -> str:
-    """One line: how many requests were blocked, how many were local files, and for those the setting
-    that would allow them (``root=`` the common ancestor of the page and the files)."""
+    """One line: for blocked local files, first the setting that would allow them (``root=`` the common
+    ancestor of the page and the files), then how many requests were blocked and which."""
+    return f"{task.id}: {blocked_detail(task, blocked)}"
+
+
+def blocked_detail(task: WebTask, blocked: tuple[str, ...] | list[str]) -> str:
+    """:func:`blocked_warning` without the task id: the actionable setting first (a shortened line keeps
+    it), then the count and the first few URLs."""
     files = [p for p in (url_to_path(u) for u in blocked) if p is not None]
-    line = f"{task.id}: blocked {len(blocked)} request(s) of the page ({', '.join(list(blocked)[:3])}"
-    line += ", ...)" if len(blocked) > 3 else ")"
-    if files:
-        anchor = [str(task.page)] if task.page is not None else []
-        common = os.path.commonpath([os.path.realpath(p) for p in files] + anchor)
-        key = "web.custom.root" if task.id == CUSTOM_ID else "root:"
-        sep = "=" if task.id == CUSTOM_ID else " "
-        line += (
-            f"; {len(files)} of them local files outside the asset root {task.asset_root}: "
-            f"{key}{sep}{common} would allow them"
-        )
-    return line
+    shown = ", ".join(list(blocked)[:3]) + (", ..." if len(blocked) > 3 else "")
+    what = f"blocked {len(blocked)} request(s) of the page ({shown})"
+    if not files:
+        return what
+    anchor = [str(task.page)] if task.page is not None else []
+    common = os.path.commonpath([os.path.realpath(p) for p in files] + anchor)
+    key = "web.custom.root=" if task.id == CUSTOM_ID else "root: "
+    return (
+        f"{key}{common} would allow the {len(files)} local file(s) the page loads outside the asset root "
+        f"{task.asset_root}; {what}"
+    )
+
+
+def with_blocked_hint(task: WebTask, msg: str, blocked: tuple[str, ...] | list[str]) -> str:
+    """A scene error of a page whose requests were blocked: the setting that would allow its local files
+    first (after the task id), then the error itself (``msg`` starts with the id), then what was blocked."""
+    detail = blocked_detail(task, blocked)
+    body = msg.removeprefix(f"{task.id}: ")
+    if " would allow the " not in detail:  # no local file: nothing to set, the error comes first
+        return f"{task.id}: {body}; {detail}"
+    hint, rest = detail.split("; ", 1)
+    return f"{task.id}: {hint}; {body}; {rest}"
 
 
 @dataclass
@@ -425,8 +441,8 @@ class WebScenes:
         except (PageError, BrowserHung) as e:
             msg = str(e) if isinstance(e, PageError) else f"{task.id}: {e} ({task.where})"
             blocked = getattr(e, "blocked", ())
-            if blocked:  # unstyled because its CSS was fenced off? say so, and how to allow it
-                msg += "; " + blocked_warning(task, blocked).split(": ", 1)[1]
+            if blocked:  # unstyled because its CSS was fenced off? say how to allow it, first
+                msg = with_blocked_hint(task, msg, blocked)
             err = SceneError(msg)
             err.size = task.image_size
             raise err from e
