@@ -68,6 +68,21 @@ def _parser() -> argparse.ArgumentParser:
         help="no fit: run the paper sweep with seeds 0 and 1 on the profiles in --out and compare identical "
         "first replies with the fitted repeat rate and identical final points with the records",
     )
+    p.add_argument(
+        "--cross-validate",
+        action="store_true",
+        help="no profile written: leave out each ablation arm, main-benchmark (model, method) cell and scene "
+        "S1-S6, refit on every other record, predict it; simulator vs two naive baselines",
+    )
+    p.add_argument("--cv-only", nargs="*", default=None, help="held-out units to run (default: every one)")
+    p.add_argument("--cv-instances", type=int, default=2, help="simulated instances per fold (default 2)")
+    p.add_argument("--cv-draws", type=int, default=2000, help="predictive draws per fold (default 2000)")
+    p.add_argument(
+        "--cv-write",
+        default=None,
+        help="write the per-scene p-values here (default: the package's scene_validation.json when every "
+        "scene fold ran)",
+    )
     return p
 
 
@@ -102,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.cross_validate:
+        return _cross_validate(upstream, models, args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stale: list[str] = []
@@ -198,6 +215,62 @@ def _predictive(data: CalibrationData, models: list[str], out: Path, args: argpa
         }
         print("\n# Published Gemini counts (Tables 5.1-5.3) vs SIMULATED 95 % predictive intervals\n")
         print(md_table(pr.check_published(sims)))
+
+
+def _cross_validate(upstream: Path, models: list[str], args: argparse.Namespace) -> int:
+    """Print the leave-one-out table (:mod:`dvoc_bench.calibration.crossval`) and, when every scene fold ran,
+    write the per-scene p-values the per-task tables are marked from (:mod:`dvoc_bench.core.scene_check`)."""
+    from dvoc_bench.analysis.markdown import md_table
+    from dvoc_bench.calibration import crossval as cv
+    from dvoc_bench.core import scene_check
+
+    models = [m for m in models if m in cv.CALIBRATED_MODELS]
+    data = cv.load_all_records(upstream)
+    settings = cv.FitSettings(seed=args.seed)
+    t0 = time.perf_counter()
+
+    def progress(f: cv.Fold) -> None:
+        print(
+            f"fold {f.unit.kind} {f.unit.name}: refit {', '.join(f.refitted) or '-'} {f.fit_s:.0f} s, "
+            f"simulate {f.sim_s:.0f} s",
+            flush=True,
+        )
+
+    folds, full_s = cv.cross_validate(
+        data,
+        Path(args.runs) / "crossval",
+        models=models,
+        only=args.cv_only,
+        settings=settings,
+        instances=args.cv_instances,
+        repeats=args.repeats,
+        n_draw=args.cv_draws,
+        seed=args.seed,
+        progress=progress,
+    )
+    total = time.perf_counter() - t0
+    per = [f.fit_s + f.sim_s for f in folds]
+    print(
+        f"\n# Leave-one-out cross-validation (SIMULATED vs the authors' records; hit radius, S1-S6)\n\n"
+        f"{len(folds)} folds; fit on every record {full_s:.0f} s; per fold {min(per, default=0):.0f}-"
+        f"{max(per, default=0):.0f} s (mean {sum(per) / max(len(per), 1):.0f} s); total {total:.0f} s. "
+        f"Each fold: refit ({settings.refine_rounds} refinement round, {settings.replay_reps} replay per "
+        f"step; "
+        f"the profiles use 3 and 4), {args.cv_instances} simulated instances x {args.repeats} repeats, "
+        f"{args.cv_draws} predictive draws. Log scores in nats (higher is better).\n"
+    )
+    print(md_table(cv.cv_table(folds)))
+    notes = [f"- {f.unit.kind} {f.unit.name}: {f.note}" for f in folds if f.note]
+    if notes:
+        print("\nNotes:\n" + "\n".join(notes))
+    pvals = cv.scene_pvalues(folds)
+    target = Path(args.cv_write) if args.cv_write else None
+    if target is None and set(pvals) == set(cv.SYNTHETIC_TASKS) and args.cv_only is None:
+        target = scene_check.DATA
+    if target is not None:
+        scene_check.write(target, pvals, records=data.digest, table=cv.fold_records(folds))
+        print(f"\nper-scene p-values -> {target}")
+    return 0
 
 
 def _diff_lines(a: str, b: str) -> int:

@@ -31,6 +31,7 @@ from dvoc_bench.analysis.clustered import cluster_counts, cluster_keys
 
 # the one interval function and its names, re-exported (``honest.wilson`` is the plain Wilson interval)
 from dvoc_bench.analysis.intervals import PLAIN_INTERVAL, RATE_INTERVAL, Z95, rate_interval, wilson  # noqa: F401
+from dvoc_bench.core import scene_check
 from dvoc_bench.core.assumptions import labels_of
 
 RULES = ("hit", "within_eps", "hit_radius")
@@ -145,6 +146,7 @@ def _rows(g: pd.DataFrame, rule: str, rng: np.random.Generator, n_boot: int) -> 
 SUMMARY_VALUES = frozenset(
     {
         "simulated",
+        "scene_check",
         "assumed",
         "total",
         "errors",
@@ -214,9 +216,17 @@ def summary(
 def per_task(
     trials: pd.DataFrame, rule: str = "hit", method: str | None = "dvoc", split: Sequence[str] = (), **kw: Any
 ) -> pd.DataFrame:
-    """:func:`summary` by task and model (for one method, by default DVOC)."""
+    """:func:`summary` by task and model (for one method, by default DVOC). With simulated rows, a
+    ``scene_check`` column carries ``per-scene not validated`` on a simulated model's rows of exactly the
+    scenes the simulator's cross-validation rejects (:mod:`dvoc_bench.core.scene_check`)."""
     t = trials if method is None else trials[trials["method"] == method]
-    return summary(t, rule, by=("task", "model", *split), **kw)
+    out = summary(t, rule, by=("task", "model", *split), **kw)
+    if len(out) and bool(out["simulated"].any()):
+        out["scene_check"] = [
+            scene_check.marker(task, simulated=bool(sim))
+            for task, sim in zip(out["task"], out["simulated"], strict=True)
+        ]
+    return out
 
 
 def varying_knobs(trials: pd.DataFrame, candidates: Sequence[str] | None = None) -> list[str]:

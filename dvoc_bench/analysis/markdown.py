@@ -84,7 +84,8 @@ def summary_view(s: pd.DataFrame) -> pd.DataFrame:
     if s.empty:
         return s
     keys = summary_keys(s)
-    out = label_models(s[[*keys, "simulated", *(["assumed"] if "assumed" in s else [])]])
+    extra = [c for c in ("assumed", "scene_check") if c in s]
+    out = label_models(s[[*keys, "simulated", *extra]])
     out["valid/total"] = [f"{v}/{t}" for v, t in zip(s["valid"], s["total"], strict=True)]
     out["errors"] = s["errors"].to_numpy()
     out["rate [95% CI]"] = [
