@@ -1,15 +1,17 @@
 """Detector latency per screenshot (figures, not assertions).
 
     python -m dvoc_bench.bench detect [cv|onnx|helper|omniparser|all] [-n 30] [--threads 2] [--size 800x600]
+        [--imgsz 640[,1280]] [--model PATH]
     python -m dvoc_bench.bench recall [...]   # recall against the DOM (dvoc_bench.benchmarks.recall)
 
 - ``cv``: the classical detector on the synthetic scenes (800x600).
 - ``onnx``: a YOLOv5n-sized model (the v6 layer graph, random weights, 1.76 M parameters) built here at
   960x960, run through onnxruntime with ``--threads`` threads on a screenshot of ``--size``; ``wall`` is
   letterbox + inference + decode + NMS, ``inference`` the onnxruntime call alone.
-- ``omniparser``: OmniParser-v2's icon detector (``--model``, default the weights the tests use) at
-  ``--imgsz`` (640; also 1280) on the synthetic S1's screenshot scaled to ``--size`` (give 1280x720);
-  skipped in ``all`` when the weights are absent.
+- ``omniparser``: OmniParser-v2's icon detector (``--model``, default the weights the tests use) at each
+  ``--imgsz`` (a comma list, default 640; ``640,1280`` gives ``omniparser@640`` and ``omniparser@1280``) on
+  the synthetic S1's screenshot scaled to ``--size`` (give 1280x720); skipped in ``all`` when the weights
+  are absent. Per-page figures on real pages: ``bench recall --detectors cv,omniparser --imgsz 640,1280``.
 - ``helper``: the same model behind our helper server; ``wall`` is the host's round trip (RGB transfer
   included), ``inference`` the helper's own ``OK`` figure.
 
@@ -128,7 +130,7 @@ def _page_image() -> Any:
 def _print(name: str, r: dict[str, tuple[float, float] | None]) -> None:
     for kind, v in r.items():
         if v is not None:
-            print(f"{name:7s} {kind:10s} median {v[0]:8.1f} ms   p95 {v[1]:8.1f} ms")
+            print(f"{name:15s} {kind:10s} median {v[0]:8.1f} ms   p95 {v[1]:8.1f} ms")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,11 +141,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("which", nargs="?", default="all", choices=["cv", "onnx", "helper", "omniparser", "all"])
     ap.add_argument("--model", type=Path, default=None, help="omniparser weights (model.pt or .onnx)")
-    ap.add_argument("--imgsz", type=int, default=640, help="omniparser letterbox size")
+    ap.add_argument("--imgsz", default="640", help="omniparser letterbox sizes, comma list (default 640)")
     ap.add_argument("-n", type=int, default=30, help="timed runs per backend (after 2 warm-up runs)")
     ap.add_argument("--threads", type=int, default=2, help="onnxruntime intra-op threads")
     ap.add_argument("--size", default="800x600", help="screenshot size WxH for onnx/helper")
     args = ap.parse_args(argv)
+    try:
+        sizes = [int(v) for v in args.imgsz.split(",") if v.strip()]
+    except ValueError:
+        ap.error(f"--imgsz: expected a comma list of integers, got {args.imgsz!r}")
     w, h = (int(v) for v in args.size.lower().split("x"))
     results: dict[str, dict[str, tuple[float, float] | None]] = {}
     if args.which in ("cv", "all"):
@@ -162,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
 
         weights = args.model or default_weights()
         if weights.is_file():
-            results["omniparser"] = bench_omniparser(args.n, args.threads, (w, h), weights, args.imgsz)
+            for size in sizes:
+                name = "omniparser" if len(sizes) == 1 else f"omniparser@{size}"
+                results[name] = bench_omniparser(args.n, args.threads, (w, h), weights, size)
         elif args.which == "omniparser":
             ap.error(f"--model: no weights at {weights}")
     print(
@@ -172,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, r in results.items():
         _print(name, r)
     print(
-        f"board   RV1106G3   median {BOARD_MEDIAN_MS:8.1f} ms   p95 {BOARD_P95_MS:8.1f} ms"
+        f"board           RV1106G3   median {BOARD_MEDIAN_MS:8.1f} ms   p95 {BOARD_P95_MS:8.1f} ms"
         "   (the seed's figures)"
     )
     last = []

@@ -1,28 +1,36 @@
 """Detector recall on real pages: can Set-of-Mark work on a page before any model is asked?
 
-    python -m dvoc_bench.bench recall [--detectors oracle,cv] [--tasks W1,W2,W3,W4,W5]
-        [--task-file T.yaml ...] [--page P.html ...] [--root DIR] [--onnx-model M.onnx --onnx-anchors A]
+    python -m dvoc_bench.bench recall [--detectors oracle,cv,omniparser] [--tasks W1,...,W5,D1,...,D4]
+        [--docs] [--screenspot N] [--task-file T.yaml ...] [--page P.html ...] [--root DIR]
+        [--onnx-model M.onnx --onnx-anchors A] [--omniparser-model model.pt] [--imgsz 640,1280]
         [--selector CSS] [--csv outputs/detector_recall.csv] [--frames DIR]
 
 Each page is rendered by the web scene machinery (:mod:`dvoc_bench.scenes.web.source`: the repository's W1-W5,
 any task YAML, or any local page; a ``--page`` needs no task: its target is ``--selector``, by default
-its first visible interactive element). The truth is the DOM's: every visible interactive element the
-scene measured (links, buttons, inputs, selects, text areas, ARIA widget roles, ``onclick`` and
-focusable elements; clipped to the viewport), the target included. Each detector's boxes go through the
-SoM marking rule (boxes over half the screen dropped, at most 50:
-:func:`dvoc_bench.draw.som_render.marks_from_detections`); then per page:
+its first visible interactive element); ``--docs`` adds six documentation pages installed here, ``D1``-``D4``
+in ``--tasks`` the desktop applications (truth: the toolkit's widgets), ``--screenspot N`` N screens of a
+ScreenSpot-format fixture (truth: its annotations, every sample a target; see
+:mod:`dvoc_bench.benchmarks.recall_sets`). ``omniparser`` runs at each ``--imgsz`` given (``omniparser@640``,
+``omniparser@1280``). The truth of a page is the DOM's: every visible interactive element the scene measured
+(links, buttons, inputs, selects, text areas, ARIA widget roles, ``onclick`` and focusable elements; clipped
+to the viewport), the target included. Each detector's boxes go through the SoM marking rule (boxes over
+half the screen dropped, at most 50: :func:`dvoc_bench.draw.som_render.marks_from_detections`); then per
+page:
 
-- **recall**: share of DOM elements matched one-to-one (greedy, highest IoU first) by a mark with
+- **recall**: share of truth elements matched one-to-one (greedy, highest IoU first) by a mark with
   IoU >= 0.5;
-- **precision**: share of marks matched to a DOM element;
+- **precision**: share of marks matched to a truth element;
 - **target marked**: a mark's box contains the target's centre (the rule of ``som.target_detected``;
   lenient: a panel's box around the target counts);
 - **target boxed**: a mark fits the target itself, IoU >= 0.5.
 
 Boxes are compared as continuous pixel boxes (a DOM element on pixels ``x0..x1`` is ``[x0, x1 + 1)``).
-The ``all`` row pools the elements and marks of every page. Datasets have no DOM: for them only the share
-of targets that received a mark is defined, :func:`target_marked_share` (a list of ``(image, target box)``
-pairs). ``--frames`` writes each page's SoM frame (``avoid`` tags) and the table counts its tag overlaps.
+The ``all`` row pools the elements and marks of every page, an ``all <set>`` row those of one set (web,
+docs, desktop, screenspot, pages); ``ms`` is the detector's wall time per screen (pooled rows: the
+median), and a second table puts the detectors side by side per set. A real dataset has no full truth: for
+it only the share of targets that received a mark is defined, :func:`target_marked_share` (a list of
+``(image, target box)`` pairs). ``--frames`` writes each page's SoM frame (``avoid`` tags) and the table
+counts its tag overlaps.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dvoc_bench.benchmarks.recall_sets import D_TASKS
 from dvoc_bench.core.geometry import Box, Point, box_iou
 from dvoc_bench.core.scene import Snapshot
 from dvoc_bench.detect.types import Detector
@@ -85,6 +94,8 @@ class PageScore:
     """Tags drawn over another tag in the page's SoM frame (``--frames``), else ``None``."""
     detector_ms: float
     """Detector wall time (summed in the pooled row)."""
+    median_ms: float | None = None
+    """Median detector wall time per screen (pooled rows only)."""
 
 
 def truth_boxes(snapshot: Snapshot) -> list[Box]:
@@ -137,8 +148,17 @@ def target_marked_share(
     return k, n
 
 
-def score_page(snapshot: Snapshot, detector: Detector, name: str, *, frames: Path | None = None) -> PageScore:
-    """One detector on one rendered page (see the module docstring)."""
+def score_page(
+    snapshot: Snapshot,
+    detector: Detector,
+    name: str,
+    *,
+    frames: Path | None = None,
+    targets: Sequence[Box] | None = None,
+) -> PageScore:
+    """One detector on one rendered page (see the module docstring); ``targets`` (inclusive pixel boxes):
+    the screen's targets when it has several (a dataset screen), else the snapshot's."""
+    targets = [snapshot.target_box] if targets is None else list(targets)
     run = detector.run(snapshot.image)
     marks = marks_from_detections(run.detections, snapshot.size)
     truth = truth_boxes(snapshot)
@@ -162,21 +182,36 @@ def score_page(snapshot: Snapshot, detector: Detector, name: str, *, frames: Pat
         matched=matched,
         recall=matched / len(truth) if truth else None,
         precision=matched / len(marks) if marks else None,
-        targets=1,
-        targets_marked=int(target_marked(marks, snapshot.target_box)),
-        targets_boxed=int(any(box_iou(_continuous(snapshot.target_box), m.box) >= IOU_MIN for m in marks)),
+        targets=len(targets),
+        targets_marked=sum(target_marked(marks, t) for t in targets),
+        targets_boxed=sum(any(box_iou(_continuous(t), m.box) >= IOU_MIN for m in marks) for t in targets),
         tag_overlaps=overlaps,
         detector_ms=round(run.wall_ms, 1),
     )
 
 
-def pooled(rows: Sequence[PageScore], detector: str) -> PageScore:
-    """The ``all`` row of one detector: elements, marks and matches summed over pages."""
-    mine = [r for r in rows if r.detector == detector]
+def page_set(page: str) -> str:
+    """The set a page belongs to: ``web`` (W1-W5), ``docs`` (DOC*), ``desktop`` (D1-D4), ``screenspot``
+    (SS*), else ``pages`` (``--page`` and ``--task-file``)."""
+    if page in W_TASKS:
+        return "web"
+    if page.startswith("DOC"):
+        return "docs"
+    if page in D_TASKS:
+        return "desktop"
+    if page.startswith("SS") and page[2:].isdigit():
+        return "screenspot"
+    return "pages"
+
+
+def pooled(rows: Sequence[PageScore], detector: str, only: str | None = None) -> PageScore:
+    """The ``all`` row of one detector (``only``: of one set, ``all <set>``): elements, marks and matches
+    summed over pages, the median of the detector's time per page."""
+    mine = [r for r in rows if r.detector == detector and (only is None or page_set(r.page) == only)]
     el, mk, mt = (sum(getattr(r, k) for r in mine) for k in ("elements", "marks", "matched"))
     ov = [r.tag_overlaps for r in mine if r.tag_overlaps is not None]
     return PageScore(
-        page="all",
+        page="all" if only is None else f"all {only}",
         detector=detector,
         elements=el,
         boxes=sum(r.boxes for r in mine),
@@ -189,6 +224,7 @@ def pooled(rows: Sequence[PageScore], detector: str) -> PageScore:
         targets_boxed=sum(r.targets_boxed for r in mine),
         tag_overlaps=sum(ov) if ov else None,
         detector_ms=round(sum(r.detector_ms for r in mine), 1),
+        median_ms=round(float(np.median([r.detector_ms for r in mine])), 1) if mine else None,
     )
 
 
@@ -198,8 +234,8 @@ def _pct(v: float | None) -> str:
 
 def format_table(rows: Sequence[PageScore]) -> str:
     """A markdown table of the scores (one line per page and detector, pooled rows last)."""
-    heads = ["page", "detector", "DOM elements", "marks", "matched", "recall", "precision", "target marked"]
-    heads.append("target boxed")
+    heads = ["page", "detector", "truth elements", "marks", "matched", "recall", "precision", "target marked"]
+    heads += ["target boxed", "ms"]
     with_frames = any(r.tag_overlaps is not None for r in rows)
     if with_frames:
         heads.append("tag overlaps")
@@ -207,9 +243,14 @@ def format_table(rows: Sequence[PageScore]) -> str:
     for r in rows:
         cells = [r.page, r.detector, str(r.elements), str(r.marks), str(r.matched), _pct(r.recall)]
         cells += [_pct(r.precision), f"{r.targets_marked}/{r.targets}", f"{r.targets_boxed}/{r.targets}"]
+        cells.append(f"{r.detector_ms:.0f}" if r.median_ms is None else f"{r.median_ms:.0f} (median)")
         if with_frames:
             cells.append("-" if r.tag_overlaps is None else str(r.tag_overlaps))
         body.append(cells)
+    return _markdown(heads, body)
+
+
+def _markdown(heads: list[str], body: list[list[str]]) -> str:
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(heads)]
 
     def line(cells: list[str]) -> str:
@@ -217,6 +258,31 @@ def format_table(rows: Sequence[PageScore]) -> str:
 
     out = [line(heads), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *(line(b) for b in body)]
     return "\n".join(out)
+
+
+def format_side_by_side(rows: Sequence[PageScore]) -> str:
+    """The pooled rows per set, one column group per detector: ``recall / precision``, targets marked,
+    targets boxed, median ms per screen."""
+    pools = [r for r in rows if r.page.startswith("all")]
+    detectors = list(dict.fromkeys(r.detector for r in pools))
+    sets = list(dict.fromkeys(r.page for r in pools))
+    by = {(r.page, r.detector): r for r in pools}
+    heads = ["set", "elements"]
+    for d in detectors:
+        heads += [f"{d} recall / precision", "marked", "boxed", "ms"]
+    body = []
+    for s in sets:
+        first = next(by[(s, d)] for d in detectors if (s, d) in by)
+        cells = [s.removeprefix("all ") if s != "all" else "all", str(first.elements)]
+        for d in detectors:
+            r = by.get((s, d))
+            if r is None:
+                cells += ["-"] * 4
+                continue
+            cells += [f"{_pct(r.recall)} / {_pct(r.precision)}", f"{r.targets_marked}/{r.targets}"]
+            cells += [f"{r.targets_boxed}/{r.targets}", "-" if r.median_ms is None else f"{r.median_ms:.0f}"]
+        body.append(cells)
+    return _markdown(heads, body)
 
 
 def write_csv(rows: Sequence[PageScore], path: Path) -> None:
@@ -232,11 +298,22 @@ def write_csv(rows: Sequence[PageScore], path: Path) -> None:
 # ----------------------------------------------------------------------------------------------- CLI
 
 
-def _snapshots(args: argparse.Namespace) -> list[Snapshot]:
-    from dvoc_bench.scenes import default_scenes_dir
-    from dvoc_bench.scenes.web.source import WebOptions, WebScenes, load_task, task_from_mapping
+DETECTORS = ("oracle", "cv", "onnx", "omniparser")
+"""The detectors this benchmark runs."""
 
-    tasks = [load_task(default_scenes_dir() / "web" / f"{t}.yaml") for t in args.tasks]
+
+def _web_tasks(args: argparse.Namespace, docs_dir: Path | None) -> list:
+    from dvoc_bench.scenes import default_scenes_dir
+    from dvoc_bench.scenes.web.source import load_task, task_from_mapping
+
+    tasks = [load_task(default_scenes_dir() / "web" / f"{t}.yaml") for t in args.tasks if t in W_TASKS]
+    if docs_dir is not None:
+        from dvoc_bench.benchmarks.recall_sets import docs_task_files
+
+        files, absent = docs_task_files(docs_dir)
+        for a in absent:
+            print(f"--docs: left out: {a}", file=sys.stderr)
+        tasks += [load_task(f) for f in files]
     tasks += [load_task(Path(f)) for f in args.task_file]
     for p in args.page:
         page = Path(p).resolve()
@@ -251,11 +328,31 @@ def _snapshots(args: argparse.Namespace) -> list[Snapshot]:
         if args.root:
             raw["root"] = str(Path(args.root).resolve())
         tasks.append(task_from_mapping(raw, base=Path.cwd(), where=f"--page {p}"))
-    web = WebScenes(WebOptions(timeout_s=args.timeout))
-    try:
-        return [web.render(t).snapshot for t in tasks]
-    finally:
-        web.close()
+    return tasks
+
+
+def _snapshots(args: argparse.Namespace) -> list[tuple[Snapshot, list[Box] | None]]:
+    """Every screen measured, with its targets when it has several (``None``: the snapshot's one)."""
+    import tempfile
+
+    from dvoc_bench.benchmarks.recall_sets import desktop_screens, screenspot_screens
+    from dvoc_bench.scenes.web.source import WebOptions, WebScenes
+
+    out: list[tuple[Snapshot, list[Box] | None]] = []
+    with tempfile.TemporaryDirectory(prefix="dvoc-recall-docs-") as d:
+        tasks = _web_tasks(args, Path(d) if args.docs else None)
+        if tasks:
+            web = WebScenes(WebOptions(timeout_s=args.timeout))
+            try:
+                out += [(web.render(t).snapshot, None) for t in tasks]
+            finally:
+                web.close()
+    desk = [t for t in args.tasks if t in D_TASKS]
+    if desk:
+        out += [(s, None) for s, _ in desktop_screens(desk)]
+    if args.screenspot:
+        out += [(s, list(t)) for s, t in screenspot_screens(args.screenspot)]
+    return out
 
 
 def _detectors(args: argparse.Namespace) -> dict[str, Callable[[Snapshot], Detector]]:
@@ -274,16 +371,29 @@ def _detectors(args: argparse.Namespace) -> dict[str, Callable[[Snapshot], Detec
             node = {"backend": "onnx", "model": args.onnx_model, "anchors": args.onnx_anchors}
             onnx = build_detector(detector_config(node))
             out[name] = lambda s, onnx=onnx: onnx
+        elif name == "omniparser":
+            for size in args.imgsz:
+                node = {"backend": "omniparser", "model": args.omniparser_model, "imgsz": size}
+                omni = build_detector(detector_config(node))
+                label = name if len(args.imgsz) == 1 else f"{name}@{size}"
+                out[label] = lambda s, omni=omni: omni
     return out
 
 
 def run(args: argparse.Namespace) -> list[PageScore]:
-    """Render the pages, run every detector on each, and return the per-page rows then the pooled ones."""
+    """Render the pages, run every detector on each, and return the per-page rows, then the pooled rows
+    of each set (when there are several) and of all pages."""
     detectors = _detectors(args)  # first: a bad model or anchors fails before any page is rendered
     shots = _snapshots(args)
     frames = Path(args.frames) if args.frames else None
-    rows = [score_page(s, make(s), name, frames=frames) for name, make in detectors.items() for s in shots]
-    return rows + [pooled(rows, name) for name in detectors]
+    rows = [
+        score_page(s, make(s), name, frames=frames, targets=t)
+        for name, make in detectors.items()
+        for s, t in shots
+    ]
+    sets = list(dict.fromkeys(page_set(r.page) for r in rows))
+    pools = [pooled(rows, name, only) for only in sets for name in detectors] if len(sets) > 1 else []
+    return rows + pools + [pooled(rows, name) for name in detectors]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -295,11 +405,15 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("--detectors", default=None, help="comma list of oracle, cv, onnx (default: oracle,cv; "
-                    "onnx is added when --onnx-model is given)")  # fmt: skip
+    ap.add_argument("--detectors", default=None, help="comma list of oracle, cv, onnx, omniparser (default: "
+                    "oracle,cv; onnx is added when --onnx-model is given)")  # fmt: skip
     ap.add_argument(
-        "--tasks", default=",".join(W_TASKS), help="repository web tasks (default W1-W5; '' none)"
-    )
+        "--tasks", default=",".join(W_TASKS), help="repository web (W1-W5) and desktop (D1-D4) tasks "
+        "(default W1-W5; '' none)"
+    )  # fmt: skip
+    ap.add_argument("--docs", action="store_true", help="add the six documentation pages installed here")
+    ap.add_argument("--screenspot", type=int, default=0, metavar="N",
+                    help="add N screens of a ScreenSpot-format fixture (12 elements each)")  # fmt: skip
     ap.add_argument("--task-file", action="append", default=[], help="a web task YAML (repeatable)")
     ap.add_argument("--page", action="append", default=[], help="a local HTML page (repeatable)")
     ap.add_argument("--selector", default=PAGE_SELECTOR, help="target of each --page (default: its first "
@@ -309,6 +423,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--onnx-model", help="YOLOv5 .onnx model for the onnx detector")
     ap.add_argument("--onnx-anchors", help="its RK_anchors.txt, or yolov5-default")
+    ap.add_argument("--omniparser-model", help="OmniParser-v2's icon_detect/model.pt (default: the weights "
+                    "the tests use, $DVOC_OMNIPARSER_WEIGHTS or the cache .ci/run fills)")  # fmt: skip
+    ap.add_argument("--imgsz", default="640", help="omniparser letterbox sizes, comma list (default 640)")
     ap.add_argument(
         "--csv",
         default="outputs/detector_recall.csv",
@@ -320,17 +437,32 @@ def main(argv: list[str] | None = None) -> int:
     args.tasks = [t for t in args.tasks.split(",") if t.strip()]
     default = ["oracle", "cv"] + (["onnx"] if args.onnx_model else [])
     args.detectors = [d.strip() for d in args.detectors.split(",")] if args.detectors else default
-    bad = [d for d in args.detectors if d not in ("oracle", "cv", "onnx")]
+    bad = [d for d in args.detectors if d not in DETECTORS]
     try:
         if bad:
-            raise ConfigError(f"--detectors: unknown {', '.join(bad)}; allowed: oracle, cv, onnx")
+            raise ConfigError(f"--detectors: unknown {', '.join(bad)}; allowed: {', '.join(DETECTORS)}")
         if "onnx" in args.detectors and not args.onnx_model:
             raise ConfigError("--onnx-model: the onnx detector needs a model")
-        unknown = [t for t in args.tasks if t not in W_TASKS]
+        try:
+            args.imgsz = [int(v) for v in args.imgsz.split(",") if v.strip()]
+        except ValueError:
+            raise ConfigError(f"--imgsz: expected a comma list of integers, got {args.imgsz!r}") from None
+        if "omniparser" in args.detectors:
+            from dvoc_bench.detect.omniparser import default_weights
+
+            args.omniparser_model = args.omniparser_model or str(default_weights())
+            if not Path(args.omniparser_model).is_file():
+                raise ConfigError(f"--omniparser-model: no weights at {args.omniparser_model}")
+        unknown = [t for t in args.tasks if t not in W_TASKS + D_TASKS]
         if unknown:
-            raise ConfigError(f"--tasks: unknown {', '.join(unknown)}; allowed: {', '.join(W_TASKS)}")
-        if not (args.tasks or args.task_file or args.page):
-            raise ConfigError("--tasks: no page to measure (give --tasks, --task-file or --page)")
+            allowed = ", ".join(W_TASKS + D_TASKS)
+            raise ConfigError(f"--tasks: unknown {', '.join(unknown)}; allowed: {allowed}")
+        if args.screenspot < 0:
+            raise ConfigError(f"--screenspot: must be >= 0, got {args.screenspot}")
+        if not (args.tasks or args.task_file or args.page or args.docs or args.screenspot):
+            raise ConfigError(
+                "--tasks: no page to measure (give --tasks, --docs, --screenspot, --task-file or --page)"
+            )
         rows = run(args)
     except ConfigError as e:
         print(f"config error: {e}", file=sys.stderr)
@@ -339,15 +471,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"config error: --detectors: {e}", file=sys.stderr)
         return 2
     print(
-        f"detector recall against the DOM (IoU >= {IOU_MIN}; marks = boxes SoM would draw: over half the "
+        f"detector recall against the truth (IoU >= {IOU_MIN}; marks = boxes SoM would draw: over half the "
         "screen dropped, at most 50)"
     )
     print(format_table(rows))
     print(
-        "recall = DOM interactive elements matched one-to-one by a mark; precision = marks matched to a DOM "
-        "element; target marked = a mark's box contains the target's centre; target boxed = a mark fits the "
-        "target at IoU >= 0.5."
+        "recall = truth elements (DOM, toolkit widgets, annotations) matched one-to-one by a mark; "
+        "precision = marks matched to a truth element; target marked = a mark's box contains the target's "
+        "centre; target boxed = a mark fits the target at IoU >= 0.5; ms = detector wall time per screen."
     )
+    print()
+    print(format_side_by_side(rows))
     write_csv(rows, Path(args.csv))
     print(f"csv: {args.csv}")
     return 0

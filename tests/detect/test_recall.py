@@ -95,7 +95,8 @@ def test_recall_on_w_tasks_and_a_given_page(chromium, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "| page " in text and "IoU >= 0.5" in text and f"csv: {out}" in text
     rows = _rows(out)
-    assert set(rows) == {(p, d) for p in ("W1", "W4", "controls", "all") for d in ("oracle", "cv")}
+    pages = ("W1", "W4", "controls", "all web", "all pages", "all")  # a pooled row per set, then all
+    assert set(rows) == {(p, d) for p in pages for d in ("oracle", "cv")}
     # the oracle reports the DOM's own boxes: the plumbing must give it everything
     for p in ("W1", "W4", "controls", "all"):
         r = rows[(p, "oracle")]
