@@ -141,7 +141,7 @@ def run_sweep(
 
     fp = setup.fingerprint
     if fp is not None:  # the scenes' content belongs to what the run is made with
-        fp = dataclasses.replace(fp, scenes={s.task: s.scene_hash for s in specs})
+        fp = dataclasses.replace(fp, scenes={s.task: s.scene_hash for s in whole})  # a shard: the sweep's
 
     def on_locked(d: Path) -> None:  # before anything in the run dir changes
         digest = plan_digest(s.trial_key for s in whole)
