@@ -222,3 +222,19 @@ def test_a_shard_held_by_a_running_process_is_refused_naming_it(tmp_path, capsys
     while merge_main([str(a), "--out", str(tmp_path / "m")]) == 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert (tmp_path / "m" / "trials.jsonl").exists()
+
+
+def test_a_skipped_trial_is_replaced_once_a_shard_finished_it(tmp_path, sweep):
+    one, dirs = sweep
+    out = tmp_path / "merged"
+    merge_runs(dirs[:1], out)
+    rows = _lines(out / "trials.jsonl")
+    victim = rows[0]["trial_key"]
+    rows[0] = {**rows[0], "status": "skipped", "error_class": "budget"}  # as a shard held by its budget does
+    (out / "trials.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rep = merge_runs(dirs, out)
+    assert rep.superseded == 1
+    final = _by_key(out / "trials.jsonl")
+    assert final[victim]["status"] == "ok" and final == _by_key(one / "trials.jsonl")
+    assert [r["trial_key"] for r in _lines(out / "superseded.jsonl")] == [victim]
+    assert _steps(out / "steps.jsonl") == _steps(one / "steps.jsonl")  # its steps once, not twice

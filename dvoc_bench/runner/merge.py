@@ -301,16 +301,17 @@ def merge_runs(inputs: Iterable[Path | str], out: Path | str) -> MergeReport:
     dirs = find_inputs(inputs, out)
     if not dirs:
         raise ConfigError("SHARD_DIR: no run directory given")
-    metas = [_meta(d) for d in dirs]
-    for d, m in zip(dirs[1:], metas[1:], strict=True):
-        if diff := differences(metas[0], m):
-            raise ConfigError(
-                f"SHARD_DIR: {d} was made with other settings than {dirs[0]} ({'; '.join(diff[:6])}"
-                f"{f'; and {len(diff) - 6} more' if len(diff) > 6 else ''}); only shards of one sweep merge"
-            )
     with contextlib.ExitStack() as stack:
-        for d in dirs:
+        for d in dirs:  # first: a shard being written is refused as such, whatever it holds yet
             stack.enter_context(_shared_lock(d))
+        metas = [_meta(d) for d in dirs]
+        for d, m in zip(dirs[1:], metas[1:], strict=True):
+            if diff := differences(metas[0], m):
+                more = f"; and {len(diff) - 6} more" if len(diff) > 6 else ""
+                raise ConfigError(
+                    f"SHARD_DIR: {d} was made with other settings than {dirs[0]} "
+                    f"({'; '.join(diff[:6])}{more}); only shards of one sweep merge"
+                )
         out.mkdir(parents=True, exist_ok=True)
         try:
             stack.enter_context(RunDirLock(out))
