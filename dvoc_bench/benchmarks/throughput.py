@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import socket
 import subprocess
 import sys
@@ -165,7 +166,8 @@ def bench_throughput(
                 time.sleep(0.05)
             for n_cpu in cpus:
                 for k in in_flight:
-                    run = d / f"run-{n_cpu}cpu-{k}"
+                    run = d / f"run-{samples}-{n_cpu}cpu-{k}"
+                    shutil.rmtree(run, ignore_errors=True)  # a fresh sweep each time (never a resume)
                     cmd = ["taskset", "-c", ",".join(str(c) for c in range(n_cpu)), sys.executable, "-m",
                            "dvoc_bench.benchmarks.throughput", "--child", str(root), str(models), str(run),
                            str(k), str(samples)]  # fmt: skip
