@@ -8,6 +8,8 @@ Figures, not assertions (docs/benchmarks.md lists each target). ``NAME`` picks t
 - ``web``, ``desktop``: one-off and per-step costs of page and desktop scenes;
 - ``detect``: detector latency per screenshot; ``recall``: detector recall against the DOM;
 - ``ocr-measure``, ``ocr-docs``, ``ocr-results``: the OCR baseline's measurements;
+- ``throughput``: samples and model calls per second, CPU per call, peak RSS and bytes per sample of a
+  ScreenSpot-Pro-size sweep against an instant model over HTTP, at 16, 64 and 256 in flight, on 1 and 2 cores;
 - ``help``: the wall time of ``python -m dvoc_bench --help`` (fresh processes, median);
 - ``recorded-calls``: rewrites the table of calls per trial in the authors' records (``run.plan_only``).
 
@@ -29,6 +31,7 @@ SCRIPTS = {
     "ocr-results": "dvoc_bench.benchmarks.ocr_results",
     "recorded-calls": "dvoc_bench.benchmarks.recorded_calls",
     "help": "dvoc_bench.benchmarks.startup",
+    "throughput": "dvoc_bench.benchmarks.throughput",
 }
 """Scripts with their own options, by name; every other name goes to the harness benchmarks."""
 

@@ -200,6 +200,11 @@ def _run(cfg: DictConfig, hc: Any) -> int:
         budget_usd=summary.budget_usd,
     )
     lines.append(summary.frames_line)
+    if settings.run.shard is not None:
+        lines.append(
+            f"shard {settings.run.shard}: {len(summary.specs)} of the sweep's {len(specs)} trials; bring the "
+            "shards together with: python -m dvoc_bench.merge SHARD_DIR... --out RUN_DIR"
+        )
     print("\n" + "\n".join(redact(line) for line in lines))
     print(f"run dir: {run_dir}")
     return exit_code(summary.trials)

@@ -1,6 +1,7 @@
 """Provider gates: one rate gate per provider (or per model with its own quota), its limits resolved from
 the provider file, the model's ``limits:`` block and ``timeout_s``, the config's ``scheduler.providers``
-overrides and the process split (:mod:`dvoc_bench.runner.scheduler` runs the gates)."""
+overrides and the process split (``scheduler.rate_split``, at least the shard count of ``run.shard``;
+:mod:`dvoc_bench.runner.scheduler` runs the gates)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from dvoc_bench.models.config import ModelConfig
 from dvoc_bench.runner.scheduler import ProviderLimits, RateGate
 from dvoc_bench.runner.settings import Settings
+from dvoc_bench.runner.shard import rate_split
 
 
 def provider_limits(model: ModelConfig, settings: Settings) -> ProviderLimits:
@@ -20,7 +22,7 @@ def provider_limits(model: ModelConfig, settings: Settings) -> ProviderLimits:
     own = settings.scheduler.providers.get(model.provider)
     if own is not None:
         d.update(own.model_dump(exclude_none=True))
-    return ProviderLimits(**d).split(settings.scheduler.rate_split)
+    return ProviderLimits(**d).split(rate_split(settings.run.shard_of_sweep, settings.scheduler.rate_split))
 
 
 def gate_key(model: ModelConfig) -> str:

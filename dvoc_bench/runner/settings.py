@@ -23,6 +23,7 @@ from dvoc_bench.draw.render import OverlayOptions, OverlayStyle
 from dvoc_bench.models.options import CacheOptions, ImageOptions
 from dvoc_bench.protocol.prompts import Overlay, Predict
 from dvoc_bench.runner.scheduler import RetryPolicy
+from dvoc_bench.runner.shard import Shard, parse_shard
 from dvoc_bench.scenes.datasets import DatasetSettings
 
 STARTS = ("auto", "paper", "scaled", "centre", "oneshot")
@@ -80,7 +81,23 @@ class Run(Declared):
     max_cost_usd: float | None = Field(None, ge=0.0)
     """Budget of the run directory, USD (every call it recorded counts). No trial starts when the cost
     spent plus the upper bounds of the trials in flight and its own would pass it; those are written
-    ``skipped`` with reason ``budget`` and a resume with a higher budget runs them. ``None``: no budget."""
+    ``skipped`` with reason ``budget`` and a resume with a higher budget runs them. ``None``: no budget.
+    With ``run.shard=I/N`` it is the whole sweep's budget: each shard gets ``1/N`` of it."""
+    shard: str | None = None
+    """``I/N``: run only the trials of shard ``I`` of ``N`` (a stable partition by trial key), into this
+    run directory; ``python -m dvoc_bench.merge`` brings the shards together (docs/cli.md). Each shard's
+    gates get ``1/N`` of every provider quota. ``None``: the whole sweep."""
+
+    @field_validator("shard", mode="before")
+    @classmethod
+    def _shard(cls, v: object) -> str | None:
+        shard = parse_shard(v)
+        return None if shard is None else shard.label
+
+    @property
+    def shard_of_sweep(self) -> Shard | None:
+        """``shard`` parsed; ``None`` for the whole sweep."""
+        return parse_shard(self.shard)
 
 
 class ProviderOverride(Declared):
@@ -100,7 +117,8 @@ class Scheduler(Declared):
     """Provider gates."""
 
     rate_split: PosInt = 1
-    """Jobs sharing each provider's quota (a multirun of N jobs: set N; each gets rpm/N)."""
+    """Jobs sharing each provider's quota (a multirun of N jobs: set N; each gets rpm/N). With
+    ``run.shard=I/N`` at least ``N`` (the shards of a sweep share its quota)."""
     providers: dict[str, ProviderOverride] = {}
     """Per-provider overrides: ``+scheduler.providers.<name>.rpm=30``."""
 

@@ -196,7 +196,13 @@ def estimate(setup: SweepSetup, specs: list[TrialSpec]) -> tuple[list[ModelPlan]
 
 
 def plan_lines(setup: SweepSetup, specs: list[TrialSpec]) -> list[str]:
-    """The printed plan: a table per model and a total, then where each number comes from."""
+    """The printed plan: a table per model and a total, then where each number comes from. With
+    ``run.shard=I/N``, the plan of that shard (its trials, its part of every quota and of the budget)."""
+    from dvoc_bench.runner.shard import rate_split, select, shard_budget
+
+    shard = setup.settings.run.shard_of_sweep
+    whole = len(specs)
+    specs = select(specs, shard)
     plans, limits = estimate(setup, specs)
     gate_calls: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for p in plans:
@@ -244,8 +250,9 @@ def plan_lines(setup: SweepSetup, specs: list[TrialSpec]) -> list[str]:
     ])  # fmt: skip
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"  # noqa: E731
+    of = f" (shard {shard.label}: {len(specs)} of the sweep's {whole})" if shard else ""
     out = [
-        f"plan only: experiment {setup.experiment}, {len(specs)} trials; nothing run, no model called",
+        f"plan only: experiment {setup.experiment}, {len(specs)} trials{of}; nothing run, no model called",
         line(head),
         "|" + "|".join("-" * (w + 2) for w in widths) + "|",
         *(line(r) for r in rows),
@@ -288,6 +295,16 @@ def plan_lines(setup: SweepSetup, specs: list[TrialSpec]) -> list[str]:
                 f"next day ({math.ceil(n_e / lim.rpd)} days expected)"
             )
         out.append(note)
+    if shard is not None:
+        split = rate_split(shard, setup.settings.scheduler.rate_split)
+        wall = max((quota(g)[0] for g in gate_calls), default=0.0)
+        cap = shard_budget(setup.settings.run.max_cost_usd, shard)
+        out.append(
+            f"Shards: {shard.count} shards share every provider quota (each gate gets 1/{split} of rpm and "
+            f"rpd); with all shards running at once the sweep's quota wall time is this shard's, "
+            f"{_fmt_time(wall)} expected; one at a time, {shard.count} times that."
+            + (f" Budget of this shard: ${cap:.4f} (run.max_cost_usd / {shard.count})." if cap else "")
+        )
     samples = {s.task for s in specs if setup.registry.kind(s.task) == "dataset"}
     once = [
         s for s in specs if s.task in samples and not method_info(s.method).uses_start and s.model != "none"

@@ -24,6 +24,7 @@ from dvoc_bench.runner.plan import build_plan
 from dvoc_bench.runner.runmeta import UNRENDERED, ResumeCheck, check_resume
 from dvoc_bench.runner.scheduler import RateGate
 from dvoc_bench.runner.setup import SweepSetup, model_options
+from dvoc_bench.runner.shard import check_shard, plan_digest, select, shard_budget
 from dvoc_bench.runner.trials import ModelFactory, TrialRunner, scene_failure
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ class RunSummary:
     run_dir: Path
     """The run directory."""
     specs: list[TrialSpec]
-    """Every planned trial."""
+    """Every planned trial (of this shard, with ``run.shard``)."""
     trials: list[dict[str, Any]]
     """The ``trials.jsonl`` records of the planned trials (including ones finished by earlier runs)."""
     ran: int
@@ -68,7 +69,8 @@ class RunSummary:
     """What every call of the run directory cost (earlier invocations included): the total, calls of
     unknown cost, calls over their admission bound and the largest excess, usage faults."""
     budget_usd: float | None = None
-    """``run.max_cost_usd`` of this call; ``None`` without a budget."""
+    """``run.max_cost_usd`` of this call (a shard's part of it with ``run.shard``); ``None`` without a
+    budget."""
 
     @property
     def spent_usd(self) -> float:
@@ -123,21 +125,29 @@ def run_sweep(
     ``error`` ones only with ``retry_errors``. A resume must use the run's own settings
     (:mod:`dvoc_bench.runner.runmeta`: a different fingerprint is a :class:`ConfigError` and nothing changes);
     a subset is allowed, more trials only with ``resume.allow_new_trials``, and ``plan.jsonl`` keeps the
-    run's whole plan. ``on_start(n)`` is told how many trials this call will run.
+    run's whole plan. ``on_start(n)`` is told how many trials this call will run. With ``run.shard=I/N``
+    only the shard's trials are run and planned in ``run_dir`` (:mod:`dvoc_bench.runner.shard`).
     """
     from dvoc_bench.runner.store import RunStore
     from dvoc_bench.runner.summary import format_table, frame_notes, summarise
 
     run_dir = Path(run_dir)
     specs = plan(setup) if specs is None else specs
+    shard = setup.settings.run.shard_of_sweep
+    whole = specs
+    specs = select(whole, shard)
     factory = model_factory or default_factory(setup)
     checked: list[ResumeCheck] = []
 
     fp = setup.fingerprint
     if fp is not None:  # the scenes' content belongs to what the run is made with
-        fp = dataclasses.replace(fp, scenes={s.task: s.scene_hash for s in specs})
+        fp = dataclasses.replace(fp, scenes={s.task: s.scene_hash for s in whole})  # a shard: the sweep's
 
     def on_locked(d: Path) -> None:  # before anything in the run dir changes
+        digest = plan_digest(s.trial_key for s in whole)
+        fpd = fp.digest if fp else None
+        check_shard(d, shard, planned_total=len(whole), planned_shard=len(specs), digest=digest,
+                    fingerprint=fpd)
         if fp is not None:
             checked.append(check_resume(d, fp, setup.settings.resume.allow_new_trials))
 
@@ -168,6 +178,7 @@ def run_sweep(
                     "simulated": any(t.get("simulated") for t in trials),
                     "frames": setup.frames,
                     "fingerprint": fp.digest if fp else None,
+                    **({"shard": shard.label, "planned_total": len(whole)} if shard else {}),
                 },
                 indent=1,
             ),
@@ -181,7 +192,7 @@ def run_sweep(
         gates,
         checked[0] if checked else None,
         spend,
-        setup.settings.run.max_cost_usd,
+        shard_budget(setup.settings.run.max_cost_usd, shard),
         saver.line(len({s.task for s in specs})),
         saver.bytes,
     )

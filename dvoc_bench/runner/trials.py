@@ -39,6 +39,7 @@ from dvoc_bench.runner.frames import FrameSaver
 from dvoc_bench.runner.gates import gate_key
 from dvoc_bench.runner.scheduler import FATAL_FOR_PROVIDER, GatedModel, RateGate
 from dvoc_bench.runner.setup import SweepSetup
+from dvoc_bench.runner.shard import shard_budget
 from dvoc_bench.runner.store import RunStore
 from dvoc_bench.scenes import SceneRegistry
 
@@ -120,7 +121,7 @@ class TrialRunner:
         self.by_name = {m.name: m for m in setup.models}
         self.detector = DetectorService(setup.detector) if setup.detector is not None else None
         self.renderer = FrameRenderer(s.run.render_workers, in_flight=s.run.max_in_flight)
-        cap = s.run.max_cost_usd
+        cap = shard_budget(s.run.max_cost_usd, s.run.shard_of_sweep)  # a shard's part of the sweep's budget
         self.budget = Budget(cap, spent_in(store.dir).total) if cap is not None else None
         self._models: dict[str, Model] = {}
         self._envs: dict[tuple[str, str], TrialEnv] = {}
