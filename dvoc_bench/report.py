@@ -98,6 +98,18 @@ class Report:
         path = save(fig, self.out / "figures" / f"{self.n_fig:02d}_{name}.png")
         self.lines += [f"![{caption}](figures/{path.name})", ""]
 
+    def blocks(self, blocks: list[tuple[Any, ...]]) -> None:
+        """Render the blocks of :mod:`dvoc_bench.analysis.equal_cost`."""
+        for b in blocks:
+            if b[0] == "h":
+                self.h(b[1], b[2])
+            elif b[0] == "p":
+                self.p(b[1])
+            elif b[0] == "table":
+                self.table(b[1])
+            else:
+                self.fig(*b[1:])
+
     def text(self) -> str:
         return "\n".join(self.lines).strip() + "\n"
 
@@ -126,6 +138,10 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
     # every knob the run varied splits the headline (alpha, overlay, predict, protocol, detector, ...)
     by = honest.headline_keys(t)
     split = by[2:]
+    from dvoc_bench.analysis import budget, equal_cost
+
+    curve = budget.curve(t, s, rule, by=by)
+    rep.blocks(equal_cost.headline_blocks(curve))  # the report opens with success against cost
     rep.h(3, f"Success by model and method{''.join(f' and {k}' for k in split)} — rule `{rule}`")
     rep.p(
         f"Rule: {honest.RULE_TEXT[rule]}. Rate over valid trials with a {honest.RATE_INTERVAL} interval "
@@ -206,6 +222,8 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
             "that ran (a simulated model costs $0)."
         )
         rep.table(md_table(label_models(cost), {"cost_usd": usd, "cost_per_success": usd}))
+
+    rep.blocks(equal_cost.blocks(t, s, rule, by, curve=curve, seed=seed, n_boot=n_boot))
 
 
 def _dataset_section(rep: Report, t: Any, rule: str) -> None:
