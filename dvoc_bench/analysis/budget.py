@@ -93,13 +93,16 @@ def iterates(trials: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     it["y"] = it["y"].fillna(it["start_y"])
     n = it.groupby(["run_dir", "trial_key"], sort=False)["k"].transform("max")
     it["last"] = it["k"] == n
-    # trials without a model call (baselines): one row at k = 0, the final point
+    # trials without step records: one row, the final point, at k = their calls (baselines: 0; an
+    # imported prediction without its calls: what the row says), with the trial's own sums
     none = t[~t.set_index(["run_dir", "trial_key"]).index.isin(it.set_index(["run_dir", "trial_key"]).index)]
     if len(none):
         z = none[cols].copy()
-        z["k"], z["x"], z["y"], z["last"] = 0, z["final_x"], z["final_y"], True
-        for c in ("tokens_in", "tokens_out", "cost_usd", "latency_s"):
-            z[c] = 0.0
+        calls = none["model_calls"].fillna(0).astype(int).to_numpy()
+        z["k"], z["x"], z["y"], z["last"] = calls, z["final_x"], z["final_y"], True
+        for c in ("tokens_in", "tokens_out", "cost_usd"):
+            z[c] = np.where(calls == 0, 0.0, none[c].astype(float).to_numpy())
+        z["latency_s"] = np.where(calls == 0, 0.0, math.nan)
         it = pd.concat([it, z], ignore_index=True)
     _score(it)
     return it.drop(columns=["start_x", "start_y", "final_x", "final_y", "epsilon", "hit_radius_min",
@@ -315,7 +318,8 @@ def cost_per_success(
             if known and s.sum() > 0:
                 boot = v[idx].sum(axis=1) / np.where(s[idx].sum(axis=1) > 0, s[idx].sum(axis=1), np.nan)
                 boot = np.where(np.isnan(boot), np.inf, boot)
-                lo, hi = np.quantile(boot, [0.025, 0.975])
+                with np.errstate(invalid="ignore"):  # resamples without a success are inf
+                    lo, hi = np.nan_to_num(np.quantile(boot, [0.025, 0.975]), nan=np.inf)
                 row[f"{col}_lo"], row[f"{col}_hi"] = float(lo), float(hi)
             else:
                 row[f"{col}_lo"] = row[f"{col}_hi"] = math.nan
