@@ -224,7 +224,7 @@ def matched(curve_df: pd.DataFrame, budgets: Sequence[int] = BUDGETS) -> pd.Data
 
 _CURVE_VALUES = frozenset(
     {"simulated", "assumed", "k", "trials", "samples", "rate", "lo", "hi", "calls", "tokens_in",
-     "tokens_out", "cost_usd", "rule"}
+     "tokens_out", "tokens", "cost_usd", "rule"}
 )  # fmt: skip
 
 

@@ -539,7 +539,7 @@ def headline(curve_df: pd.DataFrame, panels: Sequence[str] | None = None, title:
     if curve_df.empty:
         return _empty(head, sim, "no valid trials")
     df = curve_df.assign(tokens=curve_df["tokens_in"] + curve_df["tokens_out"])
-    real = df[~df["simulated"].astype(bool)]
+    real = df[~df["simulated"].astype(bool) & (df["calls"] > 0)]  # a model-free baseline costs nothing
     if panels is None:
         panels = ["calls"]
         if real["tokens"].notna().any():
@@ -556,15 +556,22 @@ def headline(curve_df: pd.DataFrame, panels: Sequence[str] | None = None, title:
     w = L.clamp(3.6 * len(panels) + 1.0 + ncol * L.legend_width_in(labels, 7), 7.0)
     fig = Figure(figsize=(w, h), layout="constrained")
     axes = [fig.add_subplot(1, len(panels), i + 1) for i in range(len(panels))]
+    from dvoc_bench.analysis.budget import BUDGETS
+
     for ax, xcol in zip(axes, panels, strict=True):
-        for (_, g), lab, (c, ls) in zip(groups, labels, styles, strict=True):
+        for i, ((_, g), lab, (c, ls)) in enumerate(zip(groups, labels, styles, strict=True)):
             if xcol in ("tokens", "cost_usd") and bool(g["simulated"].any()):
                 continue  # placeholders: the simulated rows are compared in calls
             g = g.sort_values("k")
             if g[xcol].isna().all():
                 continue
             ax.plot(g[xcol], g["rate"], color=c, ls=ls, marker="o", ms=3, label=lab)
-            ax.fill_between(g[xcol].to_numpy(dtype=float), g["lo"], g["hi"], color=c, alpha=0.12, lw=0)
+            # the interval at the matched budgets, nudged apart so that the bars of the groups stay visible
+            b = g[g["k"].isin(BUDGETS)]
+            nudge = (i - (len(groups) - 1) / 2) * (0.06 if xcol == "k" else 0.0)
+            yerr = error_bars(b["rate"], b["lo"], b["hi"])
+            ax.errorbar(b[xcol].to_numpy(dtype=float) + nudge, b["rate"], yerr=yerr, fmt="none", ecolor=c,
+                        elinewidth=0.9, capsize=2, alpha=0.7)  # fmt: skip
         ax.set_xlabel(_CURVE_X[xcol], fontsize=8)
         ax.set_ylim(-0.02, 1.02)
         if xcol == "k":
@@ -572,7 +579,7 @@ def headline(curve_df: pd.DataFrame, panels: Sequence[str] | None = None, title:
     axes[0].set_ylabel(f"success rate (rule {rule})")
     L.title(fig, titled(head, sim))
     notes = ["unit: trial; a marker per call budget k = 1, 2, ...: the iterate each trial would act on "
-             "after k calls"]  # fmt: skip
+             "after k calls; bars: the interval at k = 1, 2, 3, 5, 8, 15"]  # fmt: skip
     if bool(df["simulated"].astype(bool).any()):
         notes.append(
             "simulated models: tokens are placeholders and they cost nothing, so they are drawn in calls only"

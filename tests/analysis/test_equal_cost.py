@@ -196,3 +196,29 @@ def test_the_paired_interval_edges_and_bad_clusters():
     assert clus[1] - clus[0] > plain[1] - plain[0]
     with pytest.raises(ValueError, match="clusters hold"):
         paired_difference_interval(30, 10, 5, 15, clusters=([1.0], [60.0]))
+
+
+@e2e
+def test_the_headline_figure_simulated_in_calls_real_in_calls_tokens_and_dollars(run):
+    from dvoc_bench.analysis import plots
+    from tests.support import problems
+
+    runs = load_runs(run)
+    t, s = runs.trials, runs.steps
+    fig = plots.headline(budget.curve(t, s))
+    assert plots.title_of(fig).startswith("SIMULATED") and problems(fig) == []
+    assert [ax.get_xlabel() for ax in fig.axes] == ["calls spent per trial (mean)"]  # placeholders: calls only
+    # the same calls as a priced real model: tokens and dollars panels, and dollars per success
+    real_t = t.assign(simulated=False, simulated_assumptions="", cost_usd=t["tokens_in"].astype(float) * 1e-6)
+    real_s = s.assign(simulated=False, cost_usd=s["tokens_in"].astype(float) * 1e-6)
+    curve = budget.curve(real_t, real_s)
+    fig = plots.headline(curve)
+    assert len(fig.axes) == 3 and "SIMULATED" not in plots.title_of(fig) and problems(fig) == []
+    one = curve[(curve["k"] == 1)]
+    assert np.allclose(one["cost_usd"], one["tokens_in"] * 1e-6)
+    cps = budget.cost_per_success(real_t, n_boot=100)
+    for r in cps.itertuples():
+        g = real_t[(real_t["model"] == r.model) & (real_t["method"] == r.method)]
+        hits = int((g["valid"] & g["hit"]).sum())
+        assert r.usd_per_success == pytest.approx(g["cost_usd"].sum() / hits)
+        assert r.usd_lo <= r.usd_per_success <= r.usd_hi
