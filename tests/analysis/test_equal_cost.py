@@ -207,7 +207,7 @@ def test_the_headline_figure_simulated_in_calls_real_in_calls_tokens_and_dollars
     t, s = runs.trials, runs.steps
     fig = plots.headline(budget.curve(t, s))
     assert plots.title_of(fig).startswith("SIMULATED") and problems(fig) == []
-    assert [ax.get_xlabel() for ax in fig.axes] == ["calls spent per trial (mean)"]  # placeholders: calls only
+    assert [ax.get_xlabel() for ax in fig.axes] == ["calls spent per trial (mean)"]  # no tokens, no $
     # the same calls as a priced real model: tokens and dollars panels, and dollars per success
     real_t = t.assign(simulated=False, simulated_assumptions="", cost_usd=t["tokens_in"].astype(float) * 1e-6)
     real_s = s.assign(simulated=False, cost_usd=s["tokens_in"].astype(float) * 1e-6)
