@@ -13,8 +13,8 @@ checked, the same records re-scored under one rule, and the frame audit. Prints 
 (default: ``<RUN_DIR>/report`` for one run; for several, a new folder beside the first named after them,
 ``report-<a>+<b>``; ``runs/report`` with only ``--upstream``).
 
-``--export FILE`` writes the runs' per-trial export (``.parquet`` or ``.jsonl``, the schema of
-:mod:`dvoc_bench.analysis.export`) instead of a report; ``--import FILE`` adds the trials of such a file
+``--export FILE`` also writes the runs' per-trial export (``.parquet`` or ``.jsonl``, the schema of
+:mod:`dvoc_bench.analysis.export`); ``--import FILE`` adds the trials of such a file
 (ours, or another harness's predictions in that schema, scored by this project's rules) to the report.
 
 pandas and matplotlib are imported only once the arguments are parsed.
@@ -80,7 +80,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=Path,
         default=None,
         metavar="FILE",
-        help="write the per-trial export (FILE.parquet or FILE.jsonl) instead of a report",
+        help="also write the per-trial export (FILE.parquet or FILE.jsonl)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals")
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
@@ -616,9 +616,8 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        if args.export is not None:
+        if args.export is not None:  # the export first: a file that cannot be written stops before the report
             print(export_runs(args.runs, args.imports, args.export), file=sys.stderr)
-            return 0
         text, path = build_report(
             args.runs,
             args.upstream,

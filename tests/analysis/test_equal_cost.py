@@ -222,3 +222,30 @@ def test_the_headline_figure_simulated_in_calls_real_in_calls_tokens_and_dollars
         hits = int((g["valid"] & g["hit"]).sum())
         assert r.usd_per_success == pytest.approx(g["cost_usd"].sum() / hits)
         assert r.usd_lo <= r.usd_per_success <= r.usd_hi
+
+
+@e2e
+def test_a_dataset_run_reports_every_equal_cost_table(tmp_path):
+    from dvoc_bench import report
+    from dvoc_bench.scenes.dataset_fixture import write_fixture
+
+    write_fixture(tmp_path / "ds", "manifest", (1920, 1080), screens=2, per_screen=2)
+    setup = quick_setup([f"dataset.root={tmp_path / 'ds'}", "dataset=manifest", MODELS, "run.frames=none",
+                         "methods=[oneshot,dvoc,zoom]", "starts=oneshot", "run.quiet=true"])  # fmt: skip
+    run_sweep(setup, tmp_path / "run")
+    text, _ = report.build_report(
+        [str(tmp_path / "run")], [], "hit", tmp_path / "rep", n_boot=50, figures=True
+    )
+    first = text.index("### ")
+    assert text[first:].startswith("### Headline: success against cost per trial")
+    assert "figures/01_headline.png" in text
+    assert (tmp_path / "rep" / "figures" / "01_headline.png").is_file()
+    titles = ("Accuracy at a budget — rule `hit`", "Matched budgets (1, 2, 3, 5, 8, 15 calls)",
+              "Self-stop vs oracle-stop vs first-hit", "Paired comparisons of methods on the same samples",
+              "Cost per successful click, with intervals")  # fmt: skip
+    for title in titles:
+        assert title in text
+    assert "unit: trial; interval: Wilson 95 %, clustered by sample" in text
+    assert "Newcombe (Wilson) 95 %, paired, clustered by sample" in text
+    assert "| dvoc | zoom | 4 | 4 |" in text  # a paired row per model: 4 pairs over 4 samples
+    assert "[SIMULATED" in text and "accuracy_at_budget.png" in text

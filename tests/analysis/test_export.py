@@ -61,15 +61,21 @@ def test_export_then_import_reproduces_the_tables(run, tmp_path, ext):
 @pytest.mark.e2e
 def test_the_cli_exports_and_imports(run, tmp_path, capsys):
     path = tmp_path / "x.jsonl"
-    assert report.main([str(run), "--export", str(path)]) == 0
+    out = ["--no-figures", "--n-boot", "20"]
+    assert report.main([str(run), "--export", str(path), "--out", str(tmp_path / "r0"), *out]) == 0
+    assert (tmp_path / "r0" / "report.md").is_file()  # the report too
     rows = [json.loads(x) for x in path.read_text().splitlines()]
     assert len(rows) == 15 and all(r["schema_version"] == SCHEMA_VERSION for r in rows)
     steps = [json.loads(x) for x in (run / "steps.jsonl").read_text().splitlines()]
     assert sum(len(r["calls"]) for r in rows) == len(steps)
     assert "exported 15 trials" in capsys.readouterr().err
-    assert report.main(["--import", str(path), "--out", str(tmp_path / "rep"), "--no-figures",
-                        "--n-boot", "20"]) == 0  # fmt: skip
+    assert report.main(["--import", str(path), "--out", str(tmp_path / "rep"), *out]) == 0
     assert (tmp_path / "rep" / "report.md").is_file()
+    assert (
+        report.main([str(run), "--export", str(tmp_path / "x.csv"), *out]) == 2
+    )  # one line, nothing written
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"report: {tmp_path / 'x.csv'}: unknown export format '.csv'; allowed: .parquet, .jsonl"
 
 
 HAND = [
