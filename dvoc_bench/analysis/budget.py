@@ -198,9 +198,23 @@ def _mean(v: pd.Series, simulated: bool) -> float:
     return math.nan if simulated or not v.notna().all() else float(v.mean())
 
 
-def matched(curve_df: pd.DataFrame, budgets: Sequence[int] = BUDGETS) -> pd.DataFrame:
-    """The matched-budget table: one row per group, one column per budget ``k`` holding
-    ``rate [lo, hi]`` (percent) at ``k`` calls."""
+def _spend(r: pd.DataFrame) -> str:
+    """``calls / tokens / $`` spent per trial, what is known of it."""
+    calls, tin, tout, usd = (float(r[c].iloc[0]) for c in ("calls", "tokens_in", "tokens_out", "cost_usd"))
+    parts = [f"{calls:.2f} calls"]
+    if math.isfinite(tin) and math.isfinite(tout):
+        parts.append(f"{tin + tout:,.0f} tok")
+    if math.isfinite(usd):
+        parts.append(f"${usd:.5f}")
+    return ", ".join(parts)
+
+
+def matched(curve_df: pd.DataFrame, budgets: Sequence[int] = BUDGETS, what: str = "rate") -> pd.DataFrame:
+    """The matched-budget table: one row per group, one column per budget ``k`` holding ``rate [lo, hi]``
+    (percent) at ``k`` calls, or with ``what="spend"`` the mean calls, tokens (input + output) and dollars
+    spent per trial up to ``k`` (tokens and dollars where known; never for a simulated model)."""
+    if what not in ("rate", "spend"):
+        raise ValueError(f"matched: what must be rate or spend, got {what!r}")
     if curve_df.empty:
         return curve_df
     keys = [c for c in curve_df.columns if c not in _CURVE_VALUES]
@@ -214,6 +228,8 @@ def matched(curve_df: pd.DataFrame, budgets: Sequence[int] = BUDGETS) -> pd.Data
             r = g[g["k"] == k]
             if r.empty or pd.isna(r["rate"].iloc[0]):
                 row[f"{k} calls"] = "-"
+            elif what == "spend":
+                row[f"{k} calls"] = _spend(r)
             else:
                 rate, lo, hi = (100 * float(r[c].iloc[0]) for c in ("rate", "lo", "hi"))
                 row[f"{k} calls"] = f"{rate:.1f}% [{lo:.1f}, {hi:.1f}]"

@@ -79,15 +79,13 @@ def blocks(
     out += _simulated_note(t)
     if curve.empty:
         return [*out, ("p", "No valid trials.")]
-    fmt = {c: pct for c in ("rate", "lo", "hi")} | {c: _f2 for c in ("calls", "tokens_in", "tokens_out")}
     out += [("h", 4, f"Matched budgets (1, 2, 3, 5, 8, 15 calls) — rule `{rule}`")]
     out += [("p", f"{rule_line}. Each cell: rate [lo, hi] in percent at a budget of that many calls.")]
     out += [("table", md_table(label_models(budget.matched(curve))))]
     out += [("fig", plots.budget_curves(curve), "accuracy_at_budget", "accuracy at a call budget")]
-    detail = curve[curve["k"].isin(budget.BUDGETS)]
-    money = {"cost_usd": lambda v: "-" if pd.isna(v) else f"${v:.5f}"}
-    out += [("p", "<details><summary>Every budget's rate and mean spend per trial</summary>")]
-    out += [("table", md_table(label_models(detail), {**fmt, **money})), ("p", "</details>")]
+    out += [("p", "What a trial spent on average up to each budget (calls; tokens, input + output, and "
+                  "dollars where known):")]  # fmt: skip
+    out += [("table", md_table(label_models(budget.matched(curve, what="spend"))))]
 
     stops = budget.stop_rules(t, s, rule, by=by)
     out += [("h", 3, f"Self-stop vs oracle-stop vs first-hit — rule `{rule}`")]

@@ -110,7 +110,9 @@ def test_a_hand_written_file_imports_and_is_scored_by_our_rules(tmp_path):
     assert list(t["model_calls"]) == [1, 1, 1]  # a prediction without its calls counts as one call
     assert len(runs.steps) == 1 and runs.steps["tokens_in"].iloc[0] == 900
     text = build(tmp_path, "rep", imports=[str(tmp_path / "theirs.jsonl")])
-    assert "| their-model | oneshot | 1 | 3 | 3 | 33.3% | 4.5% | 84.1% | 1.0 |" in text  # budget: 1 call
+    assert "| their-model | oneshot | 33.3% [4.5, 84.1] |" in text  # the matched-budget table at 1 call
+    # the spend: calls only, as two of the three rows lack their tokens and cost
+    assert "| their-model | oneshot | 1.00 calls | 1.00 calls |" in text
     assert "Sources: " in text and "theirs.jsonl" in text
 
 
