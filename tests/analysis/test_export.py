@@ -166,3 +166,14 @@ def test_a_run_without_tokens_or_cost_gives_null_columns_and_says_which_models(r
     text = build(tmp_path, "rep", imports=[str(path)])
     assert "No tokens recorded for: `sim-gemini-3.1-flash-lite`" in text
     assert "No cost recorded for: `sim-gemini-3.1-flash-lite`" in text
+
+
+def test_the_example_row_of_the_docs_imports(tmp_path):
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "equal-cost.md").read_text()
+    block = doc.split("```json\n", 1)[1].split("```", 1)[0]
+    rows = [json.loads(x) for x in block.splitlines() if x.strip()]
+    runs = load_export(write(tmp_path / "doc.jsonl", rows))
+    t = runs.trials
+    assert len(t) == 1 and bool(t["hit"].iloc[0]) and t["sample_instruction"].iloc[0] == "click OK"
+    assert f"schema version **{SCHEMA_VERSION}**" in doc
+    assert runs.steps["cost_usd"].iloc[0] == pytest.approx(0.0004)
