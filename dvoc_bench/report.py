@@ -1,7 +1,7 @@
 """Report CLI::
 
     python -m dvoc_bench.report RUN_DIR... [--upstream PATH ...] [--rule hit|within_eps|hit_radius]
-                                [--out DIR]
+                                [--out DIR] [--import FILE ...] [--export FILE.{parquet,jsonl}]
 
 Builds every table and figure from the records only: for our runs, the tables under one explicit rule with
 Wilson / bootstrap intervals, the authors' rule for comparison, per-task and ablation tables, paired
@@ -12,6 +12,10 @@ checked, the same records re-scored under one rule, and the frame audit. Prints 
 ``report.md`` plus ``figures/*.png`` to ``--out``, replacing the figures of a previous report there
 (default: ``<RUN_DIR>/report`` for one run; for several, a new folder beside the first named after them,
 ``report-<a>+<b>``; ``runs/report`` with only ``--upstream``).
+
+``--export FILE`` also writes the runs' per-trial export (``.parquet`` or ``.jsonl``, the schema of
+:mod:`dvoc_bench.analysis.export`); ``--import FILE`` adds the trials of such a file
+(ours, or another harness's predictions in that schema, scored by this project's rules) to the report.
 
 pandas and matplotlib are imported only once the arguments are parsed.
 """
@@ -62,12 +66,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="output folder for report.md and figures/ (default: RUN_DIR/report for one run; for several, "
         "report-<a>+<b> beside the first)",
     )
+    p.add_argument(
+        "--import",
+        dest="imports",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="FILE",
+        help="per-trial export files (.parquet / .jsonl) to report on, ours or another harness's",
+    )
+    p.add_argument(
+        "--export",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write the per-trial export (FILE.parquet or FILE.jsonl)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals")
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.add_argument("--no-figures", action="store_true", help="tables only")
     args = p.parse_args(argv)
-    if not args.runs and not args.upstream:
-        p.error("give at least one RUN_DIR or --upstream PATH")
+    if not args.runs and not args.upstream and not args.imports:
+        p.error("give at least one RUN_DIR, --import FILE or --upstream PATH")
+    if args.export is not None and (args.upstream or not (args.runs or args.imports)):
+        p.error("--export writes our runs' trials: give RUN_DIR (or --import FILE), not --upstream")
     return args
 
 
@@ -98,6 +120,18 @@ class Report:
         path = save(fig, self.out / "figures" / f"{self.n_fig:02d}_{name}.png")
         self.lines += [f"![{caption}](figures/{path.name})", ""]
 
+    def blocks(self, blocks: list[tuple[Any, ...]]) -> None:
+        """Render the blocks of :mod:`dvoc_bench.analysis.equal_cost`."""
+        for b in blocks:
+            if b[0] == "h":
+                self.h(b[1], b[2])
+            elif b[0] == "p":
+                self.p(b[1])
+            elif b[0] == "table":
+                self.table(b[1])
+            else:
+                self.fig(*b[1:])
+
     def text(self) -> str:
         return "\n".join(self.lines).strip() + "\n"
 
@@ -126,6 +160,10 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
     # every knob the run varied splits the headline (alpha, overlay, predict, protocol, detector, ...)
     by = honest.headline_keys(t)
     split = by[2:]
+    from dvoc_bench.analysis import budget, equal_cost
+
+    curve = budget.curve(t, s, rule, by=by)
+    rep.blocks(equal_cost.headline_blocks(curve))  # the report opens with success against cost
     rep.h(3, f"Success by model and method{''.join(f' and {k}' for k in split)} — rule `{rule}`")
     rep.p(
         f"Rule: {honest.RULE_TEXT[rule]}. Rate over valid trials with a {honest.RATE_INTERVAL} interval "
@@ -206,6 +244,8 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
             "that ran (a simulated model costs $0)."
         )
         rep.table(md_table(label_models(cost), {"cost_usd": usd, "cost_per_success": usd}))
+
+    rep.blocks(equal_cost.blocks(t, s, rule, by, curve=curve, seed=seed, n_boot=n_boot))
 
 
 def _dataset_section(rep: Report, t: Any, rule: str) -> None:
@@ -498,19 +538,18 @@ def build_report(
     seed: int = 0,
     n_boot: int = 2000,
     figures: bool = True,
+    imports: list[str] | None = None,
 ) -> tuple[str, Path]:
     """Build the report; returns the markdown and the path of ``report.md``."""
-    from dvoc_bench.analysis import load_runs
-
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; allowed: {', '.join(RULES)}")
-    runs = load_runs(*run_dirs) if run_dirs else None  # bad paths fail here, before anything is written
+    runs = load_all(run_dirs, imports or [])  # bad paths fail here, before anything is written
     if upstream:  # a path without the authors' records fails here, naming what was looked for
         from dvoc_bench.analysis.upstream import discover_upstream
 
         for p in upstream:
             discover_upstream(p)
-    out = out or default_out(run_dirs)
+    out = out or default_out(run_dirs or [str(Path(f).with_suffix("")) for f in imports or []])
     out.mkdir(parents=True, exist_ok=True)
     for old in (out / "figures").glob("[0-9][0-9]_*.png"):  # a previous report's figures: not this one's
         old.unlink()
@@ -525,6 +564,29 @@ def build_report(
     path = out / "report.md"
     path.write_text(text, encoding="utf-8")
     return text, path
+
+
+def load_all(run_dirs: list[str], imports: list[str]) -> Any:
+    """The trials of the run directories and of the export files, as one ``Runs`` (``None``: neither)."""
+    if not run_dirs and not imports:
+        return None
+    from dvoc_bench.analysis import Runs, load_runs
+    from dvoc_bench.analysis.export import load_export
+
+    parts = ([load_runs(*run_dirs)] if run_dirs else []) + [load_export(f) for f in imports]
+    return parts[0] if len(parts) == 1 else Runs.concat(*parts)
+
+
+def export_runs(run_dirs: list[str], imports: list[str], path: Path) -> str:
+    """Write the export of the runs to ``path``; returns the line that says what was written."""
+    from dvoc_bench.analysis.budget import lacking
+    from dvoc_bench.analysis.export import export
+
+    runs = load_all(run_dirs, imports)
+    export(runs, path)
+    miss = lacking(runs.trials, runs.steps)
+    notes = [f"; no {k} recorded for {', '.join(v)} (null columns)" for k, v in miss.items() if v]
+    return f"exported {len(runs.trials)} trials to {path}" + "".join(notes)
 
 
 def default_out(run_dirs: list[str]) -> Path:
@@ -549,10 +611,13 @@ def _rule_text(rule: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)  # before any pandas import: --help and bad flags stay light
+    from dvoc_bench.analysis.export import SchemaError
     from dvoc_bench.analysis.loaders import DuplicateTrials
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
+        if args.export is not None:  # the export first: a file that cannot be written stops before the report
+            print(export_runs(args.runs, args.imports, args.export), file=sys.stderr)
         text, path = build_report(
             args.runs,
             args.upstream,
@@ -561,8 +626,9 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             n_boot=args.n_boot,
             figures=not args.no_figures,
+            imports=args.imports,
         )
-    except (FileNotFoundError, DuplicateTrials) as e:  # a wrong path or a doubled run: one line
+    except (FileNotFoundError, DuplicateTrials, SchemaError) as e:  # a wrong path, a doubled run, a bad file
         print(f"report: {e}", file=sys.stderr)
         return 2
     print(text)

@@ -6,6 +6,10 @@
 - :mod:`~dvoc_bench.analysis.honest` gives the same tables under one explicit rule, with intervals, paired
   comparisons, the coordinate-frame audit and the cost per successful click.
 - :mod:`~dvoc_bench.analysis.plots` draws the figures (simulated data is labelled SIMULATED).
+- :mod:`~dvoc_bench.analysis.budget`, :mod:`~dvoc_bench.analysis.compare` and
+  :mod:`~dvoc_bench.analysis.equal_cost` compare methods at equal cost (accuracy at a call budget, stop
+  rules, paired differences, cost per success); :mod:`~dvoc_bench.analysis.export` writes and reads the
+  per-trial export.
 
 This package imports pandas; ``import dvoc_bench`` does not import it.
 """

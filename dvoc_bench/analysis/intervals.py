@@ -1,10 +1,14 @@
-"""Confidence intervals of success rates: the one place they are computed (tables, figures, notebooks).
+"""Confidence intervals of success rates and of their paired differences: the one place they are computed
+(tables, figures, notebooks).
 
 :func:`rate_interval` is what every table and figure calls; :data:`RATE_INTERVAL` names it in their text
 ("Wilson 95 %"). Its bounds hold at every ``(k, n)``: exactly 0 at ``k = 0``, exactly 1 at ``k = n``, and
 ``lo <= k/n <= hi`` in floating point, so ``rate - lo`` and ``hi - rate`` (error bars) are never negative.
 (The textbook formula gives 0.9999999999999999 at ``k = n`` for many ``n``; a bar chart then refuses the
 negative error.) :func:`error_bars` turns a rate and its bounds into matplotlib's ``yerr``.
+
+:func:`paired_difference_interval` extends it to the difference of two rates measured on the same pairs
+(Newcombe's paired Wilson interval, clustered the same way; :data:`DIFF_INTERVAL`).
 
 With ``clusters=(k_per_cluster, n_per_cluster)`` the interval is *clustered*: trials
 with an identical first input (:func:`dvoc_bench.analysis.clustered.cluster_keys`: model, task and start
@@ -143,3 +147,80 @@ def error_bars(rate: Any, lo: Any, hi: Any) -> np.ndarray:
     below = np.nan_to_num(r - np.asarray(lo, dtype=float), nan=0.0)
     above = np.nan_to_num(np.asarray(hi, dtype=float) - r, nan=0.0)
     return np.vstack([np.maximum(below, 0.0), np.maximum(above, 0.0)])
+
+
+# ------------------------------------------------------------------------------------ paired differences
+
+
+def _diff_design_effect(d_per_cluster: Sequence[float], n_per_cluster: Sequence[float], d2: float) -> float:
+    """Design effect of a mean paired difference (``d`` in {-1, 0, 1} per pair; ``d2`` = the sum of
+    ``d**2``): the between-cluster variance of the ratio estimator over the variance of independent pairs
+    (>= 1); ``nan`` with fewer than two clusters or when the pairs do not vary."""
+    ds = np.asarray(d_per_cluster, dtype=float)
+    ms = np.asarray(n_per_cluster, dtype=float)
+    n, c = float(ms.sum()), len(ms)
+    if c < 2 or n <= 0:
+        return math.nan
+    mean = ds.sum() / n
+    var_iid = (d2 / n - mean * mean) / n
+    if var_iid <= 1e-15:
+        return math.nan
+    var = c / (c - 1) * float(((ds - mean * ms) ** 2).sum()) / n**2
+    return max(1.0, var / var_iid)
+
+
+def paired_difference_interval(
+    both: float,
+    a_only: float,
+    b_only: float,
+    neither: float,
+    *,
+    level: float = 0.95,
+    clusters: tuple[Sequence[float], Sequence[float]] | None = None,
+) -> tuple[float, float]:
+    """95 % interval of the difference ``rate(a) - rate(b)`` of two success rates measured on the same
+    pairs: the one interval function (:func:`wilson`, as :func:`rate_interval`) extended to paired
+    differences by Newcombe's method 10 (the Wilson intervals of both rates, combined with the pairs'
+    correlation ``phi``, whose ``ad - bc`` is lowered by ``n / 2`` when positive, so pairs that all agree
+    still leave an interval around 0). ``both`` / ``a_only`` / ``b_only`` / ``neither``: the counts of the
+    2 x 2 table of the pairs. ``clusters=(d_per_cluster, n_per_cluster)`` (``d``: the sum of ``a - b``
+    over a cluster's pairs; ``n``: its pairs, e.g. one cluster per sample): the pairs are correlated within
+    a cluster, and
+    the interval runs on the effective number of pairs ``n / deff`` (the design effect of the mean
+    difference, floored at 1), or, when the differences do not vary (every pair concordant, say), on the
+    number of clusters, the worst case, as :func:`rate_interval` does at its edges. Bounds lie in
+    ``[-1, 1]`` and ``lo <= diff <= hi``; NaN without pairs."""
+    n = float(both + a_only + b_only + neither)
+    if n <= 0:
+        return math.nan, math.nan
+    z = _z(level)
+    diff = (a_only - b_only) / n
+    scale = 1.0
+    if clusters is not None:
+        dc, nc = clusters
+        if abs(float(np.sum(dc)) - (a_only - b_only)) > 1e-9 or abs(float(np.sum(nc)) - n) > 1e-9:
+            raise ValueError(
+                f"paired_difference_interval: the clusters hold a difference of {np.sum(dc):g} over "
+                f"{np.sum(nc):g} pairs, not {a_only - b_only:g} over {n:g}"
+            )
+        deff = _diff_design_effect(dc, nc, float(a_only + b_only))
+        scale = (float(len(nc)) / n if math.isnan(deff) else 1.0 / deff) if len(nc) else 1.0
+        scale = min(scale, 1.0)
+    a, b, c, d = (float(x) * scale for x in (both, a_only, b_only, neither))
+    m = n * scale
+    p1, p2 = (a + b) / m, (a + c) / m
+    l1, u1 = wilson(a + b, m, z)
+    l2, u2 = wilson(a + c, m, z)
+    den = (a + b) * (c + d) * (a + c) * (b + d)
+    # the pairs' correlation, with Newcombe's correction of ad - bc by n/2 when positive: without it, pairs
+    # that all agree (b = c = 0) give phi = 1 and an interval of width 0
+    cross = a * d - b * c
+    cross = max(cross - m / 2, 0.0) if cross > 0 else cross
+    phi = cross / math.sqrt(den) if den > 0 else 0.0
+    lo = diff - math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    hi = diff + math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
+    return max(-1.0, min(lo, diff)), min(1.0, max(hi, diff))
+
+
+DIFF_INTERVAL = "Newcombe (Wilson) 95 %, paired, clustered by sample"
+"""The name of :func:`paired_difference_interval` with one cluster per sample, as tables print it."""

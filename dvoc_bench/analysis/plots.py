@@ -501,3 +501,92 @@ def frame_audit_bars(audit: pd.DataFrame, rule: str = "hit_radius", title: str |
         title=titled(head, sim),
         tick_fontsize=7,
     )
+
+
+# ------------------------------------------------------------------------------------- equal cost
+
+_CURVE_X = {
+    "k": "call budget k (calls allowed per trial)",
+    "calls": "calls spent per trial (mean)",
+    "tokens": "tokens spent per trial (mean, input + output)",
+    "cost_usd": "dollars spent per trial (mean)",
+}
+
+
+def _curve_keys(curve_df: pd.DataFrame) -> list[str]:
+    from dvoc_bench.analysis.budget import _CURVE_VALUES
+
+    return [c for c in curve_df.columns if c not in _CURVE_VALUES]
+
+
+def budget_curves(curve_df: pd.DataFrame, x: str = "k", title: str | None = None) -> Figure:
+    """Accuracy at a budget (:func:`dvoc_bench.analysis.budget.curve`): the rate per group against ``x``
+    (``k``: the calls allowed; ``calls`` / ``tokens`` / ``cost_usd``: the mean spent per trial up to
+    ``k``), with its interval as a band."""
+    return headline(curve_df, panels=(x,), title=title)
+
+
+def headline(curve_df: pd.DataFrame, panels: Sequence[str] | None = None, title: str | None = None) -> Figure:
+    """Success against cost per sample: one panel per cost measure, calls always, tokens and dollars
+    where a real model recorded them (a simulated model's tokens are placeholders and it costs nothing:
+    its curves are drawn in calls only, and the panels say so). One line per group, one marker per call
+    budget, the interval as a band."""
+    from dvoc_bench.analysis.budget import INTERVAL
+
+    sim = _sim(curve_df)
+    rule = str(curve_df["rule"].iloc[0]) if len(curve_df) else "hit"
+    head = title or f"Success against cost per trial — rule {rule}, {INTERVAL}"
+    if curve_df.empty:
+        return _empty(head, sim, "no valid trials")
+    df = curve_df.assign(tokens=curve_df["tokens_in"] + curve_df["tokens_out"])
+    real = df[~df["simulated"].astype(bool) & (df["calls"] > 0)]  # a model-free baseline costs nothing
+    if panels is None:
+        panels = ["calls"]
+        if real["tokens"].notna().any():
+            panels.append("tokens")
+        if (real["cost_usd"].fillna(0) > 0).any():
+            panels.append("cost_usd")
+    keys = _curve_keys(df)
+    groups = list(df.groupby(keys, sort=True, dropna=False))
+    names = [n if isinstance(n, tuple) else (n,) for n, _ in groups]
+    styles = L.line_styles(names)
+    labels = [label(dict(zip(keys, n, strict=True)), keys) for n in names]
+    h = L.clamp(0.16 * len(labels) + 2.0, 3.8, 10.0)
+    ncol = L.legend_columns(len(labels), h, 7)
+    w = L.clamp(3.6 * len(panels) + 1.0 + ncol * L.legend_width_in(labels, 7), 7.0)
+    fig = Figure(figsize=(w, h), layout="constrained")
+    axes = [fig.add_subplot(1, len(panels), i + 1) for i in range(len(panels))]
+    from dvoc_bench.analysis.budget import BUDGETS
+
+    for ax, xcol in zip(axes, panels, strict=True):
+        for i, ((_, g), lab, (c, ls)) in enumerate(zip(groups, labels, styles, strict=True)):
+            if xcol in ("tokens", "cost_usd") and bool(g["simulated"].any()):
+                continue  # placeholders: the simulated rows are compared in calls
+            g = g.sort_values("k")
+            if g[xcol].isna().all():
+                continue
+            ax.plot(g[xcol], g["rate"], color=c, ls=ls, marker="o", ms=3, label=lab)
+            # the interval at the matched budgets, nudged apart so that the bars of the groups stay visible
+            b = g[g["k"].isin(BUDGETS)]
+            nudge = (i - (len(groups) - 1) / 2) * (0.06 if xcol == "k" else 0.0)
+            yerr = error_bars(b["rate"], b["lo"], b["hi"])
+            ax.errorbar(b[xcol].to_numpy(dtype=float) + nudge, b["rate"], yerr=yerr, fmt="none", ecolor=c,
+                        elinewidth=0.9, capsize=2, alpha=0.7)  # fmt: skip
+        ax.set_xlabel(_CURVE_X[xcol], fontsize=8)
+        ax.set_ylim(-0.02, 1.02)
+        if xcol == "k":
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[0].set_ylabel(f"success rate (rule {rule})")
+    L.title(fig, titled(head, sim))
+    notes = ["unit: trial; a marker per call budget k = 1, 2, ...: the iterate each trial would act on "
+             "after k calls; bars: the interval at k = 1, 2, 3, 5, 8, 15"]  # fmt: skip
+    if bool(df["simulated"].astype(bool).any()):
+        notes.append(
+            "simulated models: tokens are placeholders and they cost nothing, so they are drawn in calls only"
+        )
+    L.footnote(fig, "; ".join(notes))
+    handles, labs = axes[0].get_legend_handles_labels()  # the calls panel holds every group
+    if handles:
+        axes[-1].legend(handles, labs, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+                        fontsize=7, ncol=ncol, frameon=False)  # fmt: skip
+    return fig
