@@ -1,4 +1,4 @@
-"""Leave-one-out cross-validation of the simulator's fit against two naive baselines (issue 34).
+"""Leave-one-out cross-validation of the simulator's fit against two naive baselines.
 
 - :func:`load_all_records`: the authors' step- and trial-level records, main benchmark (the per-trial tree)
   and every ablation file, in one :class:`~dvoc_bench.calibration.extract.CalibrationData` (``cv_source``:

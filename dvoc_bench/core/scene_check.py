@@ -1,4 +1,4 @@
-"""Which scenes the simulator does not reproduce under cross-validation (issue 34 item 3).
+"""Which scenes the simulator does not reproduce under cross-validation.
 
 ``scene_validation.json`` beside this module is written by ``python -m dvoc_bench.calibrate --upstream
 <clone> --cross-validate`` (never by hand): the simulator's leave-one-scene-out p-value per scene S1-S6. A
