@@ -58,7 +58,7 @@ def build_model(
     if cfg.kind == "parse":
         from dvoc_bench.models.ocr.parser import parse_model_from_config
 
-        parser = parse_model_from_config(cfg.name, cfg.parse)  # missing weights or wheel: one ConfigError line
+        parser = parse_model_from_config(cfg.name, cfg.parse)  # bad weights or no wheel: one line
         parser.max_reply_chars = max_reply_chars
         return wrap(parser)
     raise ConfigError(f"model {cfg.name}: kind {cfg.kind!r} is not available")

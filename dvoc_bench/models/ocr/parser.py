@@ -69,7 +69,9 @@ class ParseModel(OcrModel):
         self.parser = parser
         """The screen parser (its caches live as long as this model; its disk cache longer)."""
 
-    def find(self, prompt: str, image: np.ndarray | None, size: Size) -> tuple[Element | None, float, bool, str]:
+    def find(
+        self, prompt: str, image: np.ndarray | None, size: Size
+    ) -> tuple[Element | None, float, bool, str]:
         """``(element, confidence, matched, evidence)`` for a prompt and image; the element is the fallback's
         (or ``None``: nothing detected) when ``matched`` is False."""
         target = target_of(prompt)
@@ -94,7 +96,8 @@ class ParseModel(OcrModel):
         fb = max(detected, key=lambda e: (e.score, -e.id)) if detected else None
         why = f"label rule: {target.rule}" if match is None else "the match is in no element"
         then = (
-            f"falling back to the highest-scoring element {fb.id} (score {fb.score:.2f}, box {_box(fb.box)} px)"
+            f"falling back to the highest-scoring element {fb.id} (score {fb.score:.2f}, box "
+            f"{_box(fb.box)} px)"
             if fb is not None
             else "nothing detected: guessing the screen centre"
         )

@@ -49,12 +49,11 @@ def line_words(quad: Sequence[Sequence[float]], text: str, conf: float, line: in
     n = len(text)
     if n == 0 or x1 <= x0 or y1 <= y0:
         return []
-    per = (x1 - x0) / n
     out: list[Word] = []
     i = 0
     for part in text.split(" "):
         if part.strip():
-            box = Box(x0 + i * per, y0, x0 + (i + len(part)) * per, y1)
+            box = Box(x0 + (x1 - x0) * i / n, y0, x0 + (x1 - x0) * (i + len(part)) / n, y1)
             out.append(Word(part.strip(), round(conf * 100.0, 2), box, (2, line, 0, 0), start + len(out)))
         i += len(part) + 1
     return out

@@ -197,7 +197,8 @@ class ScreenParser:
         data = {
             "settings": self.settings,
             "elements": [
-                {**e.as_dict(), "box": e.box.as_list(), "words": [_word_dict(w) for w in e.words]} for e in els
+                {**e.as_dict(), "box": e.box.as_list(), "words": [_word_dict(w) for w in e.words]}
+                for e in els
             ],
         }
         try:
