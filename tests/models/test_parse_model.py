@@ -210,9 +210,8 @@ def test_no_match_falls_back_to_the_best_scoring_element(s3, parser_model) -> No
 def test_the_parse_is_cached_on_disk_by_image_hash(s3, tmp_path, monkeypatch) -> None:
     _rapidocr()
     _weights()
-    from dvoc_bench.models.ocr.parser import parse_model_from_config
-
     import dvoc_bench.models.ocr.screen as screen
+    from dvoc_bench.models.ocr.parser import parse_model_from_config
 
     monkeypatch.setattr(screen, "parse_cache_dir", lambda: tmp_path / "parse")
     a = parse_model_from_config("p", None)
