@@ -5,7 +5,9 @@ on ``text`` targets, on ``icon`` targets (:data:`~dvoc_bench.benchmarks.ocr_docs
 calls, and the median wall seconds per model call (``latency_s`` of every step that called the model; a
 call on an image OCRed before is a cache hit, a call without a label runs no OCR), and over the distinct
 images with a label to look for the median of the slowest call on each (the one that ran Tesseract).
-Then the hits of every task per method. Markdown on stdout. Results of ``ocr-tesseract`` are real (not
+Then the hits of every task per method. With several models in the runs (``models=[sim-ideal,
+ocr-tesseract,omniparser-parse]``), each row is a model and method (``ocr-tesseract som``). Markdown on
+stdout. Results of ``ocr-tesseract`` are real (not
 simulated): the model never reads the truth; the split only groups the tasks.
 """
 
@@ -32,7 +34,12 @@ def table(*run_dirs: Path) -> str:
     """The Markdown tables for the trials of ``run_dirs`` together."""
     trials = [t for d in run_dirs for t in read_jsonl(d / "trials.jsonl") if t["status"] == "ok"]
     steps = [s for d in run_dirs for s in read_jsonl(d / "steps.jsonl")]
-    method_of = {t["trial_key"]: t["method"] for t in trials}
+    several = len({t["model"] for t in trials}) > 1
+
+    def group(t: dict) -> str:
+        return f"{t['model']} {t['method']}" if several else str(t["method"])
+
+    method_of = {t["trial_key"]: group(t) for t in trials}
     lat: dict[str, list[float]] = defaultdict(list)
     per_frame: dict[
         str, float
@@ -43,7 +50,7 @@ def table(*run_dirs: Path) -> str:
             if not str(s.get("reply_text") or "").startswith("no match for ''"):  # no label: no OCR ran
                 f = str(s.get("frame_sha"))
                 per_frame[f] = max(per_frame.get(f, 0.0), float(s["latency_s"]))
-    methods = sorted({t["method"] for t in trials})
+    methods = sorted({group(t) for t in trials})
     sim = any(t["simulated"] for t in trials)
     ocr_s = f"{statistics.median(per_frame.values()):.2f} s" if per_frame else "–"
     out = [
@@ -51,11 +58,12 @@ def table(*run_dirs: Path) -> str:
         f"median per OCR'd image (the slowest call on each distinct image with a label to look for): {ocr_s} "
         f"over {len(per_frame)} images",
         "",
-        "| method | text targets | icon targets | all | model calls | median s/call |",
+        f"| {'model and method' if several else 'method'} | text targets | icon targets | all | model calls "
+        "| median s/call |",
         "|---|---|---|---|---|---|",
     ]
     for m in methods:
-        ts = [t for t in trials if t["method"] == m]
+        ts = [t for t in trials if group(t) == m]
         cells = []
         for kind in ("text", "icon", None):
             sel = [t for t in ts if kind is None or SPLIT.get(t["task"]) == kind]
@@ -67,7 +75,7 @@ def table(*run_dirs: Path) -> str:
     for task in tasks:
         row = []
         for m in methods:
-            sel = [t for t in trials if t["task"] == task and t["method"] == m]
+            sel = [t for t in trials if t["task"] == task and group(t) == m]
             row.append(f"{sum(bool(t['hit']) for t in sel)}/{len(sel)}")
         out.append(f"| {task} | {SPLIT.get(task, '?')} | " + " | ".join(row) + " |")
     return "\n".join(out)

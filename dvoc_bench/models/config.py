@@ -97,7 +97,7 @@ class Pricing(Declared):
         )
 
 
-ModelKind = Literal["simulator", "litellm", "ocr", "none"]
+ModelKind = Literal["simulator", "litellm", "ocr", "parse", "none"]
 """``none`` is only the stand-in of the model-free baselines; a config file cannot declare it."""
 MODEL_KINDS = tuple(k for k in get_args(ModelKind) if k != "none")
 """The kinds a model file may declare."""
@@ -111,7 +111,8 @@ class ModelConfig(Declared):
     name: str
     """Config name."""
     kind: ModelKind
-    """``simulator``, ``litellm`` or ``ocr`` (the Tesseract baseline, :mod:`dvoc_bench.models.ocr`)."""
+    """``simulator``, ``litellm``, ``ocr`` (the OCR baseline, :mod:`dvoc_bench.models.ocr`) or ``parse`` (the
+    screen parser: detector + OCR, :mod:`dvoc_bench.models.ocr.parser`)."""
     model_id: str
     """Provider model id or simulator profile id."""
     provider: str
@@ -148,6 +149,8 @@ class ModelConfig(Declared):
     """Provenance of a calibrated profile (ignored by the simulator)."""
     ocr: dict[str, Any] | None = None
     """The OCR baseline's options (``kind: ocr``)."""
+    parse: dict[str, Any] | None = None
+    """The screen parser's options (``kind: parse``: ``detector``, ``ocr``, ``min_score``, ``disk_cache``)."""
     provider_config: ProviderConfig | None = None
     """The provider's settings (``conf/provider/<provider>.yaml``), ``None`` when it has no file; attached
     by :func:`load_model_config`, not read from the model file."""

@@ -55,4 +55,10 @@ def build_model(
         ocr = ocr_model_from_config(cfg.name, cfg.ocr)  # a missing tesseract: one ConfigError line
         ocr.max_reply_chars = max_reply_chars
         return wrap(ocr)
+    if cfg.kind == "parse":
+        from dvoc_bench.models.ocr.parser import parse_model_from_config
+
+        parser = parse_model_from_config(cfg.name, cfg.parse)  # bad weights or no wheel: one line
+        parser.max_reply_chars = max_reply_chars
+        return wrap(parser)
     raise ConfigError(f"model {cfg.name}: kind {cfg.kind!r} is not available")

@@ -151,6 +151,10 @@ def setup_from_settings(s: Settings, experiment: str, model_choice: str | None =
             from dvoc_bench.models.ocr.model import ocr_model_from_config
 
             ocr_model_from_config(m.name, m.ocr)
+        if m.kind == "parse" and not s.run.plan_only:  # its weights and OCR engine: checked likewise
+            from dvoc_bench.models.ocr.parser import parse_model_from_config
+
+            parse_model_from_config(m.name, m.parse).close()
     starts, repeats = parse_starts(s.starts, dataset), s.repeats
     if s.smoke:  # a reduced sweep for CI: two tasks, two start points, one repeat
         tasks, starts, repeats = tasks[:2], (starts[0], min(starts[1], 2)), 1

@@ -215,7 +215,8 @@ def test_cli_without_a_key_prints_one_line_and_exits_2(tmp_path):
 def test_every_real_model_config_loads_with_its_key(monkeypatch):
     for var in ("GEMINI_API_KEY", "OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.setenv(var, "fake-key-for-config-check")
-    real = [p.stem for p in MODELS.glob("*.yaml") if not p.stem.startswith(("sim-", "ocr-"))]  # ocr: kind ocr
+    # ocr-*: kind ocr; omniparser-parse: kind parse
+    real = [p.stem for p in MODELS.glob("*.yaml") if not p.stem.startswith(("sim-", "ocr-", "omniparser-"))]
     assert {"gemini-3.1-flash-lite", "gemini-2.5-flash-lite", "gemma-4-26b", "gemma-4-31b"} <= set(real)
     assert {"gemma-4-26b-via-or", "gemma-4-31b-via-or", "local-sim"} <= set(real)
     for name in real:

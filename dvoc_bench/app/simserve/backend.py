@@ -33,8 +33,9 @@ log = logging.getLogger(__name__)
 
 BROWSER_IDLE_S = 60.0
 """Seconds without a request after which the web scenes' browser is closed."""
-SERVED_KINDS = ("simulator", "ocr")
-"""Model kinds the server answers as: simulator profiles and the OCR model (``conf/model/ocr-*.yaml``)."""
+SERVED_KINDS = ("simulator", "ocr", "parse")
+"""Model kinds the server answers as: simulator profiles, the OCR model (``conf/model/ocr-*.yaml``) and the
+screen parser (``conf/model/omniparser-parse.yaml``)."""
 MIN_PIXEL_MATCH = 0.5
 """Share of identical pixels needed to take an image for a scene's (annotated) screenshot."""
 
@@ -135,11 +136,16 @@ class SimBackend:
                     cfg = load_model_config(name, self.models_dir, check_key=False)
                 except ConfigError:
                     cfg = None
-            if cfg is not None and cfg.kind == "ocr":  # truth-blind: needs no scene (nor the registry)
+            if cfg is not None and cfg.kind in ("ocr", "parse"):  # truth-blind: needs no scene (nor registry)
                 from dvoc_bench.models.ocr.model import ocr_model_from_config
+                from dvoc_bench.models.ocr.parser import parse_model_from_config
 
                 try:
-                    self._models[name] = ocr_model_from_config(cfg.name, cfg.ocr)
+                    self._models[name] = (
+                        ocr_model_from_config(cfg.name, cfg.ocr)
+                        if cfg.kind == "ocr"
+                        else parse_model_from_config(cfg.name, cfg.parse)
+                    )
                 except ConfigError as e:
                     raise HTTPError(500, str(e), "server_error") from None
                 return self._models[name]

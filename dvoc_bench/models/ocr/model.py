@@ -24,14 +24,16 @@ import asyncio
 import dataclasses
 import json
 import time
-from typing import Any
+from typing import Any, Protocol
+
+import numpy as np
 
 from dvoc_bench.core.geometry import Frame, Point, Size, box_distance, offset_from_pixels, point_from_pixels
 from dvoc_bench.draw.render import find_crosshair
 from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelRequest, Reply, ToolCall, bound_reply
 from dvoc_bench.models.ocr.labels import target_of
 from dvoc_bench.models.ocr.match import MIN_SCORE, Match, best_match
-from dvoc_bench.models.ocr.tesseract import OcrEngine
+from dvoc_bench.models.ocr.tesseract import OcrEngine, Word
 from dvoc_bench.models.simulator.reading import (
     decode_image,
     history_position,
@@ -46,8 +48,25 @@ __all__ = ["NO_MATCH_CONFIDENCE", "OcrModel", "ocr_model_from_config"]
 NO_MATCH_CONFIDENCE = 0.05
 """Confidence of the centre guess made when the label is not found."""
 
-OCR_KEYS = ("psm", "upscale", "passes", "lang", "binary", "timeout_s", "min_score", "cache_size")
+ENGINES = ("tesseract", "rapidocr")
+"""OCR engines of ``ocr.engine``: Tesseract (:mod:`.tesseract`, the default) and PP-OCR (:mod:`.rapid`)."""
+
+ENGINE_KEYS = {
+    "tesseract": ("psm", "upscale", "passes", "lang", "binary", "timeout_s"),
+    "rapidocr": ("threads", "text_score", "use_cls"),
+}
+"""The keys of an ``ocr:`` block that only one engine reads."""
+
+OCR_KEYS = ("engine", *ENGINE_KEYS["tesseract"], *ENGINE_KEYS["rapidocr"], "min_score", "cache_size")
 """Keys of a model config's ``ocr:`` block."""
+
+
+class WordReader(Protocol):
+    """An OCR engine: the words of an RGB image (cached by image hash)."""
+
+    def words(self, image: np.ndarray) -> list[Word]:
+        """Every word read on ``image`` (``HxWx3`` uint8), in its pixels."""
+        ...
 
 
 def _round(v: float, frame: str) -> float:
@@ -59,7 +78,7 @@ class OcrModel:
 
     simulated = False
 
-    def __init__(self, name: str, engine: OcrEngine, min_score: float = MIN_SCORE):
+    def __init__(self, name: str, engine: WordReader, min_score: float = MIN_SCORE):
         self.name = name
         """Config name of the model."""
         self.engine = engine
@@ -80,22 +99,7 @@ class OcrModel:
         names = tool_names(req.tools)
         image = decode_image(req)
         size = Size(image.shape[1], image.shape[0]) if image is not None else req.image_size
-        target = target_of(req.text)
-        match: Match | None = None
-        if target.label is not None and image is not None:
-            match = best_match(self.engine.words(image), target.label, target.anchor, self.min_score)
-        if match is not None:
-            point, conf = match.box.centre, round(match.score / 100.0, 2)
-            b = match.box
-            evidence = (
-                f"OCR found '{match.text}' for '{target.label}' (label rule: {target.rule}; score "
-                f"{match.score:.0f}/100, OCR confidence {match.conf:.0f}/100, box [{b.x0:.0f}, {b.y0:.0f}, "
-                f"{b.x1:.0f}, {b.y1:.0f}] px)."
-            )
-        else:
-            point, conf = size.centre, NO_MATCH_CONFIDENCE
-            why = "no image" if image is None else f"label rule: {target.rule}"
-            evidence = f"no match for '{target.label or ''}' ({why}); guessing the screen centre."
+        point, conf, matched, evidence = self.locate(req.text, image, size)
         frame = requested_frame(req.text) or "pixel"
         if "report_offset" in names:
             return self._offset(req, image, size, point, conf, frame, evidence)
@@ -104,8 +108,27 @@ class OcrModel:
             args = {"x": _round(p.x, frame), "y": _round(p.y, frame), "confidence": conf}
             return self._reply(evidence, ToolCall("click_at", json.dumps(args)))
         if "select_element" in names:
-            return self._select(req, size, point, conf, match is not None, evidence)
+            return self._select(req, size, point, conf, matched, evidence)
         return self._reply(evidence + " No tool I can answer with was offered.", None)
+
+    def locate(self, prompt: str, image: np.ndarray | None, size: Size) -> tuple[Point, float, bool, str]:
+        """Where the target is, from the prompt's label and the words read: ``(point in pixels of the image
+        sent, confidence, matched, evidence)``; no label or no match: the image centre, matched False."""
+        target = target_of(prompt)
+        match: Match | None = None
+        if target.label is not None and image is not None:
+            match = best_match(self.engine.words(image), target.label, target.anchor, self.min_score)
+        if match is not None:
+            b = match.box
+            evidence = (
+                f"OCR found '{match.text}' for '{target.label}' (label rule: {target.rule}; score "
+                f"{match.score:.0f}/100, OCR confidence {match.conf:.0f}/100, box [{b.x0:.0f}, {b.y0:.0f}, "
+                f"{b.x1:.0f}, {b.y1:.0f}] px)."
+            )
+            return match.box.centre, round(match.score / 100.0, 2), True, evidence
+        why = "no image" if image is None else f"label rule: {target.rule}"
+        evidence = f"no match for '{target.label or ''}' ({why}); guessing the screen centre."
+        return size.centre, NO_MATCH_CONFIDENCE, False, evidence
 
     def _offset(
         self, req: ModelRequest, image: Any, size: Size, point: Point, conf: float, frame: str, evidence: str
@@ -151,23 +174,45 @@ class OcrModel:
         )
 
 
-def ocr_model_from_config(name: str, block: dict[str, Any] | None) -> OcrModel:
-    """The model of a ``kind: ocr`` config from its ``ocr:`` block (every key optional)."""
+def ocr_engine_from_block(name: str, block: dict[str, Any] | None, prefix: str = "ocr") -> WordReader:
+    """The OCR engine of an ``ocr:`` block (every key optional; ``engine`` picks Tesseract or RapidOCR).
+    Raises :class:`ConfigError` of one line ``model <name>: <prefix>.<key>: ...``."""
     from dvoc_bench.core.declare import ConfigError
 
     block = block or {}
     if not isinstance(block, dict):
-        raise ConfigError(f"model {name}: ocr: expected a mapping")
+        raise ConfigError(f"model {name}: {prefix}: expected a mapping")
     for k in block:
         if k not in OCR_KEYS:
-            raise ConfigError(f"model {name}: ocr.{k}: unknown key; allowed: {', '.join(OCR_KEYS)}")
-    kw = {k: block[k] for k in OCR_KEYS if k in block and k != "min_score"}
+            raise ConfigError(f"model {name}: {prefix}.{k}: unknown key; allowed: {', '.join(OCR_KEYS)}")
+    engine = block.get("engine", "tesseract")
+    if engine not in ENGINES:
+        raise ConfigError(
+            f"model {name}: {prefix}.engine: unknown value {engine!r}; allowed: {', '.join(ENGINES)}"
+        )
+    for other, keys in ENGINE_KEYS.items():
+        for k in keys:
+            if other != engine and k in block:
+                raise ConfigError(
+                    f"model {name}: {prefix}.{k}: applies to engine {other} only (engine is {engine})"
+                )
+    kw = {k: block[k] for k in (*ENGINE_KEYS[engine], "cache_size") if k in block}
     if "passes" in kw:
         kw["passes"] = tuple(kw["passes"])
     try:
-        engine = OcrEngine(**kw)
-    except ConfigError as e:  # the binary or its data is missing
-        raise ConfigError(f"model {name}: {e}") from None
+        if engine == "rapidocr":
+            from dvoc_bench.models.ocr.rapid import RapidOcrEngine
+
+            return RapidOcrEngine(**kw)
+        return OcrEngine(**kw)
+    except ConfigError as e:  # the binary, its data or the wheel is missing
+        where = f"{prefix}.engine: " if engine != "tesseract" else ""
+        raise ConfigError(f"model {name}: {where}{e}") from None
     except (TypeError, ValueError) as e:
-        raise ConfigError(f"model {name}: ocr: {e}".splitlines()[0]) from None
-    return OcrModel(name, engine, float(block.get("min_score", MIN_SCORE)))
+        raise ConfigError(f"model {name}: {prefix}: {e}".splitlines()[0]) from None
+
+
+def ocr_model_from_config(name: str, block: dict[str, Any] | None) -> OcrModel:
+    """The model of a ``kind: ocr`` config from its ``ocr:`` block (every key optional)."""
+    engine = ocr_engine_from_block(name, block)
+    return OcrModel(name, engine, float((block or {}).get("min_score", MIN_SCORE)))
