@@ -117,6 +117,7 @@ class Scripted(ThreadingHTTPServer):
     """An OpenAI chat-completions endpoint answering from ``SCRIPT`` by model name and image size."""
 
     daemon_threads = True
+    request_queue_size = 128  # every trial of a sweep may connect at once (the default backlog is 5)
 
     def __init__(self, script: dict[str, dict[tuple[int, int], tuple[Any, Any, Any]]]):
         super().__init__(("127.0.0.1", 0), _Handler)

@@ -14,7 +14,6 @@ format (docs/frames.md).
 
 from __future__ import annotations
 
-from dvoc_bench.core.frames import FrameRule
 from dvoc_bench.core.geometry import Frame, Point, clamp_point
 from dvoc_bench.core.records import TrialResult, TrialSpec
 from dvoc_bench.core.scoring import score
@@ -29,9 +28,8 @@ from dvoc_bench.methods.common import (
     to_screen,
 )
 from dvoc_bench.methods.registry import method
-from dvoc_bench.models.base import Reply
-from dvoc_bench.protocol import Parsed, get_protocol, tools_for
-from dvoc_bench.protocol.native import native_prompt, parse_native
+from dvoc_bench.protocol import get_protocol, tools_for
+from dvoc_bench.protocol.native import native_prompt, point_parser
 
 
 @method(
@@ -51,7 +49,7 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     rule = protocol.oneshot_retry_rule(env.oneshot_retry_rule)
     frame = env.rule_for(spec.coord_frame)
     style = env.prompt_style if spec.protocol in ("v1", "-") else "tool_call"
-    parser = None if style == "tool_call" else (lambda r: _native(r, style, frame))
+    parser = point_parser(style, frame)
     steps = []
     for i in range(spec.max_attempts):
         shown_previous = None if previous is None else view.to_sent(previous)
@@ -110,7 +108,3 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
             steps=steps,
         )
     )
-
-
-def _native(reply: Reply, style: str, frame: FrameRule) -> Parsed:
-    return parse_native(reply, style, frame)

@@ -28,9 +28,9 @@ from collections.abc import Callable
 from dvoc_bench.core.frames import PROMPT_STYLES, FrameRule
 from dvoc_bench.core.geometry import Frame, Point, Size, point_from_pixels
 from dvoc_bench.models.base import Reply
-from dvoc_bench.protocol.parse import MAX_MAGNITUDE, Parsed
+from dvoc_bench.protocol.parse import MAX_MAGNITUDE, Parsed, parse_reply
 
-__all__ = ["NATIVE_STYLES", "native_prompt", "parse_native"]
+__all__ = ["NATIVE_STYLES", "native_prompt", "parse_native", "point_parser"]
 
 NATIVE_STYLES: tuple[str, ...] = tuple(s for s in PROMPT_STYLES if s != "tool_call")
 """The prompt styles of :func:`native_prompt` (every style but the tool call)."""
@@ -201,3 +201,11 @@ def parse_native(reply: Reply, style: str, rule: FrameRule) -> Parsed:
         return Parsed("ok", ";".join(notes), {"x": x, "y": y}, None)
     except Exception as exc:  # never raise: a reader bug is this reply's parse error
         return Parsed("parse_error", f"internal_error:{type(exc).__name__}", None, None)
+
+
+def point_parser(style: str, rule: FrameRule) -> Callable[[Reply], Parsed]:
+    """The reader of a one-shot reply in ``style``: the tool call's (:func:`~dvoc_bench.protocol.parse.
+    parse_reply`, which also reads a ``click_at`` written as text) or the family's own."""
+    if style == "tool_call":
+        return lambda reply: parse_reply(reply, "point")
+    return lambda reply: parse_native(reply, style, rule)
