@@ -24,6 +24,7 @@ from dvoc_bench.draw.sending import model_view
 from dvoc_bench.methods.common import read_point
 from dvoc_bench.models.base import Reply
 from dvoc_bench.models.config import default_conf_dir, load_model_config
+from dvoc_bench.models.frames_doc import frames_table
 from dvoc_bench.models.options import model_image
 from dvoc_bench.protocol.native import point_parser
 
@@ -78,10 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m dvoc_bench.coords",
         description="Print what a model's answer means on the screen (the sweep's one-shot mapping).",
     )
-    p.add_argument("model", help="a model config name (conf/model/<name>.yaml)")
-    p.add_argument("--image-size", nargs=2, type=int, metavar=("W", "H"), required=True,
+    p.add_argument("model", nargs="?", help="a model config name (conf/model/<name>.yaml)")
+    p.add_argument("--image-size", nargs=2, type=int, metavar=("W", "H"),
                    help="the screenshot's width and height, pixels")  # fmt: skip
-    p.add_argument("--answer", required=True, help="the model's reply text, in its prompt style's format")
+    p.add_argument("--answer", help="the model's reply text, in its prompt style's format")
+    p.add_argument("--table", action="store_true", help="print the frames table of docs/frames.md instead")
     p.add_argument(
         "--style", default=None, help=f"read the answer in this style ({', '.join(PROMPT_STYLES)})"
     )
@@ -89,6 +91,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--models", type=Path, default=None, help="the folder of model configs (default conf/model)"
     )
     args = p.parse_args(argv)
+    if args.table:
+        print(frames_table(args.models or default_conf_dir() / "model"))
+        return 0
+    if args.model is None or args.image_size is None or args.answer is None:
+        print("config error: MODEL, --image-size W H and --answer are required (or --table)", file=sys.stderr)
+        return 2
     w, h = args.image_size
     if w < 1 or h < 1:
         print(f"config error: --image-size: must be positive, got {w} {h}", file=sys.stderr)
