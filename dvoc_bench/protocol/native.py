@@ -35,7 +35,7 @@ __all__ = ["NATIVE_STYLES", "native_prompt", "parse_native", "point_parser"]
 NATIVE_STYLES: tuple[str, ...] = tuple(s for s in PROMPT_STYLES if s != "tool_call")
 """The prompt styles of :func:`native_prompt` (every style but the tool call)."""
 
-_NUM = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)"
+_NUM = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?(?![\w.])"
 _SEP = r"\s*[,\s]\s*"
 _MAX_TEXT = 100_000
 
