@@ -71,6 +71,8 @@ def _models() -> list[str]:
     for p in sorted((_ROOT / "conf" / "model").glob("*.yaml")):
         doc = _load_yaml(p.read_text(encoding="utf-8")) or {}
         frame = doc.get("coord_frame", "?")
+        if isinstance(frame, dict):  # the full rule: its units
+            frame = frame.get("units", "pixel")
         if doc.get("kind") == "simulator":
             sims.append(f"{p.stem} ({frame})")
         elif p.stem.startswith("local-sim"):

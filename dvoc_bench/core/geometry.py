@@ -4,11 +4,11 @@ Everything the harness stores is in *screenshot pixels* of the image the model s
 their own frame; the functions here convert between the two. All functions are pure.
 
 Conversion rule for the normalised frames: a frame coordinate ``u`` maps to pixels as
-``x_px = u * (W - 1) / scale`` (``scale`` = 1000 for ``norm1000``, 1 for ``norm1``), so 0 is the first
-pixel column and ``scale`` the last one. Offsets are differences of two points, so they use the same
-factor with no translation term: ``dx_px = du * (W - 1) / scale``. (Gemini's documentation describes
-``u * W / 1000``; the difference is below one pixel on the canvases we use and the (W - 1) form keeps
-``scale`` on the last pixel instead of one past it.)
+``x_px = u * (W - 1) / scale`` (``scale`` = 1000 for ``norm1000``, 999 for ``norm999``, 1 for
+``norm1``), so 0 is the first pixel column and ``scale`` the last one. Offsets are differences of two
+points, so they use the same factor with no translation term: ``dx_px = du * (W - 1) / scale``.
+(Gemini's and Qwen's documentation describe ``u * W / 1000``; the difference is ``u / scale`` pixels, at
+most one, and the (W - 1) form keeps ``scale`` on the last pixel instead of one past it.)
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-FrameName = Literal["pixel", "norm1000", "norm1"]
+FrameName = Literal["pixel", "norm1000", "norm999", "norm1"]
 """The values of :class:`Frame`, for settings and model configs."""
 
 
@@ -27,12 +27,13 @@ class Frame(StrEnum):
 
     PIXEL = "pixel"
     NORM1000 = "norm1000"
+    NORM999 = "norm999"
     NORM1 = "norm1"
 
     @property
     def scale(self) -> float | None:
         """Full-scale value of the normalised frame, ``None`` for pixels."""
-        return {Frame.PIXEL: None, Frame.NORM1000: 1000.0, Frame.NORM1: 1.0}[self]
+        return {Frame.PIXEL: None, Frame.NORM1000: 1000.0, Frame.NORM999: 999.0, Frame.NORM1: 1.0}[self]
 
 
 @dataclass(frozen=True, slots=True)

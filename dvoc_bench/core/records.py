@@ -76,9 +76,10 @@ Task sources declare theirs when they register (:mod:`dvoc_bench.scenes.sources`
 StepKind = Literal["verify", "click", "select", "baseline"]
 """``verify``: a DVOC step; ``click``: a one-shot attempt; ``select``: a Set-of-Mark pick."""
 
-ParseStatus = Literal["ok", "text_fallback", "parse_error", "call_error"]
+ParseStatus = Literal["ok", "text_fallback", "parse_error", "out_of_frame", "call_error"]
 """What reading a reply gave: numbers from a tool call, numbers recovered from the text, nothing usable,
-or no reply at all."""
+numbers outside the declared frame's range (kept in ``values_raw``, never clamped, not used), or no reply
+at all."""
 
 TRIAL_STATUSES: tuple[str, ...] = get_args(Status)
 STOP_REASONS: tuple[str, ...] = get_args(StopReason)
@@ -206,7 +207,9 @@ class Step:
     reply_tool_calls: list[dict[str, Any]] = field(default_factory=list)
     """Tool calls as received: ``[{"name", "arguments"}]``, arguments verbatim (string or object)."""
     parse_status: ParseStatus = "ok"
-    """``ok``, ``text_fallback`` (numbers recovered from text), ``parse_error`` or ``call_error``."""
+    """``ok``, ``text_fallback`` (numbers recovered from text), ``parse_error``, ``out_of_frame`` (a one-shot
+    point outside its declared range: 0–1000 above 1000, pixels outside the image seen; not used) or
+    ``call_error``."""
     parse_detail: str | None = None
     """Why parsing failed or which fallback was used."""
     values_raw: dict[str, float] | None = None
@@ -256,6 +259,16 @@ class Step:
     """``[W, H]`` of the image actually sent, when it was resized or cropped (the answer frame's size)."""
     crop: list[int] | None = None
     """``[x0, y0, x1, y1]`` of the screenshot the image showed (zoom), ``None`` for the whole screen."""
+    seen_size: list[int] | None = None
+    """``[W, H]`` of the image the model saw (its answer frame's size): the size sent, which the harness
+    makes the size the model's processor or provider resizes to (``coord_frame.resize``, docs/frames.md);
+    ``None`` in records written before it was recorded."""
+    frame_rule: str | None = None
+    """The answer frame the numbers were read in, in one line: units, axis order and resize rule with its
+    parameters (``pixel x-y, smart_resize(factor=28, min_pixels=3136, max_pixels=1003520)``)."""
+    prompt_style: str | None = None
+    """How the request was asked and its reply read (``tool_call`` or a family's native style); ``None``
+    for the tool-call style of records written before it was recorded."""
     raw_tool_calls: list[dict[str, Any]] | None = None
     """Unused since the harness resizes (#20): records written before it may hold the provider's own tool
     calls when the LiteLLM client rewrote pixel answers on a resized image."""

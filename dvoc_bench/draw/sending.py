@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dvoc_bench.core.frames import FrameRule
 from dvoc_bench.core.geometry import Box, Offset, Point, Size
 
-__all__ = ["View", "resize_image", "sent_size", "view_of", "zoom_window"]
+__all__ = ["View", "model_view", "resize_image", "sent_size", "view_of", "zoom_window"]
 
 
 def sent_size(size: Size, max_side: int | None = None, max_pixels: int | None = None) -> Size:
@@ -118,8 +119,26 @@ def view_of(
     return View(crop, sent_size(Size(int(crop.w), int(crop.h)), max_side, max_pixels), full)
 
 
+def model_view(
+    full: Size,
+    crop: Box | None = None,
+    max_side: int | None = None,
+    max_pixels: int | None = None,
+    rule: FrameRule | None = None,
+) -> View:
+    """The view of ``crop`` sent at the size the model sees it: within the input limits, then through the
+    model's declared resize (``coord_frame.resize``: the processor's ``smart_resize``, which may also
+    upscale a little, or a provider's downscale cap), so that the image sent is the image seen and the
+    model's pixels are the pixels of the image sent (docs/frames.md). The sweep, the zoom crops and
+    ``python -m dvoc_bench.coords`` all size images here."""
+    v = view_of(full, crop, max_side, max_pixels)
+    if rule is None or rule.resize == "none":
+        return v
+    return View(v.crop, rule.seen(v.sent), full)
+
+
 def resize_image(image: np.ndarray, view: View) -> np.ndarray:
-    """The pixels of ``view``: the crop of the screenshot ``image``, downscaled (Lanczos) to ``view.sent``.
+    """The pixels of ``view``: the crop of the screenshot ``image``, resized (Lanczos) to ``view.sent``.
     The screenshot itself (no copy) for an identity view."""
     if view.identity:
         return image

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dvoc_bench.core.control import AdaptiveConfig
-from dvoc_bench.core.geometry import Box, Frame, Offset, Point, offset_to_pixels, point_to_pixels
+from dvoc_bench.core.frames import FrameRule, frame_rule_of
+from dvoc_bench.core.geometry import Box, Frame, Offset, Point, Size, offset_to_pixels, point_to_pixels
 from dvoc_bench.core.records import Step, TrialResult, TrialSpec
 from dvoc_bench.core.scene import Snapshot
 from dvoc_bench.draw.render import OverlayStyle, encode_png
-from dvoc_bench.draw.sending import View, resize_image, view_of
+from dvoc_bench.draw.sending import View, model_view, resize_image
 from dvoc_bench.draw.workers import Draw, FrameRenderer, make_frame
 from dvoc_bench.models.base import Model, ModelCallError, ModelRequest, Reply
 from dvoc_bench.models.options import ImageOptions
@@ -66,14 +67,30 @@ class TrialEnv:
     image: ImageOptions = field(default_factory=ImageOptions)
     """The model's input limits: every frame is sent downscaled to fit them
     (:mod:`dvoc_bench.draw.sending`)."""
+    frame_rule: FrameRule | None = None
+    """The model's answer frame in full (``coord_frame:``): its resize sizes every image sent; ``None``:
+    the trial's ``coord_frame`` word (no resize)."""
+    prompt_style: str = "tool_call"
+    """How one-shot grounding asks and reads (``prompt_style`` of the model config)."""
     _clean_png: bytes | None = None
     _clean: RenderedFrame | None = None
     _base: tuple[View, np.ndarray] | None = None
     _crop: tuple[View, np.ndarray] | None = None
 
     def view(self, crop: Box | None = None) -> View:
-        """The view of ``crop`` (default: the whole screen) sent within the model's input limits."""
-        return view_of(self.snapshot.size, crop, self.image.max_side, self.image.max_pixels)
+        """The view of ``crop`` (default: the whole screen) sent within the model's input limits and at the
+        size its declared resize gives (:func:`dvoc_bench.draw.sending.model_view`)."""
+        return model_view(
+            self.snapshot.size, crop, self.image.max_side, self.image.max_pixels, self.frame_rule
+        )
+
+    def rule_for(self, coord_frame: str) -> FrameRule:
+        """The answer frame of a trial read in ``coord_frame`` (the config's rule with those units)."""
+        if self.frame_rule is None:
+            return frame_rule_of(coord_frame)
+        if self.frame_rule.units == coord_frame:
+            return self.frame_rule
+        return self.frame_rule.model_copy(update={"units": coord_frame})
 
     def base(self, view: View) -> np.ndarray:
         """The pixels of ``view`` before any drawing: the screenshot cropped and downscaled. The whole-screen
@@ -188,6 +205,20 @@ def to_pixels(parsed: Parsed, kind: str, frame: str, req: ModelRequest) -> Point
     return point_to_pixels(Point(parsed.values["x"], parsed.values["y"]), fr, req.image_size)
 
 
+def read_point(parsed: Parsed, rule: FrameRule, seen: Size) -> tuple[Point | None, str | None]:
+    """A parsed one-shot point in pixels of the image seen (``seen``: its size), through ``rule``'s units;
+    ``(None, detail)`` when the numbers lie outside the frame's declared range (never clamped: the step
+    is recorded ``out_of_frame``); ``(None, None)`` when nothing was parsed."""
+    if parsed.values is None:
+        return None, None
+    x, y = parsed.values["x"], parsed.values["y"]
+    if not rule.in_range(x, y, seen):
+        scale = Frame(rule.units).scale
+        top = f"{seen.width}x{seen.height} px" if scale is None else f"0-{scale:g}"
+        return None, f"out_of_frame:({x:g}, {y:g}) outside {top}"
+    return point_to_pixels(Point(x, y), Frame(rule.units), seen), None
+
+
 def to_screen(value: Point | Offset | None, view: View | None) -> Point | Offset | None:
     """A point or offset in pixels of the image sent, in pixels of the screenshot (through the crop and
     the resize of ``view``; ``None`` passes)."""
@@ -205,10 +236,14 @@ def base_step(
     frame_sha: str,
     model_identity: str,
     view: View | None = None,
+    *,
+    rule: FrameRule | None = None,
+    style: str = "tool_call",
 ) -> Step:
     """A step record filled with everything about the call itself (not the loop's reaction); ``view``:
     what the frame showed (its scale, sent size and crop are recorded when it is not the screenshot as
-    it is)."""
+    it is); ``rule``: the answer frame the numbers are read in (default: the spec's ``coord_frame``
+    word), recorded with the size the model saw; ``style``: the prompt style asked in."""
     reply, parsed, err = out.reply, out.parsed, out.error
     step = Step(
         trial_key=spec.trial_key,
@@ -225,6 +260,9 @@ def base_step(
         else [],
         frame=spec.coord_frame,
         latency_s=round(out.latency_s, 6),
+        seen_size=req.image_size.as_list(),
+        frame_rule=(rule or frame_rule_of(spec.coord_frame)).describe(),
+        prompt_style=style,
     )
     if view is not None and not view.identity:  # recorded only when the image was cropped or resized
         step.image_scale = round(view.sx, 9)

@@ -104,7 +104,17 @@ async def refine(
         )
         req = env.request(shown, text, tools_for(kind), call_seed(spec.seed, i))
         out = await call_model(env, req, kind)
-        step = base_step(spec, i, "verify", req, out, shown.sha, env.model_identity, view)
+        step = base_step(
+            spec,
+            i,
+            "verify",
+            req,
+            out,
+            shown.sha,
+            env.model_identity,
+            view,
+            rule=env.rule_for(spec.coord_frame),
+        )
         step.draft, step.true_dist_px = draft.as_list(), round(draft.dist(target), 3)
         steps.append(step)
         if out.error is not None:

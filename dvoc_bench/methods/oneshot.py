@@ -3,8 +3,13 @@
 After each answer the harness checks it with the protocol's retry rule (``oneshot.retry_rule``, default:
 inside the target box; the paper's radius rule under ``protocol=paper``) and, on a miss, asks again with
 the text saying the previous answer missed. The same clean screenshot is sent every time (downscaled to the
-model's input limits; the prompt states the size sent, and its previous answer in those pixels). The
-final point is the last usable answer mapped back to the screenshot (clamped to it).
+model's input limits and at the size its declared resize gives; the prompt states the size sent, and its
+previous answer in those pixels). The final point is the last usable answer mapped back to the screenshot
+(clamped to it; an answer outside its frame's declared range is recorded ``out_of_frame`` and not used).
+
+With a native ``prompt_style`` (protocol ``v1`` only; the ``paper`` protocol keeps the authors' wording) the
+request is the family's own (:mod:`dvoc_bench.protocol.native`), with no tool, and the reply is read in its
+format (docs/frames.md).
 """
 
 from __future__ import annotations
@@ -19,11 +24,12 @@ from dvoc_bench.methods.common import (
     call_seed,
     error_result,
     finish,
-    to_pixels,
+    read_point,
     to_screen,
 )
 from dvoc_bench.methods.registry import method
 from dvoc_bench.protocol import get_protocol, tools_for
+from dvoc_bench.protocol.native import native_prompt, point_parser
 
 
 @method(
@@ -41,23 +47,39 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     previous: Point | None = None
     protocol = get_protocol(spec.protocol)
     rule = protocol.oneshot_retry_rule(env.oneshot_retry_rule)
+    frame = env.rule_for(spec.coord_frame)
+    style = env.prompt_style if spec.protocol in ("v1", "-") else "tool_call"
+    parser = point_parser(style, frame)
     steps = []
     for i in range(spec.max_attempts):
-        text = protocol.oneshot_prompt(
-            instruction=snap.instruction,
-            size=view.sent,
-            frame=Frame(spec.coord_frame),
-            attempt=i,
-            previous=None if previous is None else view.to_sent(previous),
+        shown_previous = None if previous is None else view.to_sent(previous)
+        if style == "tool_call":
+            text = protocol.oneshot_prompt(
+                instruction=snap.instruction,
+                size=view.sent,
+                frame=Frame(spec.coord_frame),
+                attempt=i,
+                previous=shown_previous,
+            )
+            tools = tools_for("point")
+        else:
+            text = native_prompt(
+                style, instruction=snap.instruction, seen=view.sent, rule=frame, previous=shown_previous
+            )
+            tools = []
+        req = env.request(shown, text, tools, call_seed(spec.seed, i))
+        out = await call_model(env, req, "point", parser=parser)
+        step = base_step(
+            spec, i, "click", req, out, shown.sha, env.model_identity, view, rule=frame, style=style
         )
-        req = env.request(shown, text, tools_for("point"), call_seed(spec.seed, i))
-        out = await call_model(env, req, "point")
-        step = base_step(spec, i, "click", req, out, shown.sha, env.model_identity, view)
         steps.append(step)
         if out.error is not None:
             return error_result(steps, out.error, previous, i + 1)
         assert out.parsed is not None
-        answer = to_screen(to_pixels(out.parsed, "point", spec.coord_frame, req), view)
+        seen_point, out_of_frame = read_point(out.parsed, frame, req.image_size)
+        if out_of_frame is not None:
+            step.parse_status, step.parse_detail = "out_of_frame", out_of_frame
+        answer = to_screen(seen_point, view)
         if not isinstance(answer, Point):
             if not protocol.missing_answer_is_zero:
                 continue  # unusable reply: recorded, ask again (the text repeats the last usable answer)

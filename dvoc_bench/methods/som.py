@@ -126,7 +126,9 @@ async def select(spec: TrialSpec, env: TrialEnv) -> Selection:
     req = env.request(shown, text, som_tools(), call_seed(spec.seed, 0))
     by_id = {m.id: m for m in marks}
     out = await _call(env, req, set(by_id))
-    step: Step = base_step(spec, 0, "select", req, out, shown.sha, env.model_identity, view)
+    step: Step = base_step(
+        spec, 0, "select", req, out, shown.sha, env.model_identity, view, rule=env.rule_for(spec.coord_frame)
+    )
     res.steps = [step]
     if out.error is not None:
         return Selection(res, None, "error", out.error)
@@ -184,7 +186,9 @@ async def fallback_click(spec: TrialSpec, env: TrialEnv, res: TrialResult, error
     text = som_fallback_prompt(instruction=snap.instruction, size=view.sent, frame=frame, error=error)
     req = env.request(shown, text, tools_for("point"), call_seed(spec.seed, 0))
     out = await call_model(env, req, "point")
-    step = base_step(spec, 0, "click", req, out, shown.sha, env.model_identity, view)
+    step = base_step(
+        spec, 0, "click", req, out, shown.sha, env.model_identity, view, rule=env.rule_for(spec.coord_frame)
+    )
     res.steps, res.iterations = [step], 1
     if out.error is not None:
         return finish(set_error(res, out.error.error_class, str(out.error)))

@@ -70,7 +70,17 @@ async def narrow(spec: TrialSpec, env: TrialEnv) -> tuple[list[Step], Point | No
             text = f"{ZOOMED_NOTE}\n{text}"
         req = env.request(shown, text, tools_for("point"), call_seed(spec.seed, i))
         out = await call_model(env, req, "point")
-        step = base_step(spec, i, "click", req, out, shown.sha, env.model_identity, view)
+        step = base_step(
+            spec,
+            i,
+            "click",
+            req,
+            out,
+            shown.sha,
+            env.model_identity,
+            view,
+            rule=env.rule_for(spec.coord_frame),
+        )
         steps.append(step)
         if out.error is not None:
             return steps, point, view, error_result(steps, out.error, point, i + 1)

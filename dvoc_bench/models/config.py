@@ -12,6 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from dvoc_bench.core import yamlio
 from dvoc_bench.core.declare import ConfigError, Declared, NonNegFloat, PosFloat, PosInt, validate
+from dvoc_bench.core.frames import FrameRule, PromptStyle, frame_rule_of
 from dvoc_bench.core.geometry import FrameName
 
 
@@ -118,7 +119,16 @@ class ModelConfig(Declared):
     provider: str
     """Provider (rate gate) name."""
     coord_frame: FrameName
-    """Declared answer frame."""
+    """Declared answer units (``pixel``, ``norm1000``, ``norm999``, ``norm1``). The file may write
+    ``coord_frame:`` as a mapping (:class:`~dvoc_bench.core.frames.FrameRule`: units, axes, resize); its
+    units land here and the whole rule in :attr:`frame_rule`."""
+    frame_rule: FrameRule | None = None
+    """The full answer frame when the file wrote ``coord_frame:`` as a mapping (set by
+    :func:`split_frame`, not a key of the file); ``None``: the one word's meaning (see :attr:`frame`)."""
+    prompt_style: PromptStyle = "tool_call"
+    """How one-shot grounding asks and reads (:mod:`dvoc_bench.protocol.native`): ``tool_call`` (the
+    harness's ``click_at`` tool) or the family's own format (``qwen25vl``, ``qwen3vl``, ``uitars15``,
+    ``gemini_point``, ``claude``, ``glm``). DVOC's offset prompt always keeps the tool call."""
     api_base: str | None = None
     """Endpoint override."""
     description: str = ""
@@ -166,6 +176,15 @@ class ModelConfig(Declared):
             return cls.model_fields[info.field_name].get_default(call_default_factory=True)
         return v
 
+    @property
+    def frame(self) -> FrameRule:
+        """The answer frame in full (a one-word ``coord_frame``: those units, x-y, no resize)."""
+        if self.frame_rule is not None and self.frame_rule.units == self.coord_frame:
+            return self.frame_rule
+        if self.frame_rule is not None:  # declare_frame / an override changed the units only
+            return self.frame_rule.model_copy(update={"units": self.coord_frame})
+        return frame_rule_of(self.coord_frame)
+
     @model_validator(mode="after")
     def _simulator_is_simulated(self) -> ModelConfig:
         if self.kind == "simulator" and not self.simulated:
@@ -176,7 +195,11 @@ class ModelConfig(Declared):
         """A copy with ``changes``, validated like a file (a bad value: one line naming the key): what the
         file would be with these keys, so its digest and its limits are those of that file."""
         declared = {**self.declared, **changes}
-        fields = {**declared, "name": self.name, "provider_config": self.provider_config}
+        fields = {
+            **split_frame(declared, f"model {self.name}"),
+            "name": self.name,
+            "provider_config": self.provider_config,
+        }
         return validate(ModelConfig, {**fields, "declared": declared}, f"model {self.name}: ")
 
     @property
@@ -234,6 +257,7 @@ def load_model_config(
         raise ConfigError(
             f"model {name}: kind {d['kind']!r} is not available; allowed: {', '.join(MODEL_KINDS)}"
         )
+    d = split_frame(d, f"model {name}")
     if declare_frame:
         d = {**d, "coord_frame": declare_frame}
     provider = load_provider_config(str(d["provider"]), providers_dir(models_dir))
@@ -247,6 +271,19 @@ def load_model_config(
     if "model_id" in d:
         fields["model_id"] = str(d["model_id"])
     return validate(ModelConfig, {**fields, "declared": declared}, f"model {name}: ")
+
+
+def split_frame(d: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """A model file's fields with a mapping ``coord_frame:`` split into its units (``coord_frame``) and
+    the validated rule (``frame_rule``); a bad rule is one line ``<where>: coord_frame.<key>: ...``."""
+    out = dict(d)
+    if "frame_rule" in out:
+        raise ConfigError(f"{where}: frame_rule: unknown key; write coord_frame: as a mapping instead")
+    raw = out.get("coord_frame")
+    if isinstance(raw, Mapping):
+        rule = validate(FrameRule, dict(raw), f"{where}: coord_frame.")
+        out["coord_frame"], out["frame_rule"] = rule.units, rule
+    return out
 
 
 def _resolve(d: Any, where: str) -> Any:

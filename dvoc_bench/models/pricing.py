@@ -142,12 +142,13 @@ def image_tokens(rule: str, size: Size) -> int:
 
 def sent_size(cfg: ModelConfig, size: Size, image: ImageOptions | None = None) -> Size:
     """The size of the image sent for a screenshot of ``size``: downscaled to the model's input limits (its
-    config's own ``image:`` block over the sweep's) as the harness does (:mod:`dvoc_bench.draw.sending`)."""
-    from dvoc_bench.draw.sending import sent_size as fit
+    config's own ``image:`` block over the sweep's) and through its declared resize (``coord_frame:``), as
+    the harness does (:func:`dvoc_bench.draw.sending.model_view`)."""
+    from dvoc_bench.draw.sending import model_view
     from dvoc_bench.models.options import model_image
 
     limits = model_image(cfg.image, image)
-    return fit(size, limits.max_side, limits.max_pixels)
+    return model_view(size, None, limits.max_side, limits.max_pixels, cfg.frame).sent
 
 
 @dataclass(frozen=True)

@@ -73,11 +73,13 @@ class _Units:
 _UNITS: dict[Frame, _Units] = {
     Frame.PIXEL: _Units("px", "px", 0, "pixels"),
     Frame.NORM1000: _Units("in 0-1000 units", "/1000", 0, "0-1000 units"),
+    Frame.NORM999: _Units("in 0-999 units", "/999", 0, "0-999 units"),
     Frame.NORM1: _Units("in 0-1 units", "/1", 3, "0-1 units"),
 }
 
 CROSSHAIR_LINE_RE = re.compile(
-    r"^Crosshair position: \((-?\d+(?:\.\d+)?), (-?\d+(?:\.\d+)?)\) (px|in 0-1000 units|in 0-1 units)$",
+    r"^Crosshair position: \((-?\d+(?:\.\d+)?), (-?\d+(?:\.\d+)?)\) "
+    r"(px|in 0-1000 units|in 0-999 units|in 0-1 units)$",
     re.MULTILINE,
 )
 """Matches the machine-readable crosshair line: groups x, y, unit text."""
@@ -137,8 +139,8 @@ def frame_statement(frame: Frame, size: Size) -> str:
             f"Use pixel coordinates of this screenshot: x goes from 0 at the left edge to {w - 1} at the "
             f"right edge, y goes from 0 at the top edge to {h - 1} at the bottom edge."
         )
-    top = "1000" if frame is Frame.NORM1000 else "1"
-    extra = "" if frame is Frame.NORM1000 else " Write coordinates with three decimals."
+    top = f"{frame.scale:g}"
+    extra = " Write coordinates with three decimals." if frame is Frame.NORM1 else ""
     return (
         f"Use coordinates normalised to 0-{top} on both axes, whatever the aspect ratio: (0, 0) is the "
         f"top-left corner and ({top}, {top}) the bottom-right corner; x grows to the right and y grows "

@@ -61,8 +61,8 @@ ELEMENTS_PREFIX = "Grounding: "
 UNITS_PREFIX = "Element list units: "
 """Start of the line naming the units of the list."""
 
-_UNIT_WORDS = {Frame.PIXEL: "pixels", Frame.NORM1000: "0-1000", Frame.NORM1: "0-1"}
-_DECIMALS = {Frame.PIXEL: 1, Frame.NORM1000: 1, Frame.NORM1: 3}
+_UNIT_WORDS = {Frame.PIXEL: "pixels", Frame.NORM1000: "0-1000", Frame.NORM999: "0-999", Frame.NORM1: "0-1"}
+_DECIMALS = {Frame.PIXEL: 1, Frame.NORM1000: 1, Frame.NORM999: 1, Frame.NORM1: 3}
 
 
 def som_tools() -> list[dict[str, Any]]:
@@ -134,7 +134,7 @@ def _units_sentence(frame: Frame, size: Size) -> str:
             f"{UNITS_PREFIX}pixels. x counts from 0 at the left edge to {w - 1} at the right edge, y from 0 "
             f"at the top edge to {h - 1} at the bottom edge."
         )
-    top = "1000" if frame is Frame.NORM1000 else "1"
+    top = f"{frame.scale:g}"
     return (
         f"{UNITS_PREFIX}{_UNIT_WORDS[frame]}. Both axes are scaled to 0-{top} whatever the aspect ratio: "
         f"x = pixel column / {w - 1} x {top}, y = pixel row / {h - 1} x {top}, so (0, 0) is the top-left "

@@ -8,7 +8,14 @@ is the model's native habit. Each answer is read in every candidate frame:
 - ``pixel``: screenshot pixels;
 - ``norm1000``: 0-1000 on both axes (``x (W-1)/1000``, the rule of :mod:`dvoc_bench.core.geometry`);
 - ``norm1``: 0-1 on both axes;
-- ``pixel_sent``: pixels of the downscaled image actually sent (only when ``image.max_side`` shrinks it).
+- ``pixel_sent``: pixels of the image actually sent, when it is not the screenshot's own size (the
+  ``image:`` limits, or the model's declared resize: ``coord_frame.resize``, docs/frames.md).
+
+The image is sent as a sweep sends it: within the input limits, at the size the declared resize gives.
+The verdict *agrees* with the declaration when it is the reading the declared frame predicts: ``pixel``
+for pixels of an image sent as it is, ``pixel_sent`` for pixels of a resized one, ``norm1000`` for
+0-1000 and 0-999 (a 0.1 % difference no probe can tell), ``norm1`` for 0-1. Three calls are enough to
+check a new model: ``probe.repeats=1`` on three scenes spread over the canvas (``probe.min_telling=3``).
 
 An answer *fits* a frame when, read in that frame, it lands inside the target box grown by ``margin_px``.
 It is *telling* when exactly one frame fits (near the top-left corner several frames can fit at once).
@@ -29,9 +36,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from dvoc_bench.core.declare import check_list
+from dvoc_bench.core.frames import FrameRule
 from dvoc_bench.core.geometry import Box, Frame, Point, Size, point_to_pixels
 from dvoc_bench.draw.render import encode_png
-from dvoc_bench.draw.sending import resize_image, view_of
+from dvoc_bench.draw.sending import model_view, resize_image
 from dvoc_bench.models.base import Model, ModelCallError, ModelRequest
 from dvoc_bench.models.config import default_conf_dir, load_model_config
 from dvoc_bench.protocol import parse_reply, tools_for
@@ -83,7 +91,7 @@ class ProbeVerdict:
     model: str
     """Config name."""
     declared: str
-    """``coord_frame`` of the model config."""
+    """``coord_frame`` of the model config (its units)."""
     verdict: str
     """``pixel | norm1000 | norm1 | pixel_sent | mixed | unclear``."""
     answers: int
@@ -98,13 +106,18 @@ class ProbeVerdict:
     """Median distance to the target per reading (usable answers)."""
     simulated: bool
     """True when the model is the simulator."""
+    expected: str | None = None
+    """The reading the declared frame predicts (``pixel_sent`` for pixels of a resized image, ``norm1000``
+    for 0-999); ``None``: ``declared`` itself."""
+    frame_rule: str | None = None
+    """The declared frame in full (:meth:`dvoc_bench.core.frames.FrameRule.describe`)."""
 
     @property
     def agrees(self) -> bool | None:
         """Whether the verdict matches the declared frame (``None`` without a clear verdict)."""
         if self.verdict in ("mixed", "unclear"):
             return None
-        return self.verdict == self.declared
+        return self.verdict == (self.expected or self.declared)
 
 
 def probe_prompt(instruction: str) -> str:
@@ -139,6 +152,13 @@ def score_answer(ans: ProbeAnswer, box: Box, size: Size, sent: Size | None, marg
         ans.dist_px[name] = round(p.dist(box.centre), 3)
         if target.contains(p):
             ans.fits.append(name)
+
+
+def expected_reading(units: str, resized: bool) -> str:
+    """The candidate reading a frame declared in ``units`` predicts, the image sent being ``resized``."""
+    if units == "pixel":
+        return "pixel_sent" if resized else "pixel"
+    return "norm1000" if units == "norm999" else units
 
 
 def classify(
@@ -178,13 +198,15 @@ async def probe_model(
     opts: ProbeOptions,
     max_side: int | None = None,
     max_pixels: int | None = None,
+    rule: FrameRule | None = None,
 ) -> list[ProbeAnswer]:
-    """Ask ``model`` once per (task, repeat) and score every answer. The screenshot is sent downscaled to
-    the model's input limits by the harness (:mod:`dvoc_bench.draw.sending`); the prompt states no size."""
+    """Ask ``model`` once per (task, repeat) and score every answer. The screenshot is sent as a sweep
+    sends it, within the model's input limits and through its declared resize
+    (:func:`dvoc_bench.draw.sending.model_view`); the prompt states no size."""
     answers: list[ProbeAnswer] = []
     for task in tasks:
         snap = registry.snapshot(task)
-        view = view_of(snap.size, None, max_side, max_pixels)
+        view = model_view(snap.size, None, max_side, max_pixels, rule)
         image = resize_image(snap.image, view)
         png = encode_png(image)
         sent = view.sent if view.resized else None
@@ -220,6 +242,8 @@ def format_verdicts(verdicts: Sequence[ProbeVerdict]) -> str:
     ]
     for v in verdicts:
         agree = {True: "yes", False: "**NO**", None: "-"}[v.agrees]
+        if v.expected and v.expected != v.declared:
+            agree += f" (expects {v.expected})"
         shares = ", ".join(f"{k} {s:.0%}" for k, s in v.shares.items()) or "-"
         dists = ", ".join(f"{k} {d}" for k, d in v.median_dist_px.items()) or "-"
         name = v.model + (" (simulated)" if v.simulated else "")
@@ -249,9 +273,16 @@ def run_probe(s: Settings, model_choice: str | None, run_dir: Path) -> list[Prob
     verdicts, rows = [], []
     for c, m in models:
         limits = model_image(c.image, kw["image"])  # every model kind: the harness resizes
-        answers = asyncio.run(probe_model(m, registry, tasks, s.probe, limits.max_side, limits.max_pixels))
+        answers = asyncio.run(
+            probe_model(m, registry, tasks, s.probe, limits.max_side, limits.max_pixels, c.frame)
+        )
         rows += answers
-        verdicts.append(classify(c.name, c.coord_frame, answers, s.probe, c.simulated))
+        v = classify(c.name, c.coord_frame, answers, s.probe, c.simulated)
+        resized = any(model_view(registry.snapshot(t).size, None, limits.max_side, limits.max_pixels,
+                                 c.frame).resized for t in tasks)  # fmt: skip
+        v.expected = expected_reading(c.coord_frame, resized)
+        v.frame_rule = c.frame.describe()
+        verdicts.append(v)
     run_dir.mkdir(parents=True, exist_ok=True)
     with (run_dir / "probe.jsonl").open("w", encoding="utf-8") as f:
         for a in rows:

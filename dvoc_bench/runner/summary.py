@@ -51,7 +51,7 @@ def summarise(trials: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 PIXEL_OFFSET_NOTE = 0.2
 """Share of pixel offsets in a simulated profile's native mix from which its offset rows get a note."""
 
-_FRAME_WORDS = {"norm1000": "0–1000", "norm1": "0–1"}
+_FRAME_WORDS = {"norm1000": "0–1000", "norm999": "0–999", "norm1": "0–1"}
 
 
 def frame_notes(trials: Iterable[dict[str, Any]], models: Iterable[Any]) -> list[str]:

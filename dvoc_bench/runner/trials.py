@@ -283,6 +283,7 @@ class TrialRunner:
                 self._models[spec.model] = self.factory(cfg, self.gate_for(cfg))
             model = self._models[spec.model]
         s = self.setup.settings
+        own = self.by_name.get(spec.model)
         env = TrialEnv(
             snapshot=self.registry.snapshot(spec.task),
             model=model,
@@ -295,6 +296,8 @@ class TrialRunner:
             detector=self.detector,
             renderer=self.renderer,
             image=self.image_of(spec.model),
+            frame_rule=None if own is None else own.frame,
+            prompt_style="tool_call" if own is None else own.prompt_style,
         )
         if self.saver.mode == "all" and not env.view().identity:  # the original beside the sent frames
             self.saver(env.clean_png())

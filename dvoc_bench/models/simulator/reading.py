@@ -46,6 +46,8 @@ def _unit_frame(unit: str) -> Frame:
     u = unit.strip().lower().replace("\u2013", "-").replace("\u2212", "-")
     if re.match(r"in 0\s*-\s*1000\b", u):
         return Frame.NORM1000
+    if re.match(r"in 0\s*-\s*999\b", u):
+        return Frame.NORM999
     if re.match(r"in 0\s*-\s*1\b", u):
         return Frame.NORM1
     return Frame.PIXEL  # "px" or no unit: the plain reading of a coordinate pair
@@ -63,6 +65,7 @@ def parse_crosshair_line(text: str, size: Size) -> Point | None:
 _REQUEST_RES = (
     ("pixel", re.compile(r"\buse pixel coordinates\b", re.IGNORECASE)),
     ("norm1000", re.compile(r"\bnormali[sz]ed to 0\s*-\s*1000\b", re.IGNORECASE)),
+    ("norm999", re.compile(r"\bnormali[sz]ed to 0\s*-\s*999\b", re.IGNORECASE)),
     ("norm1", re.compile(r"\bnormali[sz]ed to 0\s*-\s*1\b(?!\d)", re.IGNORECASE)),
 )
 """An explicit frame request, as the corrected protocol words it (``prompts.frame_statement``)."""
@@ -132,6 +135,8 @@ def parse_marks(text: str, size: Size) -> list[tuple[int, Box]]:
     frame = Frame.PIXEL
     if "1000" in unit:
         frame = Frame.NORM1000
+    elif "999" in unit:
+        frame = Frame.NORM999
     elif re.match(r"0\s*-\s*1\b", unit):
         frame = Frame.NORM1
     marks: list[tuple[int, Box]] = []

@@ -1,0 +1,211 @@
+"""One-shot grounding in a model family's own format: the request each family is trained to answer and
+the reader of the answer it writes (docs/frames.md). ``prompt_style: tool_call`` (the default) is the
+harness's ``click_at`` tool (:mod:`dvoc_bench.protocol.prompts`); the others send no tool and read text:
+
+- ``qwen25vl``: asks for JSON ``{"point_2d": [x, y]}`` in pixels of the image seen; reads ``point_2d`` /
+  ``bbox_2d`` and ``<|box_start|>(x,y)<|box_end|>``;
+- ``qwen3vl``: the same JSON in 0–1000, read the same way;
+- ``uitars15``: asks for ``click(start_box='(x,y)')`` in pixels of the image seen; reads ``start_box``
+  (bare or around box tokens) and ``<point>x y</point>``;
+- ``gemini_point``: asks for JSON ``[{"point": [y, x]}]`` in 0–1000; reads ``point`` and ``box_2d``
+  (``[ymin, xmin, ymax, xmax]``);
+- ``claude``: asks for one line ``pyautogui.click(x=…, y=…)`` in pixels of the image seen; reads
+  ``pyautogui.click`` and a ``"coordinate": [x, y]``;
+- ``glm``: asks for ``<|begin_of_box|>[x, y]<|end_of_box|>`` in 0–999; reads the box tokens' content.
+
+Every prompt is this project's own wording. Pairs written without names are read in the frame's declared
+axis order (``coord_frame.axes``: Gemini writes ``[y, x]``); named ``x=`` / ``y=`` are read by name. A box
+is read as its centre. Reading never raises (:class:`~dvoc_bench.protocol.parse.Parsed`, status ``ok`` or
+``parse_error``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+
+from dvoc_bench.core.frames import PROMPT_STYLES, FrameRule
+from dvoc_bench.core.geometry import Frame, Point, Size, point_from_pixels
+from dvoc_bench.models.base import Reply
+from dvoc_bench.protocol.parse import MAX_MAGNITUDE, Parsed, parse_reply
+
+__all__ = ["NATIVE_STYLES", "native_prompt", "parse_native", "point_parser"]
+
+NATIVE_STYLES: tuple[str, ...] = tuple(s for s in PROMPT_STYLES if s != "tool_call")
+"""The prompt styles of :func:`native_prompt` (every style but the tool call)."""
+
+_NUM = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?(?![\w.])"
+_SEP = r"\s*[,\s]\s*"
+_MAX_TEXT = 100_000
+
+
+def _units_words(rule: FrameRule, seen: Size) -> str:
+    """The frame in words, for the prompts."""
+    if rule.units == "pixel":
+        return (
+            f"absolute pixel coordinates of this {seen.width}x{seen.height} image (x from 0 at the left "
+            f"edge, y from 0 at the top edge)"
+        )
+    top = f"{Frame(rule.units).scale:g}"
+    return (
+        f"coordinates scaled to 0-{top} on each axis (0 at the left and top edges, {top} at the right and "
+        f"bottom)"
+    )
+
+
+def _previous(previous: Point | None, rule: FrameRule, seen: Size) -> str:
+    """The retry sentence: the last answer (pixels of the image seen) written in the model's frame."""
+    if previous is None:
+        return ""
+    q = point_from_pixels(previous, Frame(rule.units), seen)
+    a, b = (q.x, q.y) if rule.axes == "xy" else (q.y, q.x)
+    digits = 3 if rule.units == "norm1" else 0
+    return f" Your last answer, ({a:.{digits}f}, {b:.{digits}f}), was not on the element; look again."
+
+
+def native_prompt(
+    style: str, *, instruction: str, seen: Size, rule: FrameRule, previous: Point | None = None
+) -> str:
+    """The text of a one-shot grounding request in ``style`` (``previous``: the last usable answer, in
+    pixels of the image seen, for a retry)."""
+    units = _units_words(rule, seen)
+    again = _previous(previous, rule, seen)
+    if style in ("qwen25vl", "qwen3vl"):
+        return (
+            f"Find the user interface element for this request: {instruction}\n"
+            f"Give the centre of that element as {units}. Reply with JSON only, in the form "
+            f'{{"point_2d": [x, y], "label": "<element>"}}.{again}'
+        )
+    if style == "uitars15":
+        return (
+            f"You operate a computer through its screen. Task: {instruction}\n"
+            f"Decide where to click and reply with the action only, written as click(start_box='(x,y)'), "
+            f"using {units}.{again}"
+        )
+    if style == "gemini_point":
+        return (
+            f"Point to the element the user wants: {instruction}\n"
+            f'Answer with JSON only: [{{"point": [y, x], "label": "<element>"}}], the point as [y, x] '
+            f"(row first, then column) in {units}.{again}"
+        )
+    if style == "claude":
+        return (
+            f"This is a screenshot. Locate the element for this request: {instruction}\n"
+            f"Reply with a single line of Python that clicks its centre, pyautogui.click(x=<x>, y=<y>), "
+            f"using {units}.{again}"
+        )
+    if style == "glm":
+        return (
+            f"Where on this screen should I click to do this: {instruction}\n"
+            f"Give the centre of the element as [x, y] in {units}, wrapped as "
+            f"<|begin_of_box|>[x, y]<|end_of_box|>.{again}"
+        )
+    raise ValueError(f"prompt_style {style!r} is not a native style; allowed: {', '.join(NATIVE_STYLES)}")
+
+
+def _floats(text: str) -> list[float]:
+    return [float(v) for v in re.findall(_NUM, text)]
+
+
+def _pair_or_box(nums: list[float]) -> tuple[float, float, bool] | None:
+    """``(a, b, is_box)`` as written: a point's two numbers, or a box's centre (``[a0, b0, a1, b1]``)."""
+    if len(nums) == 2:
+        return nums[0], nums[1], False
+    if len(nums) == 4:
+        return (nums[0] + nums[2]) / 2, (nums[1] + nums[3]) / 2, True
+    return None
+
+
+_BOX_TOKENS = re.compile(r"<\|box_start\|>(.{1,200}?)<\|box_end\|>", re.DOTALL)
+_QWEN_JSON = re.compile(r'"(point_2d|bbox_2d)"\s*:\s*\[([^\[\]]{1,200})\]')
+_START_BOX = re.compile(r"start_box\s*=\s*['\"](.{1,200}?)['\"]", re.DOTALL)
+_POINT_TAG = re.compile(r"<point>(.{1,100}?)</point>", re.DOTALL)
+_GEMINI_JSON = re.compile(r'"(point|box_2d)"\s*:\s*\[([^\[\]]{1,200})\]')
+_PYAUTOGUI = re.compile(r"pyautogui\.(?:click|doubleClick|rightClick|moveTo)\s*\(([^()]{1,200})\)")
+_COORDINATE = re.compile(r'"coordinate"\s*:\s*\[([^\[\]]{1,100})\]')
+_GLM_BOX = re.compile(r"<\|begin_of_box\|>(.{1,200}?)<\|end_of_box\|>", re.DOTALL)
+
+Found = tuple[float, float, bool, bool]
+"""``(a, b, is_box, named)``: ``named`` when the pair was read as ``x=``, ``y=`` (no axis order)."""
+
+
+def _unnamed(pattern: re.Pattern[str], group: int) -> Callable[[str], list[Found]]:
+    def read(text: str) -> list[Found]:
+        out = []
+        for m in pattern.finditer(text):
+            got = _pair_or_box(_floats(m.group(group)))
+            if got is not None:
+                out.append((*got, False))
+        return out
+
+    return read
+
+
+def _pyautogui(text: str) -> list[Found]:
+    out: list[Found] = []
+    for m in _PYAUTOGUI.finditer(text):
+        args = m.group(1)
+        x = re.search(rf"\bx\s*=\s*({_NUM})", args)
+        y = re.search(rf"\by\s*=\s*({_NUM})", args)
+        if x and y:
+            out.append((float(x.group(1)), float(y.group(1)), False, True))
+        elif "=" not in args and (got := _pair_or_box(_floats(args))) is not None and not got[2]:
+            out.append((*got, False))
+    return out + _unnamed(_COORDINATE, 1)(text)
+
+
+def _either(*readers: Callable[[str], list[Found]]) -> Callable[[str], list[Found]]:
+    def read(text: str) -> list[Found]:
+        for r in readers:
+            found = r(text)
+            if found:
+                return found
+        return []
+
+    return read
+
+
+_READERS: dict[str, Callable[[str], list[Found]]] = {
+    "qwen25vl": _either(_unnamed(_QWEN_JSON, 2), _unnamed(_BOX_TOKENS, 1)),
+    "qwen3vl": _either(_unnamed(_QWEN_JSON, 2), _unnamed(_BOX_TOKENS, 1)),
+    "uitars15": _either(_unnamed(_START_BOX, 1), _unnamed(_POINT_TAG, 1), _unnamed(_BOX_TOKENS, 1)),
+    "gemini_point": _unnamed(_GEMINI_JSON, 2),
+    "claude": _pyautogui,
+    "glm": _unnamed(_GLM_BOX, 1),
+}
+
+
+def parse_native(reply: Reply, style: str, rule: FrameRule) -> Parsed:
+    """The point of a reply written in ``style``'s format: ``values = {"x", "y"}`` in the frame's units
+    (unnamed pairs in ``rule.axes`` order, a box as its centre); the first answer when there are several.
+    Never raises."""
+    try:
+        text = (reply.text or "")[:_MAX_TEXT]
+        if style not in _READERS:
+            return Parsed("parse_error", f"unknown_style:{style}", None, None)
+        if not text.strip():
+            return Parsed("parse_error", "empty_reply", None, None)
+        found = _READERS[style](text.replace("\\n", "\n"))
+        if not found:
+            return Parsed("parse_error", f"no_native_answer:{style}", None, None)
+        a, b, is_box, named = found[0]
+        if not all(math.isfinite(v) and abs(v) <= MAX_MAGNITUDE for v in (a, b)):
+            return Parsed("parse_error", "too_large:x", None, None)
+        x, y = (a, b) if named or rule.axes == "xy" else (b, a)
+        notes = [f"native:{style}"]
+        if is_box:
+            notes.append("box_centre")
+        if len(found) > 1:
+            notes.append("multiple_answers_first_used")
+        return Parsed("ok", ";".join(notes), {"x": x, "y": y}, None)
+    except Exception as exc:  # never raise: a reader bug is this reply's parse error
+        return Parsed("parse_error", f"internal_error:{type(exc).__name__}", None, None)
+
+
+def point_parser(style: str, rule: FrameRule) -> Callable[[Reply], Parsed]:
+    """The reader of a one-shot reply in ``style``: the tool call's (:func:`~dvoc_bench.protocol.parse.
+    parse_reply`, which also reads a ``click_at`` written as text) or the family's own."""
+    if style == "tool_call":
+        return lambda reply: parse_reply(reply, "point")
+    return lambda reply: parse_native(reply, style, rule)

@@ -1,0 +1,277 @@
+"""Each family of grounding models, in its own frame, through the real path: a sweep of one-shot trials on
+screenshots of known size (1280x720, 1920x1080, 3840x2160) -> LiteLLM -> HTTP on loopback -> a scripted
+OpenAI-compatible endpoint that answers in the family's documented format. The family's config is the one in
+``conf/model/`` (its ``coord_frame`` and ``prompt_style``; only the endpoint is replaced).
+
+Every expected screen pixel below is worked BY HAND from the family's published rule, not by the harness:
+
+- Qwen2.5-VL, UI-TARS-1.5: pixels of the smart_resize'd image (factor 28); UI-TARS' coordinate tutorial
+  maps back as ``x * W / W'``. Sizes: 1280x720 -> 1288x728, 1920x1080 -> 1932x1092, 3840x2160 -> 3836x2156
+  (vLLM's max 16384*28^2); under Ollama's max 2<<20 = 2097152, 1920x1080 and 3840x2160 -> 1904x1064
+  (beta = sqrt(W*H / 2097152), each side floored to a multiple of 28).
+- Qwen3-VL, Gemini (``[y, x]``, boxes ``[ymin, xmin, ymax, xmax]``): 0-1000 of the image, ``x * W / 1000``.
+- GLM: thousandths 0-999, ``x * W / 1000``.
+- Claude: pixels of the image after the server's cap (long edge <= 1568, about 1.15 MP):
+  1920x1080 and 3840x2160 -> 1429x804 (``sqrt(1.15e6 / (W*H))``, floored), 1280x720 as it is.
+
+The harness maps 0-1000 units as ``u * (W - 1) / 1000`` (docs/frames.md), which differs from ``u * W / 1000``
+by ``u / 1000`` px; the answers are chosen where both fit within half a step (0.5 * W / 1000), the tolerance
+the check allows for a normalised frame. Pixel frames: half the resize's step, ``0.5 * W / W'``.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import math
+import struct
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.draw.render import encode_png
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.sweep import run_sweep
+from tests.support import ROOT
+
+SIZES = ((1280, 720), (1920, 1080), (3840, 2160))
+
+# family config -> screen size -> (reply text or tool call, expected screen pixel, size the model saw, step)
+SCRIPT: dict[str, dict[tuple[int, int], tuple[Any, tuple[float, float], tuple[int, int]]]] = {
+    # 644*1280/1288 = 640, 364*720/728 = 360; 966*1920/1932 = 960; 1918*3840/3836 = 1920
+    "vllm-qwen2.5-vl-7b": {
+        (1280, 720): ('{"point_2d": [644, 364], "label": "OK"}', (640.0, 360.0), (1288, 728)),
+        (1920, 1080): (
+            '```json\n[{"bbox_2d": [956, 536, 976, 556], "label": "OK"}]\n```',
+            (960.0, 540.0),
+            (1932, 1092),
+        ),  # fmt: skip
+        (3840, 2160): ("<|box_start|>(1918,1078)<|box_end|>", (1920.0, 1080.0), (3836, 2156)),
+    },
+    # 322*1280/1288 = 320; 952*1920/1904 = 960, 532*1080/1064 = 540; 476*3840/1904 = 960
+    "ollama-qwen2.5vl-7b": {
+        (1280, 720): ('{"point_2d": [322, 182]}', (320.0, 180.0), (1288, 728)),
+        (1920, 1080): ('{"point_2d": [952, 532]}', (960.0, 540.0), (1904, 1064)),
+        (3840, 2160): ('{"point_2d": [476, 266]}', (960.0, 540.0), (1904, 1064)),
+    },
+    # 322*1280/1288 = 320; 483*1920/1932 = 480, 273*1080/1092 = 270; 959*3840/3836 = 960
+    "vllm-ui-tars-1.5-7b": {
+        (1280, 720): (
+            "Thought: the button.\nAction: click(start_box='(322,182)')",
+            (320.0, 180.0),
+            (1288, 728),
+        ),
+        (1920, 1080): (
+            "Action: click(start_box='<|box_start|>(483,273)<|box_end|>')",
+            (480.0, 270.0),
+            (1932, 1092),
+        ),  # fmt: skip
+        (3840, 2160): ("Action: click(start_box='(959,539)')", (960.0, 540.0), (3836, 2156)),
+    },
+    "vllm-qwen3-vl-8b": {  # 400*1280/1000 = 512, 250*720/1000 = 180; 250*1920/1000 = 480, 300*1080/1000 = 324
+        (1280, 720): ('{"point_2d": [400, 250], "label": "OK"}', (512.0, 180.0), (1280, 704)),
+        (1920, 1080): ('{"point_2d": [250, 300]}', (480.0, 324.0), (1920, 1088)),
+        (3840, 2160): ('{"point_2d": [250, 500]}', (960.0, 1080.0), (3840, 2176)),
+    },
+    # [y, x]: x = 400*1280/1000 = 512, y = 250*720/1000 = 180; the box's centre (x 250, y 324)
+    "gemini-2.5-flash-point": {
+        (1280, 720): ('```json\n[{"point": [250, 400], "label": "OK"}]\n```', (512.0, 180.0), (1280, 720)),
+        (1920, 1080): ('[{"box_2d": [300, 200, 348, 300], "label": "OK"}]', (480.0, 349.92), (1920, 1080)),
+        (3840, 2160): ('[{"point": [500, 250], "label": "OK"}]', (960.0, 1080.0), (3840, 2160)),
+    },
+    "vllm-glm-4.1v-9b": {  # 500*1280/1000 = 640, 250*720/1000 = 180; box centre (250, 324) -> 480, 349.92
+        (1280, 720): ("The button.<|begin_of_box|>[500, 250]<|end_of_box|>", (640.0, 180.0), (1280, 720)),
+        (1920, 1080): ("<|begin_of_box|>[200, 300, 300, 348]<|end_of_box|>", (480.0, 349.92), (1920, 1080)),
+        (3840, 2160): ("<|begin_of_box|>[[250, 500]]<|end_of_box|>", (960.0, 1080.0), (3840, 2160)),
+    },
+    "claude-sonnet-4-6-text": {  # 714.5*1920/1429 = 960, 402*1080/804 = 540; 357.25*3840/1429 = 960
+        (1280, 720): ("pyautogui.click(x=640, y=360)", (640.0, 360.0), (1280, 720)),
+        (1920, 1080): ("```python\npyautogui.click(x=714.5, y=402)\n```", (960.0, 540.0), (1429, 804)),
+        (3840, 2160): ("pyautogui.click(x=357.25, y=201)", (960.0, 540.0), (1429, 804)),
+    },
+    "claude-sonnet-4-6": {  # the generic tool call, in the same capped frame
+        (1280, 720): ({"x": 640, "y": 360}, (640.0, 360.0), (1280, 720)),
+        (1920, 1080): ({"x": 714.5, "y": 402}, (960.0, 540.0), (1429, 804)),
+        (3840, 2160): ({"x": 1071.75, "y": 603}, (2880.0, 1620.0), (1429, 804)),  # 1071.75*3840/1429 = 2880
+    },
+}
+NORMALISED = {"vllm-qwen3-vl-8b", "gemini-2.5-flash-point", "vllm-glm-4.1v-9b"}
+
+
+def png_size(data_url: str) -> tuple[int, int]:
+    """Width and height from a PNG's IHDR (read here, not by the harness)."""
+    raw = base64.b64decode(data_url.split(",", 1)[1])
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", raw[16:24])
+
+
+class Scripted(ThreadingHTTPServer):
+    """An OpenAI chat-completions endpoint answering from ``SCRIPT`` by model name and image size."""
+
+    daemon_threads = True
+    request_queue_size = 128  # every trial of a sweep may connect at once (the default backlog is 5)
+
+    def __init__(self, script: dict[str, dict[tuple[int, int], tuple[Any, Any, Any]]]):
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.script = script
+        self.seen: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: Scripted
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        content = body["messages"][0]["content"]
+        url = next(c["image_url"]["url"] for c in content if c["type"] == "image_url")
+        text = next(c["text"] for c in content if c["type"] == "text")
+        size = png_size(url)
+        name = body["model"]
+        with self.server.lock:
+            self.server.seen.append({"model": name, "size": size, "tools": body.get("tools"), "text": text})
+        # the screen this image came from is named in the task's instruction (two screens may share a size)
+        screen = next(s for s in self.server.script[name] if f"screen-{s[0]}x{s[1]}" in text)
+        reply = self.server.script[name][screen][0]
+        message: dict[str, Any] = {"role": "assistant", "content": None}
+        if isinstance(reply, dict):
+            call = {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "click_at", "arguments": json.dumps(reply)},
+            }
+            message["tool_calls"] = [call]
+        else:
+            message["content"] = reply
+        out = {
+            "id": "r1", "object": "chat.completion", "created": 1, "model": name,
+            "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+        }  # fmt: skip
+        raw = json.dumps(out).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+@contextlib.contextmanager
+def scripted(script: dict) -> Iterator[tuple[str, Scripted]]:
+    server = Scripted(script)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/v1", server
+    finally:
+        server.shutdown()
+        server.server_close()
+        t.join(5)
+
+
+def write_screens(root: Path) -> None:
+    """Three screenshots of known size, one task each (a manifest dataset)."""
+    root.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for w, h in SIZES:
+        image = np.full((h, w, 3), 235, np.uint8)
+        image[h // 2 - 20 : h // 2 + 20, w // 2 - 60 : w // 2 + 60] = (40, 90, 200)
+        (root / f"s{w}.png").write_bytes(encode_png(image))
+        box = [w // 2 - 60, h // 2 - 20, w // 2 + 60, h // 2 + 20]
+        lines.append(
+            {
+                "image": f"s{w}.png",
+                "bbox_xyxy": box,
+                "instruction": f"click OK on screen-{w}x{h}",
+                "id": f"s{w}",
+            }
+        )
+    (root / "manifest.jsonl").write_text("".join(json.dumps(li) + "\n" for li in lines), encoding="utf-8")
+
+
+def family_configs(models: Path, url: str, names: list[str]) -> None:
+    """The families' own configs from conf/model/, pointed at the scripted endpoint."""
+    models.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        doc = yaml.safe_load((ROOT / "conf" / "model" / f"{name}.yaml").read_text(encoding="utf-8"))
+        doc.update(model_id=f"openai/{name}", provider="local-sim", api_base=url, limits=None)
+        doc.pop("pricing", None)
+        (models / f"{name}.yaml").write_text(yaml.safe_dump(doc), encoding="utf-8")
+
+
+def sweep(tmp_path: Path, script: dict) -> tuple[list[dict], list[dict], list[dict]]:
+    data = tmp_path / "screens"
+    write_screens(data)
+    with scripted(script) as (url, server):
+        models = tmp_path / "model"
+        family_configs(models, url, list(script))
+        setup = quick_setup(
+            [
+                f"models=[{','.join(script)}]",
+                f"paths.models={models}",
+                "dataset=manifest",
+                f"dataset.root={data}",
+                "methods=[oneshot]",
+                "oneshot.max_attempts=1",
+                "cache.enabled=false",
+                "retry.transient_retries=0",
+                "run.frames=none",
+            ]
+        )
+        run_dir = tmp_path / "run"
+        summary = run_sweep(setup, run_dir)
+        seen = list(server.seen)
+    return summary.trials, list(read_jsonl(run_dir / "steps.jsonl")), seen
+
+
+@pytest.mark.e2e
+def test_every_family_lands_on_the_pixel_its_published_rule_gives(tmp_path):
+    trials, steps, seen = sweep(tmp_path, SCRIPT)
+    assert len(trials) == len(SCRIPT) * len(SIZES)
+    by_key = {s["trial_key"]: s for s in steps}
+    for t in trials:
+        name, (w, h) = t["model"], next(s for s in SIZES if f"s{s[0]}" == t["task"])
+        _, (ex, ey), (sw, sh) = SCRIPT[name][(w, h)]
+        tol = 0.5 * w / 1000 if name in NORMALISED else 0.5 * max(w / sw, 1.0)
+        assert t["status"] == "ok" and t["final_point"] is not None, (name, w, t)
+        fx, fy = t["final_point"]
+        assert math.dist((fx, fy), (ex, ey)) <= tol, (name, (w, h), (fx, fy), (ex, ey), tol)
+        step = by_key[t["trial_key"]]
+        assert step["seen_size"] == [sw, sh], (name, step["seen_size"])
+        assert step["prompt_style"] == yaml.safe_load(
+            (ROOT / "conf" / "model" / f"{name}.yaml").read_text(encoding="utf-8")
+        ).get("prompt_style", "tool_call")
+        assert step["frame_rule"] and step["parse_status"] == "ok", step
+    # the endpoint got every image at the size the model sees; native styles sent no tool
+    for call in seen:
+        name = call["model"]
+        assert call["size"] in {v[2] for v in SCRIPT[name].values()}, call["size"]
+        assert (call["tools"] is None) == (name != "claude-sonnet-4-6"), name
+
+
+@pytest.mark.e2e
+def test_an_answer_outside_its_frame_is_out_of_frame_never_clamped(tmp_path):
+    script = {
+        "vllm-qwen3-vl-8b": {s: ('{"point_2d": [1200, 300]}', None, seen) for s, seen in
+                             zip(SIZES, ((1280, 704), (1920, 1088), (3840, 2176)), strict=True)},
+        "claude-sonnet-4-6-text": {s: ("pyautogui.click(x=1500, y=300)", None, seen) for s, seen in
+                                   zip(SIZES, ((1280, 720), (1429, 804), (1429, 804)), strict=True)},
+    }  # fmt: skip
+    trials, steps, _ = sweep(tmp_path, script)
+    for t in trials:
+        assert t["final_point"] is None, t  # not clamped to the edge: no usable answer at all
+    assert steps and all(s["parse_status"] == "out_of_frame" for s in steps), [
+        s["parse_status"] for s in steps
+    ]
+    assert all(s["values_raw"]["x"] in (1200, 1500) for s in steps)
