@@ -282,7 +282,24 @@ class Session:
                 break
         return {"element": element, "hit": inside}
 
+    def refresh(self) -> None:
+        """Let pending AT-SPI events in and drop the client-side cache (states are cached, and the cache
+        is updated only by events, which no main loop dispatches here)."""
+        with contextlib.suppress(Exception):
+            from gi.repository import GLib
+
+            ctx = GLib.MainContext.default()
+            for _ in range(50):
+                if not ctx.iteration(False):
+                    break
+        with contextlib.suppress(Exception):
+            from gi.repository import Atspi
+
+            self.root.set_cache_mask(Atspi.Cache.NONE)  # states straight from the application from now on
+            self.root.clear_cache()
+
     def states(self) -> dict[str, Any]:
+        self.refresh()
         out: dict[str, list[str]] = {}
         for a, eid, _, _, _ in self.identified():
             try:
@@ -290,8 +307,7 @@ class Session:
                 names = [s for s in STATES if st.contains(getattr(self.pyatspi, "STATE_" + s.upper()))]
             except Exception:
                 continue
-            if names:
-                out[eid] = names
+            out[eid] = names
         wins = []
         for w in self.windows():
             with contextlib.suppress(Exception):
