@@ -42,6 +42,14 @@ def test_a_click_effect_names_the_accessible_that_changed():
     assert click_effect(before, before) == (None, [])
     gone = click_effect(before, {"states": {}, "windows": [], "alive": False})
     assert gone == (None, ["window -frame:", "app exited"])
+    exited = click_effect(before, {"states": {}, "windows": ["frame:"], "alive": False, "exit_code": 0})
+    assert exited == (None, ["app exited (code 0)"])
+    # the target (a label) is inside a row that got selected: the row's change is the target's
+    row = {"states": {"list item:#4": [], "label:Weather": [], "text:": ["focused"]}}
+    clicked = {"states": {"list item:#4": ["selected"], "label:Weather": [], "text:": []}}
+    assert click_effect(row, clicked, ["label:Weather", "list item:#4"])[0] == "list item:#4"
+    assert click_effect(row, clicked)[0] == "list item:#4"
+    assert click_effect(row, clicked, ["label:Weather"])[0] == "list item:#4"  # not related: still named
 
 
 def test_bad_task_definitions_are_one_line_config_errors():

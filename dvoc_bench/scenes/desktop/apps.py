@@ -266,16 +266,18 @@ def nearest(wanted: str, ids: list[str]) -> str:
     return "nearest on screen: " + ", ".join(near)
 
 
-def click_effect(before: dict[str, Any], after: dict[str, Any]) -> tuple[str | None, list[str]]:
-    """What a real click changed: the accessible whose states changed (one that gained focus first), and
-    every change as ``id +state`` / ``id -state`` / ``window +name`` / ``window -name`` / ``app exited``."""
+def click_effect(
+    before: dict[str, Any], after: dict[str, Any], related: list[str] | None = None
+) -> tuple[str | None, list[str]]:
+    """What a real click changed: the accessible whose states changed — the first of ``related`` (the
+    target, its ancestors, its descendants) that did, else one that gained focus, else one that was checked,
+    pressed or selected — and every change as ``id +state`` / ``id -state`` / ``window +name`` /
+    ``window -name`` / ``app exited (code N)``."""
     changes: list[str] = []
     changed: list[tuple[int, str]] = []
     b, a = before.get("states", {}), after.get("states", {})
-    for eid in sorted(set(b) | set(a)):
-        gained, lost = set(a.get(eid, [])) - set(b.get(eid, [])), set(b.get(eid, [])) - set(a.get(eid, []))
-        if eid not in a or eid not in b:  # appeared or disappeared: not a state change of one accessible
-            continue
+    for eid in sorted(set(b) & set(a)):  # appearing or vanishing is not a state change of one accessible
+        gained, lost = set(a[eid]) - set(b[eid]), set(b[eid]) - set(a[eid])
         changes += [f"{eid} +{s}" for s in sorted(gained)] + [f"{eid} -{s}" for s in sorted(lost)]
         if gained or lost:
             rank = 0 if "focused" in gained else 1 if gained & {"checked", "pressed", "selected"} else 2
@@ -283,7 +285,12 @@ def click_effect(before: dict[str, Any], after: dict[str, Any]) -> tuple[str | N
     wb, wa = before.get("windows", []), after.get("windows", [])
     changes += [f"window +{w}" for w in wa if w not in wb] + [f"window -{w}" for w in wb if w not in wa]
     if before.get("alive", True) and not after.get("alive", True):
-        changes.append("app exited")
+        code = after.get("exit_code")
+        changes.append("app exited" + (f" (code {code})" if code is not None else ""))
+    names = {eid for _, eid in changed}
+    for eid in related or []:
+        if eid in names:
+            return eid, changes
     return (min(changed)[1] if changed else None), changes
 
 
@@ -386,20 +393,20 @@ class AppScenes:
         """Click ``(x, y)`` for real in a fresh session; what changed names the clicked accessible."""
         fresh = self._session(task, fresh=True)
         try:
-            before = fresh.request({"op": "states"})
+            before = fresh.request({"op": "states", "target": task.target})
             fresh.display.click(x, y)
             deadline = time.monotonic() + 2.0
             while True:  # the effect arrives asynchronously: poll until something changed, or 2 s
                 time.sleep(0.2)
-                after = fresh.request({"op": "states"})
-                element, changes = click_effect(before, after)
+                after = fresh.request({"op": "states", "target": task.target})
+                element, changes = click_effect(before, after, before.get("related"))
                 if changes or time.monotonic() > deadline:
                     break
         finally:
             fresh.close()
         self.last_effect = changes
-        target = task.target[:-2] if task.target.endswith("#1") else task.target
-        return element, element == target
+        log.info("%s: the click at (%d, %d) changed: %s", task.id, x, y, "; ".join(changes) or "nothing")
+        return element, element is not None and element in (before.get("related") or [])
 
     def close(self) -> None:
         with self._lock:

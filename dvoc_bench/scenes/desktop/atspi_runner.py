@@ -298,21 +298,59 @@ class Session:
             self.root.set_cache_mask(Atspi.Cache.NONE)  # states straight from the application from now on
             self.root.clear_cache()
 
-    def states(self) -> dict[str, Any]:
-        self.refresh()
+    def states(self, target: str = "") -> dict[str, Any]:
+        """The states of every showing accessible, the showing windows, whether the program runs (and its
+        exit code), and ``related``: the ids of the target, its ancestors and its descendants."""
+        alive = self.app is not None and self.app.poll() is None
+        code = None if alive or self.app is None else self.app.returncode
         out: dict[str, list[str]] = {}
-        for a, eid, _, _, _ in self.identified():
+        wins: list[str] = []
+        related: list[str] = []
+        try:
+            self.refresh()
+            nodes = self.identified()
+            for a, eid, _, _, _ in nodes:
+                try:
+                    st = a.getState()
+                    out[eid] = [s for s in STATES if st.contains(getattr(self.pyatspi, "STATE_" + s.upper()))]
+                except Exception:
+                    continue
+            for w in self.windows():
+                with contextlib.suppress(Exception):
+                    wins.append(f"{w.getRoleName()}:{w.name or ''}")
+            related = self.related(nodes, canonical(target))
+        except Exception:  # the program is gone (the click closed it): nothing showing
+            out, wins = {}, []
+        return {"states": out, "windows": wins, "alive": alive, "exit_code": code, "related": related}
+
+    def related(self, nodes: list[Any], target: str) -> list[str]:
+        ids = {id(n[0]): n[1] for n in nodes}
+        obj = next((n[0] for n in nodes if n[1] == target), None)
+        if obj is None:
+            return []
+        out, a = [target], obj
+        for _ in range(200):
             try:
-                st = a.getState()
-                names = [s for s in STATES if st.contains(getattr(self.pyatspi, "STATE_" + s.upper()))]
+                a = a.parent
             except Exception:
-                continue
-            out[eid] = names
-        wins = []
-        for w in self.windows():
-            with contextlib.suppress(Exception):
-                wins.append(f"{w.getRoleName()}:{w.name or ''}")
-        return {"states": out, "windows": wins, "alive": self.app is not None and self.app.poll() is None}
+                break
+            if a is None:
+                break
+            if id(a) in ids:
+                out.append(ids[id(a)])
+        for n in nodes:
+            b = n[0]
+            for _ in range(200):
+                try:
+                    b = b.parent
+                except Exception:
+                    break
+                if b is None:
+                    break
+                if b == obj:
+                    out.append(n[1])
+                    break
+        return out
 
 
 def canonical(target: str) -> str:
@@ -384,7 +422,7 @@ def main(argv: list[str]) -> int:
                     elif op == "hit":
                         reply = session.hit(int(req["x"]), int(req["y"]), str(req.get("target", "")))
                     elif op == "states":
-                        reply = session.states()
+                        reply = session.states(str(req.get("target", "")))
                     else:
                         reply = {"error": f"unknown op {op!r}"}
                 except Exception as e:
