@@ -336,6 +336,9 @@ class Session:
                 break
             if a is None:
                 break
+            with contextlib.suppress(Exception):
+                if a.getRoleName() in WINDOW_ROLES:  # a window's states change with any popup: not related
+                    break
             if id(a) in ids:
                 out.append(ids[id(a)])
         for n in nodes:
