@@ -13,6 +13,14 @@ Prints, one ``key=value`` line per figure:
 - ``probe_switch_median_ms``: the same when the previous probe was on another scene (that app withdrawn,
   this one mapped again: what interleaved trials of several scenes pay);
 - ``verify_click_median_ms``: the optional real click per trial (fresh instance, pointer click, report).
+
+Application tasks (``--apps A01,A09,...``, real GTK programs, truth from AT-SPI; ``--apps ''``: none), the
+median over the tasks of:
+
+- ``app_display_ms``: the task's own Xvfb start; ``app_start_ms``: the private D-Bus session, the
+  application and its accessibility tree until it is stable (the runner's own clock);
+- ``app_tree_ms``: one query of every showing accessible (the truth); ``app_grab_ms``: the screen grab;
+- ``app_hit_ms``: AT-SPI's hit test of a point (the target's centre) in the live application.
 """
 
 from __future__ import annotations
@@ -85,6 +93,33 @@ def run(steps: int = 200, probes: int = 100, clicks: int = 10) -> dict[str, floa
     return out
 
 
+APP_IDS = "A01,A09,A11,A15,A18,A22"
+"""One task per bundled program (widget factory, zenity question / forms / list, gtk3-demo, icon browser)."""
+
+
+def run_apps(ids: list[str]) -> dict[str, float]:
+    from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
+
+    reg = SceneRegistry(default_scenes_dir(), options={"apps": {}})
+    apps = reg.source("apps").backend
+    hits = []
+    try:
+        for tid in ids:
+            reg.snapshot(tid)
+            centre = reg.truth(tid).target_box.centre
+            t0 = time.perf_counter()
+            reg.probe(tid, centre)
+            hits.append(time.perf_counter() - t0)
+    finally:
+        reg.close()
+    out = {
+        f"app_{k}_ms": _median_ms([t[f"{k}_s"] for t in apps.timings])
+        for k in ("display", "start", "tree", "grab")
+    }
+    out["app_hit_ms"] = _median_ms(hits)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m dvoc_bench.bench desktop", description=__doc__.splitlines()[0]
@@ -92,7 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=200, help="harness steps timed per frame")
     ap.add_argument("--probes", type=int, default=100, help="toolkit hit tests timed")
     ap.add_argument("--clicks", type=int, default=10, help="real clicks timed")
+    ap.add_argument("--apps", default=APP_IDS, help="application task ids timed (comma-separated; '' none)")
     args = ap.parse_args(argv)
-    for k, v in run(args.steps, args.probes, args.clicks).items():
+    figures = run(args.steps, args.probes, args.clicks)
+    ids = [t for t in args.apps.split(",") if t]
+    if ids:
+        figures.update(run_apps(ids))
+    for k, v in figures.items():
         print(f"{k}={v:.2f}")
     return 0

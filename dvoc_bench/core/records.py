@@ -433,6 +433,9 @@ class Probe:
     clicked_element: str | None = None
     """Desktop with ``desktop.verify_click``: the widget or canvas item that received the real click (same
     form as ``hit_element``). ``None`` when no click was made."""
+    hit_rule: Literal["dom", "toolkit", "accessible"] | None = None
+    """What decided ``hit`` when the scene says so itself: ``accessible`` for application tasks (AT-SPI's
+    hit test); ``None``: ``dom`` on web scenes, ``toolkit`` on the Tk scenes."""
 
 
 def to_jsonable(obj: object) -> Any:
@@ -482,9 +485,10 @@ class TrialRecord(TrialOutcome, TrialSpec):
     """Wall time of the trial, seconds."""
     finished_at: str
     """UTC time the trial ended (ISO 8601)."""
-    hit_rule: Literal["box", "dom", "toolkit"]
-    """What decided ``hit``: the target box, the DOM element under the point (web), or the toolkit's hit
-    test (desktop: ``winfo_containing`` / ``canvas.find_overlapping``)."""
+    hit_rule: Literal["box", "dom", "toolkit", "accessible"]
+    """What decided ``hit``: the target box, the DOM element under the point (web), the toolkit's hit
+    test (Tk scenes: ``winfo_containing`` / ``canvas.find_overlapping``), or the accessibility tree's
+    (application tasks: AT-SPI's ``getAccessibleAtPoint``, the target or an accessible inside it)."""
     hit_box: bool
     """The box rule, kept beside ``hit`` when the DOM decided it."""
     hit_element: str | None
@@ -531,7 +535,7 @@ class TrialRecord(TrialOutcome, TrialSpec):
             radius_px=s.radius_px,
             wall_s=round(wall_s, 4),
             finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            hit_rule=("toolkit" if scene_kind == "desktop" else "dom") if dom else "box",
+            hit_rule=_rule(scene_kind, probe) if dom and probe is not None else "box",
             hit_box=s.hit,
             hit_element=probe.hit_element if probe else None,
             clicked_target=probe.clicked_target if probe else None,
@@ -539,6 +543,13 @@ class TrialRecord(TrialOutcome, TrialSpec):
             clicked_element=probe.clicked_element if probe else None,
             sample=sample,
         )
+
+
+def _rule(scene_kind: SceneKind, probe: Probe) -> Literal["dom", "toolkit", "accessible"]:
+    """The ``hit_rule`` of a probe that decided ``hit``."""
+    if probe.hit_rule is not None:
+        return probe.hit_rule
+    return "toolkit" if scene_kind == "desktop" else "dom"
 
 
 def dumps(obj: object) -> str:

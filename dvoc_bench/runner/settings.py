@@ -198,6 +198,19 @@ class DesktopCustom(Declared):
     """The task text shown to the model."""
 
 
+class DesktopApp(Declared):
+    """One inline application task (task id ``desktop_app``, docs/desktop.md)."""
+
+    command: str | list[str] | None = None
+    """The application's command line, e.g. ``gtk3-widget-factory`` or ``zenity --question``."""
+    target: str | None = None
+    """``ROLE:NAME`` as AT-SPI names it (``push button:OK``); ``ROLE:NAME#N``: the N-th in reading order."""
+    instruction: str | None = None
+    """The task text shown to the model."""
+    wait_for: str | None = None
+    """``ROLE:NAME`` that must be showing before the frame is grabbed."""
+
+
 class Desktop(Declared):
     """Desktop scenes D1-D4 (Tk on a private Xvfb display) and bring-your-own Tk apps
     (docs/desktop.md)."""
@@ -211,6 +224,11 @@ class Desktop(Declared):
     custom: DesktopCustom = DesktopCustom()
     """``task=desktop_custom desktop.custom.script=app.py desktop.custom.target=widget:.ok
     desktop.custom.instruction=...``."""
+    app: DesktopApp = DesktopApp()
+    """``task=desktop_app desktop.app.command=... desktop.app.target='ROLE:NAME'
+    desktop.app.instruction=...``."""
+    app_files: list[str] = []
+    """Your own application task YAMLs (schema of ``scenes/apps/A01.yaml``); use their ids in ``tasks=``."""
 
 
 class ProbeOptions(Declared):

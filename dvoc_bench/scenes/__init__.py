@@ -64,6 +64,13 @@ def _desktop_source(options: Any) -> SceneFolder:
     return desktop_source(options)
 
 
+@registry.source("apps", kind="desktop")
+def _apps_source(options: Any) -> SceneFolder:
+    from dvoc_bench.scenes.desktop.apps import apps_source  # no display until an application task is loaded
+
+    return apps_source(options)
+
+
 Source = SceneFolder | TaskSource
 """What a registry is given per source name: a folder description or a task source."""
 

@@ -7,4 +7,8 @@
 scene or
   your own script), hooks its ``mainloop`` and answers truth and hit-test queries over a pipe.
 - :mod:`dvoc_bench.scenes.desktop.source`: desktop tasks as a scene source (``scenes/desktop/D1.yaml`` ...).
+- :mod:`dvoc_bench.scenes.desktop.apps`: real GTK/Qt programs as tasks (``scenes/apps/A01.yaml`` ...,
+  ``task=desktop_app``), each on its own display with a private D-Bus and AT-SPI bus;
+- :mod:`dvoc_bench.scenes.desktop.atspi_runner`: the standalone script (system Python, ``python3-pyatspi``)
+  that starts the bus and the program and answers accessibility-tree queries over a pipe.
 """

@@ -68,7 +68,8 @@ TARGET_RE = re.compile(r"^(widget:\.[\w.\-]*|canvas:\.[\w.\-]+:[^\s:]+)$")
 
 _TASK_KEYS = ("id", "name", "difficulty", "script", "target", "instruction")
 _CUSTOM_KEYS = ("script", "target", "instruction")
-_OPTION_KEYS = ("size", "verify_click", "timeout_s", "custom")
+_OPTION_KEYS = ("size", "verify_click", "timeout_s", "custom", "app", "app_files")
+"""``app`` and ``app_files`` belong to the application tasks (:mod:`dvoc_bench.scenes.desktop.apps`)."""
 
 
 @dataclass(frozen=True)

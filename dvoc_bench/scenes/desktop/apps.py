@@ -1,0 +1,443 @@
+"""Real desktop applications as tasks (GTK, Qt): truth from the accessibility tree (AT-SPI).
+
+An application task is a YAML file (``scenes/apps/A01.yaml``, or your own in ``desktop.app_files``)::
+
+    id: A01                              # optional; default: the file stem
+    command: gtk3-widget-factory         # a command line (shlex-split) or a list
+    target: radio button:Page 2          # ROLE:NAME (AT-SPI); ROLE:NAME#N: the N-th in reading order
+    wait_for: radio button:Page 1        # optional: the accessible that must be showing before the grab
+    instruction: Go to the second page of the widget factory
+    name: widget-factory-page-2          # optional
+    difficulty: easy                     # optional
+
+Inline: ``task=desktop_app desktop.app.command='zenity --question' desktop.app.target='push button:Yes'
+desktop.app.instruction='...'``.
+
+Each task runs in a session of its own (:class:`AppSession`): its own Xvfb (``desktop.size``, pinned
+fonts, no window manager, :class:`~dvoc_bench.scenes.desktop.display.XDisplay`) and, under the system
+Python, :mod:`dvoc_bench.scenes.desktop.atspi_runner`, which starts a private D-Bus session, the
+application with the AT-SPI bridge on, and answers tree queries over a pipe. The frame is a grab of the
+screen once the tree is stable; truth is the target's AT-SPI extents clipped to the screen. A trial's final
+point is hit-tested by AT-SPI (``hit_rule: accessible``); with ``desktop.verify_click`` a fresh session is
+clicked for real (``xdotool``) and what changed is recorded (:func:`click_effect`).
+
+At most :data:`LIVE_SESSIONS` sessions stay alive (least recently used first out); a hit test on a closed
+one starts it again. A task whose app cannot start, exits, hangs or never shows its target raises
+:class:`SceneError` naming the command or the target and the 10 nearest ``role:name`` pairs it shows.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import math
+import os
+import re
+import select
+import shlex
+import shutil
+import subprocess
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dvoc_bench.core.declare import ConfigError, check_mapping
+from dvoc_bench.core.geometry import Box, Point, Size
+from dvoc_bench.core.records import Probe
+from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
+from dvoc_bench.scenes.desktop.display import DesktopUnavailable, XDisplay, spawn, stop
+from dvoc_bench.scenes.desktop.source import DesktopOptions
+from dvoc_bench.scenes.sources import SceneFolder
+from dvoc_bench.scenes.synthetic import DIFFICULTIES, content_hash, read_task_yaml
+from dvoc_bench.scenes.web.source import SceneError
+
+log = logging.getLogger(__name__)
+
+INLINE_ID = "desktop_app"
+"""Task id of the inline application task (``desktop.app``)."""
+RUNNER = Path(__file__).resolve().with_name("atspi_runner.py")
+SYSTEM_PYTHON = "/usr/bin/python3"
+"""The interpreter with Debian's ``python3-pyatspi`` (the venv cannot import it)."""
+PYATSPI_PACKAGE = "python3-pyatspi"
+LIVE_SESSIONS = 3
+"""Sessions kept alive for hit tests at once."""
+NEAREST = 10
+"""``role:name`` pairs listed when a target is not on screen."""
+TARGET_RE = re.compile(r"^[a-z][a-z -]*:.*?(#[1-9]\d*)?$")
+APP_KEYS = ("command", "target", "instruction", "wait_for")
+_TASK_KEYS = ("id", "name", "difficulty", *APP_KEYS)
+
+
+@dataclass(frozen=True)
+class AppTask:
+    """One validated application task."""
+
+    id: str
+    """Task id."""
+    command: tuple[str, ...]
+    """The application's command line."""
+    target: str
+    """``ROLE:NAME`` or ``ROLE:NAME#N``."""
+    instruction: str
+    """Task text shown to the model."""
+    where: str
+    """Where it was defined (a file, or ``desktop.app``), for messages."""
+    wait_for: str | None = None
+    """An accessible that must be showing before the grab."""
+    name: str = ""
+    difficulty: str | None = None
+
+
+def check_target(value: Any, where: str) -> str:
+    """A valid ``ROLE:NAME[#N]``, or a one-line :class:`ConfigError`."""
+    if not isinstance(value, str) or not TARGET_RE.match(value.strip()):
+        raise ConfigError(
+            f"{where}: must be ROLE:NAME as AT-SPI names it (push button:OK, radio button:Page 2#2), "
+            f"got {value!r}"
+        )
+    return value.strip()
+
+
+def task_from_mapping(raw: Any, where: str, default_id: str) -> AppTask:
+    """Validate one task mapping."""
+    raw = check_mapping(where, raw, _TASK_KEYS, "an application task ")
+    command = raw.get("command")
+    if isinstance(command, str):
+        try:
+            command = shlex.split(command)
+        except ValueError as e:
+            raise ConfigError(f"{where}.command: {e}") from None
+    if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
+        raise ConfigError(f"{where}.command: required (a command line or a list of strings)")
+    for key in ("target", "instruction"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise ConfigError(f"{where}.{key}: required (a non-empty string)")
+    wait_for = raw.get("wait_for")
+    if wait_for not in (None, ""):
+        wait_for = check_target(wait_for, f"{where}.wait_for")
+    difficulty = raw.get("difficulty")
+    if difficulty is not None and difficulty not in DIFFICULTIES:
+        raise ConfigError(f"{where}.difficulty: allowed: {', '.join(DIFFICULTIES)}; got {difficulty!r}")
+    return AppTask(
+        id=str(raw.get("id") or default_id), command=tuple(command),
+        target=check_target(raw["target"], f"{where}.target"), instruction=raw["instruction"].strip(),
+        where=where, wait_for=wait_for or None, name=str(raw.get("name") or ""), difficulty=difficulty,
+    )  # fmt: skip
+
+
+def load_task(path: Path) -> AppTask:
+    path = Path(path).resolve()
+    return task_from_mapping(read_task_yaml(path, "application task"), str(path), path.stem)
+
+
+@dataclass(frozen=True)
+class AppOptions:
+    """The ``desktop:`` keys application tasks read."""
+
+    base: DesktopOptions = field(default_factory=DesktopOptions)
+    """Screen size, ``verify_click``, ``timeout_s``."""
+    inline: AppTask | None = None
+    """``desktop.app`` when its command is set."""
+    files: tuple[Path, ...] = ()
+    """``desktop.app_files``."""
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any] | None) -> AppOptions:
+        raw = dict(raw or {})
+        app, files = raw.pop("app", None), raw.pop("app_files", None) or []
+        base = DesktopOptions.from_mapping({k: v for k, v in raw.items() if k != "custom"})
+        inline = None
+        if app is not None:
+            app = check_mapping("desktop.app", app, APP_KEYS)
+            given = {k: v for k, v in app.items() if v not in (None, "")}
+            if given:
+                inline = task_from_mapping({**given, "id": INLINE_ID}, "desktop.app", INLINE_ID)
+        paths = []
+        for i, f in enumerate(files):
+            p = Path(str(f)).expanduser().resolve()
+            if not p.is_file():
+                raise ConfigError(f"desktop.app_files[{i}]: file not found: {p}")
+            paths.append(p)
+        return cls(base, inline, tuple(paths))
+
+
+# ------------------------------------------------------------------------------------- sessions
+
+
+class AppSession:
+    """One task's display, private bus and application (the runner process and its pipe)."""
+
+    def __init__(self, task: AppTask, options: DesktopOptions) -> None:
+        self.task = task
+        self.timeout_s = options.timeout_s
+        if not Path(SYSTEM_PYTHON).is_file():
+            raise SceneError(f"{task.id}: application tasks need {SYSTEM_PYTHON} with {PYATSPI_PACKAGE}")
+        if shutil.which(task.command[0]) is None:
+            raise SceneError(
+                f"{task.id}: command {shlex.join(task.command)!r}: {task.command[0]} is not installed "
+                f"(not found on PATH) ({task.where})"
+            )
+        self.display = XDisplay(options.size, options.timeout_s)
+        t0 = time.perf_counter()
+        try:
+            env = self.display.env()
+        except (DesktopUnavailable, RuntimeError) as e:
+            self.display.close()
+            raise SceneError(f"{task.id}: {e}") from e
+        self.display_s = time.perf_counter() - t0
+        spec = {
+            "command": list(task.command), "wait_for": task.wait_for, "timeout_s": options.timeout_s,
+            "screen": [options.size.width, options.size.height],
+        }  # fmt: skip
+        self.log_path = Path(str(self.display.tmp)) / "app.log"
+        with open(self.log_path, "wb") as err:
+            self.proc = spawn(
+                [SYSTEM_PYTHON, "-u", str(RUNNER), json.dumps(spec)], env=env,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+            )  # fmt: skip
+        self._buf = b""
+        try:
+            ready = self._read(options.timeout_s + 10)
+        except BaseException:
+            self.close()
+            raise
+        if "error" in ready:
+            self.close()
+            cmd = shlex.join(task.command)
+            if ready.get("ids") is not None:
+                raise SceneError(
+                    f"{task.id}: command {cmd!r}: {ready['error']} ({task.where}); "
+                    + nearest(task.wait_for or task.target, ready["ids"])
+                )
+            raise SceneError(f"{task.id}: command {cmd!r}: {ready['error']} ({task.where})")
+        self.start_s = float(ready.get("start_s", 0.0))
+        """Seconds from starting the application to a stable tree."""
+
+    def _read(self, timeout_s: float) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                cmd = shlex.join(self.task.command)
+                raise SceneError(f"{self.task.id}: command {cmd!r} did not answer within {timeout_s:g} s")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                code = self.proc.wait(timeout=5)
+                raise SceneError(f"{self.task.id}: the accessibility runner exited (code {code})")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def request(self, req: dict[str, Any]) -> dict[str, Any]:
+        """One query and its reply (an ``error`` reply raises :class:`SceneError`)."""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps(req) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError:
+            raise SceneError(f"{self.task.id}: the accessibility runner has exited") from None
+        reply = self._read(self.timeout_s + 10)
+        if "error" in reply:
+            raise SceneError(f"{self.task.id}: {reply['error']}")
+        return reply
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None and self.display.running
+
+    def close(self) -> None:
+        stop(self.proc, grace_s=2.0)
+        self.display.close()
+
+
+def nearest(wanted: str, ids: list[str]) -> str:
+    """``nearest on screen: ...``: the :data:`NEAREST` ``role:name`` pairs most like ``wanted``."""
+    if not ids:
+        return "nothing is on screen"
+    pool = list(dict.fromkeys(ids))
+    near = difflib.get_close_matches(wanted, pool, n=NEAREST, cutoff=0.0)
+    return "nearest on screen: " + ", ".join(near)
+
+
+def click_effect(
+    before: dict[str, Any], after: dict[str, Any], related: list[str] | None = None
+) -> tuple[str | None, list[str]]:
+    """What a real click changed: the accessible whose states changed — the first of ``related`` (the
+    target, its ancestors, its descendants) that did, else one that gained focus, else one that was checked,
+    pressed or selected — and every change as ``id +state`` / ``id -state`` / ``window +name`` /
+    ``window -name`` / ``app exited (code N)``."""
+    changes: list[str] = []
+    changed: list[tuple[int, str]] = []
+    b, a = before.get("states", {}), after.get("states", {})
+    for eid in sorted(set(b) & set(a)):  # appearing or vanishing is not a state change of one accessible
+        gained, lost = set(a[eid]) - set(b[eid]), set(b[eid]) - set(a[eid])
+        changes += [f"{eid} +{s}" for s in sorted(gained)] + [f"{eid} -{s}" for s in sorted(lost)]
+        if gained or lost:
+            rank = 0 if "focused" in gained else 1 if gained & {"checked", "pressed", "selected"} else 2
+            changed.append((rank, eid))
+    wb, wa = before.get("windows", []), after.get("windows", [])
+    changes += [f"window +{w}" for w in wa if w not in wb] + [f"window -{w}" for w in wb if w not in wa]
+    if before.get("alive", True) and not after.get("alive", True):
+        code = after.get("exit_code")
+        changes.append("app exited" + (f" (code {code})" if code is not None else ""))
+    names = {eid for _, eid in changed}
+    for eid in related or []:
+        if eid in names:
+            return eid, changes
+    return (min(changed)[1] if changed else None), changes
+
+
+# ------------------------------------------------------------------------------------- the source
+
+
+class AppScenes:
+    """The application tasks of one registry."""
+
+    def __init__(self, options: AppOptions | None = None) -> None:
+        self.options = options or AppOptions()
+        self._lock = threading.RLock()
+        self._live: OrderedDict[str, AppSession] = OrderedDict()
+        self._tasks: dict[str, AppTask] = {}
+        self._failed: dict[str, SceneError] = {}
+        self.timings: list[dict[str, float]] = []
+        """Per started session: ``display_s``, ``start_s``, ``tree_s``, ``grab_s`` (bench desktop)."""
+        self.extra: dict[str, Path] = {}
+        self.last_effect: list[str] = []
+        """The changes the last verifying click observed (:func:`click_effect`)."""
+        for path in self.options.files:
+            task = load_task(path)
+            self.extra[task.id] = path
+            self._tasks[str(path)] = task
+        if self.options.inline is not None:
+            sentinel = Path("<desktop.app>")
+            self.extra[INLINE_ID] = sentinel
+            self._tasks[str(sentinel)] = self.options.inline
+
+    def source(self) -> SceneFolder:
+        return SceneFolder(
+            "*.yaml", self.limited_load, probe=self.probe, close=self.close, extra=dict(self.extra),
+            backend=self, kind="desktop",
+        )  # fmt: skip
+
+    def task(self, path: Path) -> AppTask:
+        return self._tasks.get(str(path)) or load_task(path)
+
+    def limited_load(self, path: Path, max_side: int) -> Snapshot:
+        size = self.options.base.size
+        task = self.task(path)
+        if max(size.width, size.height) > max_side:
+            err = SceneError(f"{task.id}: desktop.size {size.width}x{size.height} exceeds scenes.max_side")
+            err.size = size
+            raise err
+        self._tasks[task.id] = task
+        if task.id in self._failed:
+            raise self._failed[task.id]
+        try:
+            return self.render(task)
+        except SceneError as e:
+            e.size = size
+            self._failed[task.id] = e
+            raise
+
+    def _session(self, task: AppTask, fresh: bool = False) -> AppSession:
+        with self._lock:
+            if not fresh:
+                s = self._live.get(task.id)
+                if s is not None and s.alive:
+                    self._live.move_to_end(task.id)
+                    return s
+                if s is not None:
+                    self._live.pop(task.id).close()
+                while len(self._live) >= LIVE_SESSIONS:
+                    self._live.popitem(last=False)[1].close()
+            s = AppSession(task, self.options.base)
+            if not fresh:
+                self._live[task.id] = s
+            return s
+
+    def render(self, task: AppTask) -> Snapshot:
+        with self._lock:
+            s = self._session(task)
+            t0 = time.perf_counter()
+            image = s.display.grab()
+            t1 = time.perf_counter()
+            reply = s.request({"op": "truth", "targets": [task.target]})
+            t2 = time.perf_counter()
+            self.timings.append(
+                dict(display_s=s.display_s, start_s=s.start_s, grab_s=t1 - t0, tree_s=t2 - t1)
+            )
+            return snapshot(task, reply, image)
+
+    def probe(self, task_id: str, point: Point) -> Probe:
+        """AT-SPI's hit test at ``point``; with ``verify_click`` also a real click in a fresh session."""
+        x, y = math.floor(point.x), math.floor(point.y)
+        with self._lock:
+            task = self._tasks[task_id]
+            hit = self._session(task).request({"op": "hit", "x": x, "y": y, "target": task.target})
+            clicked_element, clicked = None, None
+            if self.options.base.verify_click:
+                clicked_element, clicked = self.verify(task, x, y)
+        return Probe(
+            hit_element=hit["element"], hit=bool(hit["hit"]), clicked_target=clicked,
+            clicked_element=clicked_element, hit_rule="accessible",
+        )  # fmt: skip
+
+    def verify(self, task: AppTask, x: int, y: int) -> tuple[str | None, bool]:
+        """Click ``(x, y)`` for real in a fresh session; what changed names the clicked accessible."""
+        fresh = self._session(task, fresh=True)
+        try:
+            before = fresh.request({"op": "states", "target": task.target})
+            fresh.display.click(x, y)
+            deadline = time.monotonic() + 2.0
+            while True:  # the effect arrives asynchronously: poll until something changed, or 2 s
+                time.sleep(0.2)
+                after = fresh.request({"op": "states", "target": task.target})
+                element, changes = click_effect(before, after, before.get("related"))
+                if changes or time.monotonic() > deadline:
+                    break
+        finally:
+            fresh.close()
+        self.last_effect = changes
+        log.info("%s: the click at (%d, %d) changed: %s", task.id, x, y, "; ".join(changes) or "nothing")
+        return element, element is not None and element in (before.get("related") or [])
+
+    def close(self) -> None:
+        with self._lock:
+            while self._live:
+                self._live.popitem()[1].close()
+
+
+def snapshot(task: AppTask, reply: dict[str, Any], image: Any) -> Snapshot:
+    """The frame and its truth; a target not on screen raises :class:`SceneError` with the nearest ids."""
+    box = reply["targets"].get(task.target)
+    ids = [e["id"] for e in reply["elements"]]
+    if box is None:
+        raise SceneError(
+            f"{task.id}: target {task.target!r} is not on screen ({task.where}); " + nearest(task.target, ids)
+        )
+    elements = tuple(
+        Element(
+            id=e["id"], label=e["label"], box=Box(*e["box"]), role=e["role"], interactive=e["interactive"]
+        )
+        for e in reply["elements"]
+    )
+    target_id = task.target[:-2] if task.target.endswith("#1") else task.target
+    h, w = image.shape[:2]
+    truth = SceneTruth(
+        scene_id=task.id, size=Size(w, h), instruction=task.instruction, target_id=target_id,
+        target_box=Box(*box), elements=elements,
+    )  # fmt: skip
+    image.setflags(write=False)
+    return Snapshot(truth=truth, image=image, content_hash=content_hash(image, truth))
+
+
+def apps_source(options: Mapping[str, Any] | None = None) -> SceneFolder:
+    """A fresh application-task source (one per registry)."""
+    return AppScenes(AppOptions.from_mapping(options)).source()

@@ -1,0 +1,442 @@
+"""Run one real application with its own D-Bus session and AT-SPI bus, answer accessibility queries:
+``/usr/bin/python3 atspi_runner.py JSON``.
+
+Standalone (standard library + Debian's ``python3-pyatspi``, so it runs under the system Python, not the
+project's venv). ``JSON`` is ``{"command": [...], "wait_for": "ROLE:NAME" | null, "timeout_s": N}``. The
+harness starts it with the display's ``DISPLAY`` and ``FONTCONFIG_FILE``; the runner then
+
+1. makes itself the *child subreaper* of everything below it and asks for ``SIGTERM`` when the harness
+   dies (``PR_SET_PDEATHSIG``, replacing the harness's ``SIGKILL``, so it can clean up);
+2. starts a private ``dbus-daemon --session`` (the AT-SPI bus launcher and registry daemon are
+   D-Bus-activated from it and daemonise), then the application with ``GTK_MODULES=gail:atk-bridge``,
+   ``QT_ACCESSIBILITY=1`` and that session bus;
+3. waits until the application's accessible shows the ``wait_for`` accessible (or any window), and the
+   tree stops changing, says ``{"ready": ...}`` and serves JSON-line queries on stdin.
+
+Every process started below it carries the harness's tree token (``DVOC_PROCESS_TREE``) in its
+environment; on ``quit``, a closed pipe (the harness is gone, even after ``kill -9``), ``SIGTERM`` or an
+error the runner kills every live process carrying the token, then exits.
+
+Element ids: ``ROLE:NAME`` (``push button:OK``), and ``ROLE:NAME#N`` for the N-th (N >= 2) accessible
+with that role and name in reading order (top to bottom, then left to right, by the clipped box).
+
+Queries (``{"op": ...}``), screen pixels:
+
+- ``truth`` + ``targets``: every showing accessible with a box on screen, and each target's box;
+- ``hit`` + ``x, y, target``: the deepest accessible at the point (AT-SPI's hit test,
+  ``Component.getAccessibleAtPoint`` from the topmost window containing it) and whether it is the target
+  or inside it;
+- ``states``: role:name -> the states of interest (focused, pressed, checked, selected, expanded,
+  armed) of every showing accessible, and the showing windows (for ``desktop.verify_click``);
+- ``quit``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+TREE_ENV = "DVOC_PROCESS_TREE"
+HIDDEN = -(2**31)
+"""AT-SPI's extents of an accessible that is not laid out (a hidden table cell)."""
+STATES = ("focused", "pressed", "checked", "selected", "expanded", "armed", "active")
+"""The states ``states`` reports (what a click can change)."""
+INTERACTIVE = {
+    "push button", "toggle button", "check box", "radio button", "combo box", "menu item", "menu",
+    "check menu item", "radio menu item", "text", "entry", "password text", "spin button", "slider",
+    "table cell", "list item", "page tab", "link", "tree item", "scroll bar", "icon", "toggle",
+    "table column header", "switch", "calendar",
+}  # fmt: skip
+WINDOW_ROLES = {"frame", "dialog", "window", "alert", "file chooser"}
+
+
+def reading_key(box: list[int]) -> tuple[int, int]:
+    return (box[1], box[0])
+
+
+class Session:
+    """The private bus, the application, its accessibility tree."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.token = os.environ.get(TREE_ENV, "")
+        self.tmp = tempfile.mkdtemp(prefix="dvoc-atspi-")
+        self.bus: subprocess.Popen[bytes] | None = None
+        self.app: subprocess.Popen[bytes] | None = None
+        self.root: Any = None
+        self.pyatspi: Any = None
+
+    # ------------------------------------------------------------------------------ processes
+
+    def start(self) -> dict[str, Any]:
+        runtime = os.path.join(self.tmp, "run")
+        home = os.path.join(self.tmp, "home")
+        for d in (runtime, home):
+            os.makedirs(d, mode=0o700, exist_ok=True)
+        os.environ.update(XDG_RUNTIME_DIR=runtime, HOME=home, XDG_CONFIG_HOME=os.path.join(home, ".config"))
+        os.environ.update(GTK_MODULES="gail:atk-bridge", QT_ACCESSIBILITY="1", GDK_BACKEND="x11")
+        os.environ.update(QT_LINUX_ACCESSIBILITY_ALWAYS_ON="1", GTK_A11Y="atspi")
+        os.environ.pop("NO_AT_BRIDGE", None)
+        os.environ.pop("AT_SPI_BUS_ADDRESS", None)
+        r, w = os.pipe()
+        argv = ["dbus-daemon", "--session", "--nofork", "--nopidfile", f"--print-address={w}"]
+        try:
+            self.bus = subprocess.Popen(argv, pass_fds=(w,), stdin=subprocess.DEVNULL, stdout=2)
+        except FileNotFoundError:
+            return {"error": "dbus-daemon not found: install the Debian package dbus-daemon"}
+        finally:
+            os.close(w)
+        ready = select.select([r], [], [], 10)[0]
+        address = os.read(r, 4096).decode().strip() if ready else ""
+        os.close(r)
+        if not address:
+            return {"error": "the private D-Bus session did not start"}
+        os.environ["DBUS_SESSION_BUS_ADDRESS"] = address
+        command = self.spec["command"]
+        t0 = time.monotonic()
+        try:
+            self.app = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=2, cwd=home)
+        except OSError as e:
+            return {"error": f"cannot start {command[0]!r}: {e.strerror} (is it installed?)"}
+        try:
+            import pyatspi
+        except ImportError as e:
+            return {"error": f"no AT-SPI bindings ({e}): install the Debian package python3-pyatspi"}
+        self.pyatspi = pyatspi
+        return self.wait_ready(t0)
+
+    def wait_ready(self, t0: float) -> dict[str, Any]:
+        assert self.app is not None
+        timeout = float(self.spec.get("timeout_s", 20))
+        wait_for = self.spec.get("wait_for")
+        deadline = t0 + timeout
+        last, stable = -1, 0
+        while time.monotonic() < deadline:
+            code = self.app.poll()
+            if code is not None:
+                return {"error": f"{self.spec['command'][0]} exited at start (code {code})", "exited": True}
+            if self.root is None:
+                self.root = self.find_app()
+            if self.root is not None:
+                els = self.elements()
+                shown = bool(els) and (not wait_for or wait_for in {e["id"] for e in els})
+                stable = stable + 1 if shown and len(els) == last else 0
+                last = len(els)
+                if stable >= 2:
+                    size = self.screen()
+                    return {"ready": True, "start_s": round(time.monotonic() - t0, 3), "screen": size}
+            time.sleep(0.15)
+        els = self.elements() if self.root is not None else []
+        what = f"{wait_for!r} never showed" if wait_for else "no window showed"
+        return {"error": f"{what} within {timeout:g} s", "timeout": True, "ids": [e["id"] for e in els]}
+
+    def find_app(self) -> Any:
+        assert self.app is not None
+        desk = self.pyatspi.Registry.getDesktop(0)
+        for i in range(desk.childCount):
+            a = desk.getChildAtIndex(i)
+            with contextlib.suppress(Exception):
+                if a is not None and a.get_process_id() == self.app.pid:
+                    return a
+        return None
+
+    def cleanup(self) -> None:
+        """Kill every process of the tree (the bus, the AT-SPI daemons, the app and what it started)."""
+        for proc in (self.app, self.bus):
+            if proc is not None and proc.poll() is None:
+                with contextlib.suppress(OSError):
+                    proc.kill()
+        for pid in tree_pids(self.token):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            subprocess.run(["rm", "-rf", self.tmp], check=False)
+
+    # ------------------------------------------------------------------------------ the tree
+
+    def screen(self) -> list[int]:
+        desk = self.pyatspi.Registry.getDesktop(0)
+        try:
+            e = desk.queryComponent().getExtents(self.pyatspi.DESKTOP_COORDS)
+            if e.width > 0 and e.height > 0:
+                return [e.width, e.height]
+        except Exception:
+            pass
+        return [int(v) for v in self.spec.get("screen", [1280, 800])]
+
+    def windows(self) -> list[Any]:
+        out = []
+        for i in range(self.root.childCount if self.root is not None else 0):
+            w = self.root.getChildAtIndex(i)
+            with contextlib.suppress(Exception):
+                if w is not None and w.getState().contains(self.pyatspi.STATE_SHOWING):
+                    out.append(w)
+        return out
+
+    def box(self, a: Any) -> list[int] | None:
+        try:
+            e = a.queryComponent().getExtents(self.pyatspi.DESKTOP_COORDS)
+        except Exception:
+            return None
+        if e.x <= HIDDEN or e.y <= HIDDEN or e.width <= 0 or e.height <= 0:
+            return None
+        sw, sh = self.spec.get("screen", [1280, 800])
+        x0, y0 = max(0, e.x), max(0, e.y)
+        x1, y1 = min(sw - 1, e.x + e.width - 1), min(sh - 1, e.y + e.height - 1)
+        return [x0, y0, x1, y1] if x1 >= x0 and y1 >= y0 else None
+
+    def walk(self) -> list[tuple[Any, list[int], str, str]]:
+        """Every showing accessible with a box on screen: (object, box, role, name), in tree order."""
+        out = []
+        stack = list(reversed(self.windows()))
+        showing = self.pyatspi.STATE_SHOWING
+        while stack:
+            a = stack.pop()
+            try:
+                if not a.getState().contains(showing):
+                    continue
+                role, name = a.getRoleName(), (a.name or "").strip()
+                kids = [a.getChildAtIndex(i) for i in range(min(a.childCount, 5000))]
+            except Exception:
+                continue
+            box = self.box(a)
+            if box is not None:
+                out.append((a, box, role, name))
+            stack.extend(k for k in reversed(kids) if k is not None)
+        return out
+
+    def identified(self) -> list[tuple[Any, str, list[int], str, str]]:
+        """(object, id, box, role, name) of :meth:`walk`, ids numbered in reading order."""
+        nodes = self.walk()
+        order = sorted(range(len(nodes)), key=lambda i: (reading_key(nodes[i][1]), i))
+        seen: dict[str, int] = {}
+        ids: dict[int, str] = {}
+        for i in order:
+            base = f"{nodes[i][2]}:{' '.join(nodes[i][3].split())}"
+            seen[base] = seen.get(base, 0) + 1
+            ids[i] = base if seen[base] == 1 else f"{base}#{seen[base]}"
+        return [(n[0], ids[i], n[1], n[2], n[3]) for i, n in enumerate(nodes)]
+
+    def elements(self) -> list[dict[str, Any]]:
+        return [
+            dict(id=eid, label=name or role, role=role, interactive=role in INTERACTIVE, box=box)
+            for _, eid, box, role, name in self.identified()
+        ]
+
+    def truth(self, targets: list[str]) -> dict[str, Any]:
+        nodes = self.identified()
+        by_id = {n[1]: n[2] for n in nodes}
+        elements = [
+            dict(id=eid, label=name or role, role=role, interactive=role in INTERACTIVE, box=box)
+            for _, eid, box, role, name in nodes
+        ]
+        return {"elements": elements, "targets": {t: by_id.get(canonical(t)) for t in targets}}
+
+    def deepest_at(self, x: int, y: int) -> Any:
+        coords = self.pyatspi.DESKTOP_COORDS
+        hit = None
+        for w in reversed(self.windows()):  # the last window mapped is on top (no window manager)
+            with contextlib.suppress(Exception):
+                if w.queryComponent().contains(x, y, coords):
+                    hit = w
+                    break
+        while hit is not None:
+            try:
+                child = hit.queryComponent().getAccessibleAtPoint(x, y, coords)
+            except Exception:
+                child = None
+            if child is None or child == hit:
+                return hit
+            hit = child
+        return None
+
+    def hit(self, x: int, y: int, target: str) -> dict[str, Any]:
+        obj = self.deepest_at(x, y)
+        if obj is None:
+            return {"element": None, "hit": False}
+        nodes = self.identified()
+        ids = {id(n[0]): n[1] for n in nodes}
+        target_obj = next((n[0] for n in nodes if n[1] == canonical(target)), None)
+        element, inside, a = None, False, obj
+        for _ in range(200):  # up the parents: the nearest one with an id names the point
+            if a is None:
+                break
+            if element is None and id(a) in ids:
+                element = ids[id(a)]
+            if target_obj is not None and a == target_obj:
+                inside = True
+            try:
+                a = a.parent
+            except Exception:
+                break
+        return {"element": element, "hit": inside}
+
+    def refresh(self) -> None:
+        """Let pending AT-SPI events in and drop the client-side cache (states are cached, and the cache
+        is updated only by events, which no main loop dispatches here)."""
+        with contextlib.suppress(Exception):
+            from gi.repository import GLib
+
+            ctx = GLib.MainContext.default()
+            for _ in range(50):
+                if not ctx.iteration(False):
+                    break
+        with contextlib.suppress(Exception):
+            from gi.repository import Atspi
+
+            self.root.set_cache_mask(Atspi.Cache.NONE)  # states straight from the application from now on
+            self.root.clear_cache()
+
+    def states(self, target: str = "") -> dict[str, Any]:
+        """The states of every showing accessible, the showing windows, whether the program runs (and its
+        exit code), and ``related``: the ids of the target, its ancestors and its descendants."""
+        alive = self.app is not None and self.app.poll() is None
+        code = None if alive or self.app is None else self.app.returncode
+        out: dict[str, list[str]] = {}
+        wins: list[str] = []
+        related: list[str] = []
+        try:
+            self.refresh()
+            nodes = self.identified()
+            for a, eid, _, _, _ in nodes:
+                try:
+                    st = a.getState()
+                    out[eid] = [s for s in STATES if st.contains(getattr(self.pyatspi, "STATE_" + s.upper()))]
+                except Exception:
+                    continue
+            for w in self.windows():
+                with contextlib.suppress(Exception):
+                    wins.append(f"{w.getRoleName()}:{w.name or ''}")
+            related = self.related(nodes, canonical(target))
+        except Exception:  # the program is gone (the click closed it): nothing showing
+            out, wins = {}, []
+        return {"states": out, "windows": wins, "alive": alive, "exit_code": code, "related": related}
+
+    def related(self, nodes: list[Any], target: str) -> list[str]:
+        ids = {id(n[0]): n[1] for n in nodes}
+        obj = next((n[0] for n in nodes if n[1] == target), None)
+        if obj is None:
+            return []
+        out, a = [target], obj
+        for _ in range(200):
+            try:
+                a = a.parent
+            except Exception:
+                break
+            if a is None:
+                break
+            with contextlib.suppress(Exception):
+                if a.getRoleName() in WINDOW_ROLES:  # a window's states change with any popup: not related
+                    break
+            if id(a) in ids:
+                out.append(ids[id(a)])
+        for n in nodes:
+            b = n[0]
+            for _ in range(200):
+                try:
+                    b = b.parent
+                except Exception:
+                    break
+                if b is None:
+                    break
+                if b == obj:
+                    out.append(n[1])
+                    break
+        return out
+
+
+def canonical(target: str) -> str:
+    """``ROLE:NAME#1`` is ``ROLE:NAME``."""
+    return target[:-2] if target.endswith("#1") else target
+
+
+def tree_pids(token: str) -> list[int]:
+    if not token:
+        return []
+    needle = f"{TREE_ENV}={token}".encode()
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    out.append(int(name))
+        except OSError:
+            continue
+    return out
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(argv[0])
+    out = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    parent = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    session = Session(spec)
+
+    def bye(*_: Any) -> None:
+        session.cleanup()
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, bye)
+    signal.signal(signal.SIGHUP, bye)
+    if os.getppid() != parent:
+        bye()
+
+    def send(obj: dict[str, Any]) -> None:
+        out.write(json.dumps(obj) + "\n")
+        out.flush()
+
+    try:
+        ready = session.start()
+        send(ready)
+        if "error" in ready:
+            bye()
+        buf = b""
+        while True:
+            chunk = os.read(0, 65536)
+            if not chunk:
+                bye()
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                req = json.loads(line)
+                op = req.get("op")
+                if op == "quit":
+                    send({"ok": True})
+                    bye()
+                try:
+                    if op == "truth":
+                        reply = session.truth(list(req.get("targets", [])))
+                    elif op == "hit":
+                        reply = session.hit(int(req["x"]), int(req["y"]), str(req.get("target", "")))
+                    elif op == "states":
+                        reply = session.states(str(req.get("target", "")))
+                    else:
+                        reply = {"error": f"unknown op {op!r}"}
+                except Exception as e:
+                    reply = {"error": f"{type(e).__name__}: {e}"}
+                send(reply)
+    except BaseException as e:
+        with contextlib.suppress(Exception):
+            send({"error": f"runner failed: {type(e).__name__}: {e}"})
+        bye()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
