@@ -65,6 +65,7 @@ def test_builtin_entries_and_their_declarations():
         "synthetic": "synthetic",
         "web": "web",
         "desktop": "desktop",
+        "apps": "desktop",
         **dict.fromkeys(("screenspot", "screenspot_v2", "screenspot_pro", "manifest"), "dataset"),
     }
     with pytest.raises(ValueError, match="unknown knob"):
