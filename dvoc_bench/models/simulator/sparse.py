@@ -31,27 +31,21 @@ SPARSE_MAX_FRACTION = 0.25
 """Above this share of candidate pixels :func:`sparse_scan` declines (the dense scan is then cheaper)."""
 
 
-def _half_sums(image: np.ndarray) -> np.ndarray:
-    """Integer sums of the 2x2 blocks of an ``HxWx3`` uint8 image, ``H/2 x W/2 x 3`` uint16 (odd edges
-    dropped, as the dense half resolution does)."""
-    img = np.asarray(image)
-    h, w = img.shape[0] // 2 * 2, img.shape[1] // 2 * 2
-    rows = np.add(img[0:h:2, :w], img[1:h:2, :w], dtype=np.uint16)
-    return np.add(rows[:, 0::2], rows[:, 1::2])
+def _block_sums_at(img: np.ndarray, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
+    """``n x 3`` integer sums of the 2x2 blocks ``(ys, xs)`` of an ``HxWx3`` uint8 image (the dense half
+    resolution's blocks: rows ``2y, 2y+1``, columns ``2x, 2x+1``)."""
+    y, x = 2 * ys, 2 * xs
+    s = img[y, x].astype(np.uint16)
+    s += img[y + 1, x]
+    s += img[y, x + 1]
+    s += img[y + 1, x + 1]
+    return s
 
 
-def _keys(sums: np.ndarray) -> np.ndarray:
-    """One uint64 per pixel, equal for two pixels exactly when their three sums are."""
-    h, w = sums.shape[:2]
-    packed = np.zeros((h, w, 4), dtype=np.uint16)
-    packed[:, :, :3] = sums
-    return packed.view(np.uint64).reshape(h, w)
-
-
-def _planes_at(sums: np.ndarray, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
-    """``3 x n`` float32 plane values at ``(ys, xs)``: the dense half planes' operations (the float sum of
-    exact integers, times 0.25, times 1/255), element by element."""
-    v = np.ascontiguousarray(sums[ys, xs].T).astype(np.float32)
+def _planes_at(img: np.ndarray, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
+    """``3 x n`` float32 plane values of the half-resolution pixels ``(ys, xs)``: the dense half planes'
+    operations (the float sum of exact integers, times 0.25, times 1/255), element by element."""
+    v = np.ascontiguousarray(_block_sums_at(img, ys, xs).T).astype(np.float32)
     v *= np.float32(0.25)
     v *= np.float32(1.0 / 255.0)
     return v
@@ -70,29 +64,54 @@ def _dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.sqrt(acc, out=acc)
 
 
-def _line_axis(sums: np.ndarray, keys: np.ndarray, gap: int, axis: int) -> np.ndarray:
-    """The line map along ``axis`` (0: horizontal lines, rows compared; 1: vertical lines)."""
-    k = keys if axis == 0 else keys.T
-    out = np.zeros(keys.shape, dtype=np.float32)
-    n = k.shape[0]
+def _blocks_differ(img: np.ndarray, gap: int, axis: int) -> np.ndarray:
+    """``ne[i]``: half-resolution line ``i + gap`` has a pixel that differs from line ``i`` in some byte
+    of its 2x2 block (a superset of where the block sums differ: equal sums give a distance of exactly 0
+    below). Compared as raw bytes: one pass over the image, no sums."""
+    s = 2 * gap
+    h2 = img.shape[0] // 2
+    if axis == 0:
+        d = (img[s:] != img[:-s]).view(np.uint8)
+        d = np.bitwise_or(d[0::2], d[1::2])  # the block's two rows
+    else:
+        d = (img[:, s:] != img[:, :-s]).view(np.uint8).reshape(h2, 2, -1)
+        d = np.bitwise_or(d[:, 0], d[:, 1])
+    d = d.reshape(d.shape[0], -1, 6).view(np.uint16)  # the block's two columns: 6 bytes, three uint16
+    out = np.bitwise_or(d[:, :, 0], d[:, :, 1])
+    out |= d[:, :, 2]
+    ne = out.astype(bool)
+    return ne if axis == 0 else ne.T  # lines are columns
+
+
+def _line_axis(img: np.ndarray, gap: int, axis: int) -> np.ndarray:
+    """The line map along ``axis`` (0: horizontal lines, rows compared; 1: vertical lines) of the image
+    cut to even sides."""
+    h2, w2 = img.shape[0] // 2, img.shape[1] // 2
+    out = np.zeros((h2, w2), dtype=np.float32)
+    n = h2 if axis == 0 else w2
     if n <= 2 * gap:
         return out
-    ne = k[gap:] != k[:-gap]  # ne[i]: line i + gap differs from line i
-    on = np.zeros(k.shape, dtype=bool)
+    ne = _blocks_differ(img, gap, axis)  # ne[i]: line i + gap may differ from line i
+    on = np.zeros((n, ne.shape[1]), dtype=bool)
     np.logical_and(ne[:-gap], ne[gap:], out=on[gap:-gap])
     on[:gap], on[-gap:] = ne[:gap], ne[-gap:]  # one side outside: the other decides
-    i, j = np.nonzero(on)
+    some = np.flatnonzero(on.any(axis=1))  # np.nonzero is slow on a large, mostly empty array
+    r, j = np.nonzero(on[some])
+    i = some[r]
     if i.size == 0:
         return out
     # interior: min(dist(i, i - gap), dist(i + gap, i)); the first and last ``gap`` lines have one of them
     lo = np.where(i >= gap, i - gap, i)  # the pair (i, i - gap), or (i + gap, i) at the top
     hi_a = np.where(i >= gap, i, i + gap)
-    up_a, up_b = (hi_a, j) if axis == 0 else (j, hi_a), (lo, j) if axis == 0 else (j, lo)
-    d_up = _dist(_planes_at(sums, *up_a), _planes_at(sums, *up_b))
     inner = (i >= gap) & (i < n - gap)
     ii, jj = i[inner], j[inner]
-    dn_a, dn_b = ((ii + gap, jj), (ii, jj)) if axis == 0 else ((jj, ii + gap), (jj, ii))
-    d_dn = _dist(_planes_at(sums, *dn_a), _planes_at(sums, *dn_b))
+    # every plane value needed, in one gather: (hi_a, j), (lo, j), (ii + gap, jj), (ii, jj)
+    lines = np.concatenate((hi_a, lo, ii + gap, ii))
+    across = np.concatenate((j, j, jj, jj))
+    v = _planes_at(img, lines, across) if axis == 0 else _planes_at(img, across, lines)
+    m, k = i.size, ii.size
+    d_up = _dist(v[:, :m], v[:, m : 2 * m])
+    d_dn = _dist(v[:, 2 * m : 2 * m + k], v[:, 2 * m + k :])
     val = d_up
     val[inner] = np.minimum(d_up[inner], d_dn)
     np.minimum(val, 1.0, out=val)
@@ -105,16 +124,21 @@ def _line_axis(sums: np.ndarray, keys: np.ndarray, gap: int, axis: int) -> np.nd
 
 def half_line_maps(image: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray]:
     """``perception._line_maps(perception._half_planes(image), gap, blur=False)``, bit for bit."""
-    sums = _half_sums(image)
-    keys = _keys(sums)
-    return _line_axis(sums, keys, gap, 0), _line_axis(sums, keys, gap, 1)
+    img = np.asarray(image)
+    img = img[: img.shape[0] // 2 * 2, : img.shape[1] // 2 * 2]
+    return _line_axis(img, gap, 0), _line_axis(img, gap, 1)
 
 
 def _padded_cumsum(m: np.ndarray, axis: int, reach: int, dtype: type) -> np.ndarray:
     """The dense arms' running sum: ``reach + 1`` zeros before, ``reach`` after, along ``axis``."""
-    pad = [(0, 0), (0, 0)]
-    pad[axis] = (reach + 1, reach)
-    return np.cumsum(np.pad(m, pad), axis=axis, dtype=dtype)
+    shape = list(m.shape)
+    shape[axis] += 2 * reach + 1
+    z = np.zeros(shape, dtype=dtype)
+    if axis == 1:
+        z[:, reach + 1 : reach + 1 + m.shape[1]] = m
+    else:
+        z[reach + 1 : reach + 1 + m.shape[0]] = m
+    return np.cumsum(z, axis=axis, dtype=dtype)
 
 
 def _sides_ok(m: np.ndarray, axis: int, reach: int) -> np.ndarray:
@@ -135,19 +159,20 @@ def _sides_ok(m: np.ndarray, axis: int, reach: int) -> np.ndarray:
     return before & after
 
 
-def _means(c: np.ndarray, line: np.ndarray, pos: np.ndarray, n: int, a: int, reach: int):
-    """The dense ``_Arms.means(a)`` at positions ``pos`` along lines ``line`` of the running sums ``c``
-    (``c[line, padded index]``): the same float32 operations, element by element."""
+def _means(c: np.ndarray, line: np.ndarray, pos: np.ndarray, n: int, arms: np.ndarray, reach: int):
+    """The dense ``_Arms.means(a)`` for every arm ``a`` of ``arms`` (a column) at positions ``pos`` along
+    lines ``line`` of the running sums ``c`` (``c[line, padded index]``): ``arms x positions`` arrays of
+    the same float32 operations, element by element."""
     i = pos.astype(np.float32)
-    n_before = np.maximum(np.minimum(np.float32(a), i), 1.0)
-    n_after = np.maximum(np.minimum(np.float32(a), n - 1 - i), 1.0)
+    n_before = np.maximum(np.minimum(arms.astype(np.float32), i), 1.0)
+    n_after = np.maximum(np.minimum(arms.astype(np.float32), n - 1 - i), 1.0)
     base = pos + reach + 1
-    before = np.subtract(c[line, base - 1], c[line, base - a - 1])
+    before = np.subtract(c[line, base - 1], c[line, base - arms - 1])
     before /= n_before
-    after = np.subtract(c[line, base + a], c[line, base])
+    after = np.subtract(c[line, base + arms], c[line, base])
     after /= n_after
-    before[pos == 0] = np.inf
-    after[pos == n - 1] = np.inf
+    before[:, pos == 0] = np.inf
+    after[:, pos == n - 1] = np.inf
     return before, after
 
 
@@ -175,19 +200,19 @@ def sparse_scan(
     ys, xs = rows[ri], cols[ci]
     ch = _padded_cumsum(hsub, 1, reach, np.float32)
     cv = _padded_cumsum(vsub, 0, reach, np.float32).T  # c[column, padded row]
-    best = zero
-    best_resp: np.ndarray | None = None
-    for a in arms:
-        left, right = _means(ch, ri, xs, w, a, reach)
-        up, down = _means(cv, ci, ys, h, a, reach)
-        resp = np.minimum(left, right, out=left)
-        resp = np.minimum(resp, np.minimum(up, down, out=up), out=resp)
-        k = int(np.argmax(resp))
-        s = float(resp[k]) * math.sqrt(2 * a + 1)
+    col = np.asarray(arms).reshape(-1, 1)
+    left, right = _means(ch, ri, xs, w, col, reach)
+    up, down = _means(cv, ci, ys, h, col, reach)
+    resp = np.minimum(left, right, out=left)
+    resp = np.minimum(resp, np.minimum(up, down, out=up), out=resp)
+    first = np.argmax(resp, axis=1)  # per arm, the first best in row-major order
+    best, row = zero, -1
+    for r, (a, k) in enumerate(zip(arms, first.tolist(), strict=True)):
+        s = float(resp[r, k]) * math.sqrt(2 * a + 1)
         if s > best[0]:
-            best, best_resp = (s, a, int(ys[k]), int(xs[k]), zero[4]), resp
-    if best_resp is None:
+            best, row = (s, a, int(ys[k]), int(xs[k]), zero[4]), r
+    if row < 0:
         return zero
     out = np.zeros_like(hmap)
-    out[ys, xs] = best_resp
+    out[ys, xs] = resp[row]
     return (*best[:4], out)
