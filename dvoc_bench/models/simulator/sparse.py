@@ -5,9 +5,10 @@ A screenshot is mostly flat: at half resolution under 1 % of the pixels of the s
 thin line, and the cross response is exactly 0 wherever one of its four half-arms sees no line at all.
 Both facts are exact, so the work can skip those pixels without changing a single value:
 
-- :func:`half_line_maps`: a pixel's line strength is nonzero exactly when its 2x2 block sums (integers)
-  differ from those ``gap`` rows (columns) away on both sides; that is decided on the integer sums, and
-  the float distance (the dense code's operations, in its order) is computed only at those pixels.
+- :func:`half_line_maps`: a pixel's line strength is nonzero only where its 2x2 block differs from those
+  ``gap`` rows (columns) away on both sides; that is found by comparing the raw bytes (a superset: blocks
+  with different pixels but equal sums get a distance of exactly 0), and the float distance (the dense
+  code's operations, in its order) is computed only at those pixels.
 - :func:`sparse_scan`: adding 0.0 to a float changes nothing, so the running sums the dense scan takes
   along a row without lines are all 0 and need not be taken; along a row with lines they are taken whole
   (``np.cumsum`` adds in sequence, the same per row whatever other rows the array holds). A pixel can
