@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dvoc_bench.core.geometry import Point
+from dvoc_bench.models.simulator.sparse import half_line_maps, sparse_scan
 
 __all__ = ["ARM_SCALES", "GAP_PX", "MarkerEvidence", "find_marker", "line_maps", "localise"]
 
@@ -183,6 +184,15 @@ def _scan(
     return best
 
 
+def _fast_scan(
+    hmap: np.ndarray, vmap: np.ndarray, arms: tuple[int, ...]
+) -> tuple[float, int, int, int, np.ndarray]:
+    """:func:`_scan`, evaluated only where lines are (:func:`~dvoc_bench.models.simulator.sparse.sparse_scan`,
+    the same numbers) unless they are everywhere."""
+    out = sparse_scan(hmap, vmap, arms)
+    return _scan(hmap, vmap, arms) if out is None else out
+
+
 def _half_planes(image: np.ndarray) -> np.ndarray:
     """The image at half resolution (means of 2x2 blocks) as ``C x H x W`` float32 planes in units of 255
     (:func:`_to_planes` of the float means). The sums are taken in integers, exact as the float sums of four
@@ -211,7 +221,7 @@ def find_marker(image: np.ndarray, arms: tuple[int, ...] = ARM_SCALES) -> Marker
     runner = None
     if h * w >= COARSE_MIN_PIXELS:
         half = tuple(sorted({max(2, a // 2) for a in arms}))
-        sal_c, a_c, y_c, x_c, resp_c = _scan(*_line_maps(_half_planes(img), GAP_PX // 2, False), half)
+        sal_c, a_c, y_c, x_c, resp_c = _fast_scan(*half_line_maps(img, GAP_PX // 2), half)
         if sal_c <= 0:
             return None
         masked = resp_c.copy()
@@ -221,7 +231,7 @@ def find_marker(image: np.ndarray, arms: tuple[int, ...] = ARM_SCALES) -> Marker
         oy, ox = max(2 * y_c - r, 0), max(2 * x_c - r, 0)
         img = img[oy : min(2 * y_c + r + 2, h), ox : min(2 * x_c + r + 2, w)]
     hmap, vmap = line_maps(img)
-    sal, a, y, x, resp = _scan(hmap, vmap, arms)
+    sal, a, y, x, resp = _fast_scan(hmap, vmap, arms)
     if sal <= 0:
         return None
     centre = _plateau_centre(resp, y, x)
