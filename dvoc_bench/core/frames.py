@@ -155,4 +155,4 @@ class FrameRule(Declared):
 
 def frame_rule_of(coord_frame: str) -> FrameRule:
     """The rule a one-word ``coord_frame`` means: those units, x-y, no resize."""
-    return FrameRule(units=coord_frame)  # type: ignore[arg-type]
+    return FrameRule(units=coord_frame)
