@@ -26,13 +26,13 @@ def test_greedy_one_to_one_by_score() -> None:
     # two reference boxes both overlap our first box at IoU >= 0.7; the higher-scored one takes it, the
     # other finds none left: one match, not two
     ref = [[0, 0, 10, 9, 0.2], [0, 0, 10, 10, 0.9]]
-    assert greedy_matches(ref, ours, 0.7) == 1
-    assert greedy_matches(ref + [[100, 100, 110, 111, 0.5]], ours, 0.7) == 2
+    assert greedy_matches(ref, ours, 0.7) == [1.0]
+    assert greedy_matches(ref + [[100, 100, 110, 111, 0.5]], ours, 0.7) == pytest.approx([1.0, 100 / 110])
     # a shifted box (IoU 0.6) does not match at 0.7 but does at 0.5
     shifted = [[2.5, 0, 12.5, 10, 0.9]]
-    assert greedy_matches(shifted, ours, 0.7) == 0
-    assert greedy_matches(shifted, ours, 0.5) == 1
-    assert greedy_matches([], ours, 0.7) == 0 and greedy_matches(ref, [], 0.7) == 0
+    assert greedy_matches(shifted, ours, 0.7) == []
+    assert greedy_matches(shifted, ours, 0.5) == pytest.approx([0.6])
+    assert greedy_matches([], ours, 0.7) == [] and greedy_matches(ref, [], 0.7) == []
 
 
 def _reference(tmp_path: Path, name: str, weights: Path, shot: Path, **over: object) -> Path:
