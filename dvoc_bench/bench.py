@@ -7,6 +7,7 @@ Figures, not assertions (docs/benchmarks.md lists each target). ``NAME`` picks t
   the README quotes from simulated runs);
 - ``web``, ``desktop``: one-off and per-step costs of page and desktop scenes;
 - ``detect``: detector latency per screenshot; ``recall``: detector recall against the DOM;
+  ``ultra-agree``: ``detector=omniparser`` against ultralytics' own boxes on held-out screenshots;
 - ``ocr-measure``, ``ocr-docs``, ``ocr-results``: the OCR baseline's measurements;
 - ``throughput``: samples and model calls per second, CPU per call, peak RSS and bytes per sample of a
   ScreenSpot-Pro-size sweep against an instant model over HTTP, at 16, 64 and 256 in flight, on 1 and 2 cores;
@@ -26,6 +27,7 @@ SCRIPTS = {
     "desktop": "dvoc_bench.benchmarks.desktop",
     "detect": "dvoc_bench.benchmarks.detect",
     "recall": "dvoc_bench.benchmarks.recall",
+    "ultra-agree": "dvoc_bench.benchmarks.ultra_agree",
     "ocr-measure": "dvoc_bench.benchmarks.ocr_measure",
     "ocr-docs": "dvoc_bench.benchmarks.ocr_docs",
     "ocr-results": "dvoc_bench.benchmarks.ocr_results",

@@ -17,8 +17,10 @@ Pre- and post-processing are ultralytics' ``predict`` for a ``.pt`` model (8.3):
    cell centres, sigmoid scores: ``[1, 4 + nc, N]`` of ``cx, cy, w, h, scores``.
 3. **Filter and NMS** (:func:`postprocess`): ``max class score > confidence``, greedy NMS on the input-pixel
    boxes suppressing ``IoU > nms_iou``, at most ``max_boxes``.
-4. **Back to source pixels** as ultralytics' ``scale_boxes``: ``gain = min(S_h/H, S_w/W)``, minus the
-   padding, divided by the gain, clipped to the image.
+4. **Back to source pixels** as ultralytics' ``scale_boxes`` (8.4): minus the padding the letterbox put on
+   the left and top, divided by each axis' own gain ``new_w / W`` and ``new_h / H`` (the rounded resized
+   size over the source size), clipped to the image. (8.3's ``scale_boxes`` used one unrounded gain and
+   a padding recomputed from it, up to one input pixel off when ``W r`` or ``H r`` is not whole.)
 """
 
 from __future__ import annotations
@@ -232,7 +234,7 @@ def postprocess(
     pred: np.ndarray, lb: Letterbox, confidence: float, nms_iou: float, max_boxes: int
 ) -> list[Detection]:
     """``[1, 4 + nc, N]`` -> detections in source pixels (ultralytics' ``non_max_suppression`` for one
-    image, class-agnostic as one class is, then ``scale_boxes``)."""
+    image, class-agnostic as one class is, then ``scale_boxes``: the exact inverse of :func:`letterbox`)."""
     p = np.asarray(pred, dtype=np.float64)
     if p.ndim != 3 or p.shape[0] != 1 or p.shape[1] < 5:
         raise DetectorError(f"unexpected model output of shape {p.shape}, expected [1, 4 + classes, N]")
@@ -246,11 +248,8 @@ def postprocess(
     boxes = np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)
     kept = nms(boxes, scores, nms_iou, max_boxes)
     boxes, scores = boxes[kept], scores[kept]
-    gain = min(lb.in_h / lb.src_h, lb.in_w / lb.src_w)
-    pad_x = round((lb.in_w - lb.src_w * gain) / 2 - 0.1)
-    pad_y = round((lb.in_h - lb.src_h * gain) / 2 - 0.1)
-    boxes[:, [0, 2]] = np.clip((boxes[:, [0, 2]] - pad_x) / gain, 0.0, lb.src_w)
-    boxes[:, [1, 3]] = np.clip((boxes[:, [1, 3]] - pad_y) / gain, 0.0, lb.src_h)
+    boxes[:, [0, 2]] = np.clip((boxes[:, [0, 2]] - lb.left) * (lb.src_w / lb.new_w), 0.0, lb.src_w)
+    boxes[:, [1, 3]] = np.clip((boxes[:, [1, 3]] - lb.top) * (lb.src_h / lb.new_h), 0.0, lb.src_h)
     ok = (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
     return [
         Detection(Box.from_list(b.tolist()), float(s)) for b, s in zip(boxes[ok], scores[ok], strict=True)

@@ -8,6 +8,12 @@ Two steps, two interpreters (ultralytics is never a dependency of the project):
    with ``torch==2.14.1 torchvision==0.29.1 ultralytics``) runs ultralytics' ``predict`` on each PNG with
    OmniParser's settings (conf 0.05, iou 0.1) at imgsz 640 and 1280 and writes the boxes, the ultralytics
    version and the weights' sha256. It imports nothing of dvoc_bench.
+
+The same interpreter writes the held-out reference of ``python -m dvoc_bench.bench ultra-agree``:
+``python tests/detect/omniparser_reference.py boxes OUT.json --weights model.pt KIND=IMAGE...`` runs the
+same ``predict`` on any screenshots (each labelled with its kind, e.g. ``pages=/tmp/shots/P1.png``) and
+writes, per image, its path, kind, sha256 and the boxes at each size, with the versions of ultralytics and
+torch, the weights' sha256 and the date.
 """
 
 from __future__ import annotations
@@ -64,28 +70,73 @@ def reference(shots: Path, weights: Path) -> dict[str, object]:
         img = Image.open(shots / f"{sid}.png").convert("RGB")
         entry = {"png_sha256": hashlib.sha256((shots / f"{sid}.png").read_bytes()).hexdigest()[:16]}
         for size in SIZES:
-            r = model.predict(source=img, conf=0.05, iou=0.1, imgsz=size, verbose=False)[0]
-            entry[str(size)] = [
-                [round(float(v), 2) for v in b] + [round(float(s), 4)]
-                for b, s in zip(r.boxes.xyxy.tolist(), r.boxes.conf.tolist(), strict=True)
-            ]
+            entry[str(size)] = _predict(model, img, size)  # type: ignore[assignment]
         out["images"][sid] = entry  # type: ignore[index]
+    return out
+
+
+def _predict(model: object, img: object, size: int) -> list[list[float]]:
+    r = model.predict(source=img, conf=0.05, iou=0.1, imgsz=size, verbose=False)[0]  # type: ignore[attr-defined]
+    return [
+        [round(float(v), 2) for v in b] + [round(float(s), 4)]
+        for b, s in zip(r.boxes.xyxy.tolist(), r.boxes.conf.tolist(), strict=True)
+    ]
+
+
+def boxes(images: list[str], weights: Path) -> dict[str, object]:
+    """ultralytics' boxes on ``KIND=PATH`` screenshots at :data:`SIZES` (run in the ultralytics venv)."""
+    import datetime
+
+    import torch
+    import ultralytics
+    from PIL import Image
+    from ultralytics import YOLO
+
+    model = YOLO(str(weights))
+    out: dict[str, object] = {
+        "ultralytics": ultralytics.__version__,
+        "torch": torch.__version__,
+        "weights_sha256": hashlib.sha256(weights.read_bytes()).hexdigest(),
+        "conf": 0.05,
+        "iou": 0.1,
+        "date": datetime.date.today().isoformat(),
+        "images": [],
+    }
+    for item in images:
+        kind, sep, path = item.partition("=")
+        if not sep:
+            raise SystemExit(f"expected KIND=IMAGE, got {item!r}")
+        img = Image.open(path).convert("RGB")
+        entry: dict[str, object] = {
+            "path": str(Path(path).resolve()),
+            "kind": kind,
+            "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest(),
+            "size": list(img.size),
+        }
+        for size in SIZES:
+            entry[str(size)] = _predict(model, img, size)
+        out["images"].append(entry)  # type: ignore[attr-defined]
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("step", choices=["render", "reference"])
-    ap.add_argument("shots", type=Path)
-    ap.add_argument("json", type=Path, nargs="?")
+    ap.add_argument("step", choices=["render", "reference", "boxes"])
+    ap.add_argument("shots", type=Path, help="render/reference: the PNG folder; boxes: the JSON written")
+    ap.add_argument("json", nargs="*", help="reference: the JSON written; boxes: KIND=IMAGE ...")
     ap.add_argument("--weights", type=Path)
-    a = ap.parse_args(argv)
+    a = ap.parse_intermixed_args(argv)
+    if a.step == "boxes":
+        if not a.json or a.weights is None:
+            ap.error("boxes needs KIND=IMAGE ... and --weights")
+        a.shots.write_text(json.dumps(boxes(a.json, a.weights), indent=1) + "\n", encoding="utf-8")
+        return 0
     if a.step == "render":
         render(a.shots)
         return 0
-    if a.json is None or a.weights is None:
+    if len(a.json) != 1 or a.weights is None:
         ap.error("reference needs JSON and --weights")
-    a.json.write_text(json.dumps(reference(a.shots, a.weights), indent=1) + "\n", encoding="utf-8")
+    Path(a.json[0]).write_text(json.dumps(reference(a.shots, a.weights), indent=1) + "\n", encoding="utf-8")
     return 0
 
 

@@ -27,6 +27,7 @@ from dvoc_bench.detect.omniparser import (
     OmniparserDetector,
     default_weights,
     letterbox_geometry,
+    postprocess,
 )
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "omniparser_reference.json"
@@ -67,6 +68,25 @@ def test_letterbox_is_ultralytics_rect() -> None:
     assert (lb.in_w, lb.in_h, lb.new_w, lb.new_h, lb.left, lb.top) == (640, 384, 640, 360, 0, 12)
     lb = letterbox_geometry(1280, 720, 640, auto=False)
     assert (lb.in_w, lb.in_h, lb.top) == (640, 640, 140)
+
+
+def test_boxes_map_back_through_the_letterbox_exactly() -> None:
+    """A box placed in the model input where the letterbox put a source box comes back as that source box,
+    also when the scaled size is not whole (1000x777 at 1280: 1280x994.56 rounded to 995, 29 rows of
+    padding split 14 / 15), as ultralytics 8.4's ``scale_boxes`` does (8.3's was up to a pixel off)."""
+    for w, h, size in ((1000, 777, 1280), (1111, 850, 640), (1280, 720, 640)):
+        lb = letterbox_geometry(w, h, size)
+        src = np.array([100.0, 200.0, 300.0, 400.0])
+        sx, sy = lb.new_w / w, lb.new_h / h
+        x1, y1, x2, y2 = (
+            src[0] * sx + lb.left,
+            src[1] * sy + lb.top,
+            src[2] * sx + lb.left,
+            src[3] * sy + lb.top,
+        )
+        pred = np.array([[[(x1 + x2) / 2], [(y1 + y2) / 2], [x2 - x1], [y2 - y1], [0.9]]])
+        (det,) = postprocess(pred, lb, 0.05, 0.1, 300)
+        assert det.box.as_list() == pytest.approx(src.tolist(), abs=1e-6), (w, h, size)
 
 
 @pytest.mark.e2e
