@@ -35,7 +35,7 @@ from dvoc_bench.models.ocr.tesseract import Word
 
 __all__ = ["Element", "ScreenParser", "elements_from", "parse_cache_dir", "parse_screen"]
 
-PARSE_VERSION = 1
+PARSE_VERSION = 2
 """Part of the disk cache key: bumped when :func:`elements_from` gives different elements."""
 
 
