@@ -101,3 +101,25 @@ def test_the_same_sweep_in_process_and_over_http_gives_identical_answers(tmp_pat
     hits = {t["task"]: t["hit"] for t in local_t if t["method"] == "oneshot"}
     assert hits["S1"] and hits["S3"]  # text targets found
     assert any("parsed" in s["reply_text"] and "in element" in s["reply_text"] for s in local_s)
+
+
+def test_som_on_the_web_scenes_and_docs_pages_never_reads_the_truth(tmp_path: Path) -> None:
+    """``methods=[som] detector=omniparser models=[omniparser-parse]`` on W1-W5 and the six local docs pages
+    (those installed here): every trial ends ``ok``; the truth lookup raises if it is ever asked."""
+    from dvoc_bench.benchmarks.ocr_docs import write_tasks
+    from dvoc_bench.benchmarks.recall_sets import DOC_PAGES
+
+    chromium_or_skip()
+    files, _absent = write_tasks(tmp_path / "docs", list(DOC_PAGES))
+    docs = [p.stem for p in files]
+    tasks = ["W1", "W2", "W3", "W4", "W5", *docs]
+    setup = quick_setup(
+        ["models=[omniparser-parse]", f"tasks=[{','.join(tasks)}]", "methods=[som]", "detector=omniparser",
+         f"detector.model={default_weights()}", "starts=random:1",
+         f"web.task_files=[{','.join(str(p) for p in files)}]"]
+    )  # fmt: skip
+    res = run_sweep(setup, tmp_path / "run", lambda m, gate: build_model(m, _no_truth, wrap=gate))
+    setup.registry.close()
+    assert sorted({t["task"] for t in res.trials}) == sorted(tasks)
+    for t in res.trials:
+        assert t["status"] == "ok" and t["simulated"] is False and t["model"] == "omniparser-parse", t
