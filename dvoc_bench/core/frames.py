@@ -152,6 +152,23 @@ class FrameRule(Declared):
         xm, ym = (seen.width, seen.height) if scale is None else (scale, scale)
         return 0.0 <= x <= xm and 0.0 <= y <= ym
 
+    def offset_in_range(self, dx: float, dy: float, seen: Size) -> bool:
+        """True when the offset ``(dx, dy)`` (in :attr:`units`) can join two points of the frame:
+        ``|dx| <= W``, ``|dy| <= H`` pixels of the image seen; ``|d| <= scale`` for the normalised units
+        (1000 for ``norm1000``, 1 for ``norm1``). Whether the draft plus the offset stays on the image is the
+        loop's business (it clamps its step), not the frame's."""
+        scale = Frame(self.units).scale
+        xm, ym = (seen.width, seen.height) if scale is None else (scale, scale)
+        return abs(dx) <= xm and abs(dy) <= ym
+
+    def range_words(self, seen: Size, kind: str = "point") -> str:
+        """The declared range in words, for a step's ``parse_detail``: ``0-1000``, ``1288x728 px``; an
+        offset's as ``|d| <= 1000``, ``|dx| <= 1288, |dy| <= 728 px``."""
+        scale = Frame(self.units).scale
+        if kind == "offset":
+            return f"|dx| <= {seen.width}, |dy| <= {seen.height} px" if scale is None else f"|d| <= {scale:g}"
+        return f"{seen.width}x{seen.height} px" if scale is None else f"0-{scale:g}"
+
 
 def frame_rule_of(coord_frame: str) -> FrameRule:
     """The rule a one-word ``coord_frame`` means: those units, x-y, no resize."""
