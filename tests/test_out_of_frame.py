@@ -44,9 +44,8 @@ def test_an_offset_range_is_a_difference_of_two_points_of_the_frame():
     assert FrameRule(units="norm1000").offset_in_range(-1000, 1000, seen)
     assert not FrameRule(units="norm1000").offset_in_range(1000.5, 0, seen)
     assert not FrameRule(units="norm999").offset_in_range(0, -999.5, seen)
-    assert FrameRule(units="norm1").offset_in_range(-1, 1, seen) and not FrameRule(units="norm1").offset_in_range(
-        1.2, 0, seen
-    )
+    norm1 = FrameRule(units="norm1")
+    assert norm1.offset_in_range(-1, 1, seen) and not norm1.offset_in_range(1.2, 0, seen)
     assert FrameRule().offset_in_range(-800, 600, seen) and not FrameRule().offset_in_range(0, 601, seen)
 
 
@@ -71,7 +70,8 @@ def test_a_dvoc_offset_at_the_edge_of_its_frame_is_used():
     # 1000 / 1000 * 799 = 799 px right, clamped by the loop to the screen, not by the reader
     model = ScriptedModel(offset(1000, 0), offset(0, 0), offset(0, 0))
     res = run_method(dvoc_spec(frame="norm1000"), env_for(model))
-    assert res.steps[0].parse_status == "ok" and res.steps[0].reported_offset_px == pytest.approx([799.0, 0.0])
+    s0 = res.steps[0]
+    assert s0.parse_status == "ok" and s0.reported_offset_px == pytest.approx([799.0, 0.0])
 
 
 def test_an_absolute_dvoc_answer_outside_its_frame_is_out_of_frame():
