@@ -36,7 +36,21 @@ ResizeRule = Literal["none", "smart_resize", "downscale"]
 """How the image sent becomes the image the model sees."""
 RESIZE_RULES: tuple[str, ...] = get_args(ResizeRule)
 
-PromptStyle = Literal["tool_call", "qwen25vl", "qwen3vl", "uitars15", "gemini_point", "claude", "glm"]
+PromptStyle = Literal[
+    "tool_call",
+    "qwen25vl",
+    "qwen3vl",
+    "uitars15",
+    "gemini_point",
+    "claude",
+    "glm",
+    "seeclick",
+    "showui",
+    "pyautogui",
+    "openai_cua",
+    "holo",
+    "osatlas",
+]
 """How a one-shot grounding request is asked and its reply read (:mod:`dvoc_bench.protocol.native`):
 ``tool_call`` (the harness's ``click_at`` tool, the default) or a family's own format."""
 PROMPT_STYLES: tuple[str, ...] = get_args(PromptStyle)
