@@ -50,8 +50,14 @@ _SEP = r"\s*[,\s]\s*"
 _MAX_TEXT = 100_000
 
 
-def _units_words(rule: FrameRule, seen: Size) -> str:
-    """The frame in words, for the prompts."""
+NEUTRAL_UNITS = "the coordinates you normally use for this image"
+"""The units phrase of a neutral prompt (the frame probe's: no unit, no size, :func:`native_prompt`)."""
+
+
+def _units_words(rule: FrameRule, seen: Size, neutral: bool = False) -> str:
+    """The frame in words, for the prompts (``neutral``: no unit, no size)."""
+    if neutral:
+        return NEUTRAL_UNITS
     if rule.units == "pixel":
         return (
             f"absolute pixel coordinates of this {seen.width}x{seen.height} image (x from 0 at the left "
@@ -75,11 +81,18 @@ def _previous(previous: Point | None, rule: FrameRule, seen: Size) -> str:
 
 
 def native_prompt(
-    style: str, *, instruction: str, seen: Size, rule: FrameRule, previous: Point | None = None
+    style: str,
+    *,
+    instruction: str,
+    seen: Size,
+    rule: FrameRule,
+    previous: Point | None = None,
+    neutral: bool = False,
 ) -> str:
     """The text of a one-shot grounding request in ``style`` (``previous``: the last usable answer, in
-    pixels of the image seen, for a retry)."""
-    units = _units_words(rule, seen)
+    pixels of the image seen, for a retry). ``neutral``: the family's format with no unit and no image
+    size stated (the frame probe asks so, to see the model's own habit)."""
+    units = _units_words(rule, seen, neutral)
     again = _previous(previous, rule, seen)
     if style in ("qwen25vl", "qwen3vl"):
         return (
@@ -122,7 +135,8 @@ def native_prompt(
         )
     if style == "openai_cua":
         return (
-            f"You control a computer whose display is this {seen.width}x{seen.height} screenshot. "
+            f"You control a computer whose display is this{'' if neutral else f' {seen.width}x{seen.height}'}"
+            f" screenshot. "
             f"Task: {instruction}\n"
             f'Reply with the next action only, as JSON: {{"type": "click", "button": "left", "x": <x>, '
             f'"y": <y>}}, using {units}.{again}'
