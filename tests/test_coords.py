@@ -42,6 +42,12 @@ def answer_for(doc: dict) -> tuple[str, object]:
         "gemini_point": f'[{{"point": [{a}, {b}], "label": "OK"}}]',
         "claude": f"pyautogui.click(x={x}, y={y})",
         "glm": f"<|begin_of_box|>[{a}, {b}]<|end_of_box|>",
+        "seeclick": f"({a},{b})",
+        "showui": f"[{a}, {b}]",
+        "pyautogui": f"pyautogui.click(x={x}, y={y})",
+        "openai_cua": json.dumps({"type": "click", "button": "left", "x": x, "y": y}),
+        "holo": json.dumps({"x": x, "y": y}),
+        "osatlas": f"<|box_start|>({a},{b}),({a},{b})<|box_end|>",
     }[doc.get("prompt_style", "tool_call")]
     reply = {"x": x, "y": y} if doc.get("prompt_style", "tool_call") == "tool_call" else text
     return text, reply

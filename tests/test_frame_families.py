@@ -13,6 +13,14 @@ Every expected screen pixel below is worked BY HAND from the family's published 
 - GLM: thousandths 0-999, ``x * W / 1000``.
 - Claude: pixels of the image after the server's cap (long edge <= 1568, about 1.15 MP):
   1920x1080 and 3840x2160 -> 1429x804 (``sqrt(1.15e6 / (W*H))``, floored), 1280x720 as it is.
+- SeeClick, ShowUI, Aguvis: 0-1 of the image, ``x * W``.
+- OpenAI computer use: pixels of the declared display, here the screenshot downscaled to at most 1920x1080
+  (3840x2160 -> 1920x1080, ``x * 2``).
+- Holo1.5: pixels of the smart_resize'd image, factor 28, max 2560*1440 = 3686400: 1280x720 -> 1288x728,
+  1920x1080 -> 1932x1092 (2.1 MP, under the cap), 3840x2160 -> beta = sqrt(8294400 / 3686400) = 1.5,
+  2560 -> 91*28 = 2548, 1440 -> 51*28 = 1428.
+- OpenCUA (qwen25 mode): pixels of the smart_resize'd image, factor 28, as Qwen2.5-VL's.
+- Holo2, OS-Atlas, UI-TARS v1: 0-1000, ``x * W / 1000``; MAI-UI: thousandths 0-999, ``x * W / 1000``.
 
 The harness maps 0-1000 units as ``u * (W - 1) / 1000`` (docs/frames.md), which differs from ``u * W / 1000``
 by ``u / 1000`` px; the answers are chosen where both fit within half a step (0.5 * W / 1000), the tolerance
@@ -102,8 +110,91 @@ SCRIPT: dict[str, dict[tuple[int, int], tuple[Any, tuple[float, float], tuple[in
         (1920, 1080): ({"x": 714.5, "y": 402}, (960.0, 540.0), (1429, 804)),
         (3840, 2160): ({"x": 1071.75, "y": 603}, (2880.0, 1620.0), (1429, 804)),  # 1071.75*3840/1429 = 2880
     },
+    # the families added after the first eight; each line's pixel worked by hand beside it
+    "vllm-seeclick": {  # 0.5*1280 = 640, 0.25*720 = 180; 0.25*1920 = 480, 0.5*1080 = 540; 0.75*3840 = 2880
+        (1280, 720): ("(0.50,0.25)", (640.0, 180.0), (1280, 720)),
+        (1920, 1080): ("[0.25, 0.5]", (480.0, 540.0), (1920, 1080)),
+        (3840, 2160): ("The element is at [0.75, 0.75].", (2880.0, 1620.0), (3840, 2160)),
+    },
+    "vllm-showui-2b": {  # 0.25*1280 = 320, 0.5*720 = 360; 0.5*1920 = 960; 0.25*3840 = 960, 0.25*2160 = 540
+        (1280, 720): ("[0.25, 0.5]", (320.0, 360.0), (1280, 720)),
+        (1920, 1080): ("[0.5,0.5]", (960.0, 540.0), (1920, 1080)),
+        (3840, 2160): ("[[0.25, 0.25]]", (960.0, 540.0), (3840, 2160)),
+    },
+    "vllm-aguvis-7b": {  # 0-1 of the screen whatever the resize: 0.5*1280 = 640; 0.25*3840 = 960, 0.75*2160
+        (1280, 720): ("pyautogui.click(x=0.5, y=0.25)", (640.0, 180.0), (1288, 728)),
+        (1920, 1080): ("Action: pyautogui.click(x=0.5, y=0.5)", (960.0, 540.0), (1932, 1092)),
+        (3840, 2160): ("```python\npyautogui.click(x=0.25, y=0.75)\n```", (960.0, 1620.0), (3836, 2156)),
+    },
+    "openai-computer-use": {  # the display is the image sent: 960*3840/1920 = 1920, 540*2160/1080 = 1080
+        (1280, 720): ('{"type": "click", "button": "left", "x": 640, "y": 360}', (640.0, 360.0), (1280, 720)),
+        (1920, 1080): ('computer_call {"type": "click", "x": 480, "y": 270}', (480.0, 270.0), (1920, 1080)),
+        (3840, 2160): (
+            '{"type": "click", "button": "left", "x": 960, "y": 540}',
+            (1920.0, 1080.0),
+            (1920, 1080),
+        ),
+    },  # fmt: skip
+    # 644*1280/1288 = 640, 364*720/728 = 360; 966*1920/1932 = 960, 546*1080/1092 = 540;
+    # 1274*3840/2548 = 1920, 714*2160/1428 = 1080
+    "vllm-holo1.5-7b": {
+        (1280, 720): ('{"x": 644, "y": 364}', (640.0, 360.0), (1288, 728)),
+        (1920, 1080): ('{"x": 966, "y": 546}', (960.0, 540.0), (1932, 1092)),
+        (3840, 2160): ('{"x": 1274, "y": 714}', (1920.0, 1080.0), (2548, 1428)),
+    },
+    "vllm-holo2-8b": {  # 500*1280/1000 = 640, 250*720/1000 = 180; 250*1920/1000 = 480; 750*3840/1000 = 2880
+        (1280, 720): ('{"x": 500, "y": 250}', (640.0, 180.0), (1280, 704)),
+        (1920, 1080): ('{"x": 250, "y": 500}', (480.0, 540.0), (1920, 1088)),
+        (3840, 2160): ('```json\n{"x": 750, "y": 250}\n```', (2880.0, 540.0), (3840, 2176)),
+    },
+    # 322*1280/1288 = 320, 182*720/728 = 180; 1449*1920/1932 = 1440, 819*1080/1092 = 810;
+    # 959*3840/3836 = 960.0, 539*2160/2156 = 540.0
+    "vllm-opencua-7b": {
+        (1280, 720): ("pyautogui.click(x=322, y=182)", (320.0, 180.0), (1288, 728)),
+        (1920, 1080): ("```python\npyautogui.click(x=1449, y=819)\n```", (1440.0, 810.0), (1932, 1092)),
+        (3840, 2160): ("pyautogui.click(x=959, y=539)", (960.0, 540.0), (3836, 2156)),
+    },
+    "vllm-mai-ui-8b": {  # the click_at tool in thousandths: 500*1280/1000 = 640; 250*1920/1000 = 480
+        (1280, 720): ({"x": 500, "y": 250}, (640.0, 180.0), (1280, 720)),
+        (1920, 1080): ({"x": 250, "y": 500}, (480.0, 540.0), (1920, 1080)),
+        (3840, 2160): ({"x": 250, "y": 250}, (960.0, 540.0), (3840, 2160)),
+    },
+    # box centres (500, 250) -> 640, 180; (250, 500) -> 480, 540; (750, 250) -> 2880, 540
+    "vllm-os-atlas-7b": {
+        (1280, 720): ("<|box_start|>(450,200),(550,300)<|box_end|>", (640.0, 180.0), (1288, 728)),
+        (1920, 1080): (
+            "<|object_ref_start|>OK<|object_ref_end|><|box_start|>(200,450),(300,550)<|box_end|>",
+            (480.0, 540.0),
+            (1932, 1092),
+        ),  # fmt: skip
+        (3840, 2160): ("<|box_start|>(700,200),(800,300)<|box_end|>", (2880.0, 540.0), (3836, 2156)),
+    },
+    "vllm-ui-tars-7b-dpo": {  # 500*1280/1000 = 640, 250*720/1000 = 180; 250*1920/1000 = 480; 750*2160/1000
+        (1280, 720): ("Action: click(start_box='(500,250)')", (640.0, 180.0), (1288, 728)),
+        (1920, 1080): (
+            "Action: click(start_box='<|box_start|>(250,500)<|box_end|>')",
+            (480.0, 540.0),
+            (1932, 1092),
+        ),  # fmt: skip
+        (3840, 2160): (
+            "Thought: the OK button.\nAction: click(start_box='(250,750)')",
+            (960.0, 1620.0),
+            (3836, 2156),
+        ),
+    },
 }
-NORMALISED = {"vllm-qwen3-vl-8b", "gemini-2.5-flash-point", "vllm-glm-4.1v-9b"}
+NORMALISED = {
+    "vllm-qwen3-vl-8b",
+    "gemini-2.5-flash-point",
+    "vllm-glm-4.1v-9b",
+    "vllm-seeclick",
+    "vllm-showui-2b",
+    "vllm-aguvis-7b",
+    "vllm-holo2-8b",
+    "vllm-mai-ui-8b",
+    "vllm-os-atlas-7b",
+    "vllm-ui-tars-7b-dpo",
+}
 
 
 def png_size(data_url: str) -> tuple[int, int]:
@@ -257,7 +348,8 @@ def test_every_family_lands_on_the_pixel_its_published_rule_gives(tmp_path):
     for call in seen:
         name = call["model"]
         assert call["size"] in {v[2] for v in SCRIPT[name].values()}, call["size"]
-        assert (call["tools"] is None) == (name != "claude-sonnet-4-6"), name
+        style = yaml.safe_load((ROOT / "conf" / "model" / f"{name}.yaml").read_text(encoding="utf-8"))
+        assert (call["tools"] is None) == (style.get("prompt_style", "tool_call") != "tool_call"), name
 
 
 @pytest.mark.e2e

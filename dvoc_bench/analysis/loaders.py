@@ -238,6 +238,7 @@ def flatten_step(r: Mapping[str, Any]) -> dict[str, Any]:
     d["step_dx"], d["step_dy"] = _xy(d.pop("step_clamped", None))
     d["next_x"], d["next_y"] = _xy(d.pop("next_draft", None))
     d["sent_w"], d["sent_h"] = _xy(d.pop("sent_size", None))
+    d["seen_w"], d["seen_h"] = _xy(d.pop("seen_size", None))
     crop = d.pop("crop", None)
     d["crop_x0"], d["crop_y0"] = _xy(crop[:2] if crop else None)
     d["crop_x1"], d["crop_y1"] = _xy(crop[2:] if crop else None)

@@ -130,6 +130,10 @@ STEP_COLUMNS: dict[str, str] = {
     "image_scale": FLOAT,  # sent pixels per screenshot pixel (resized or zoomed); <NA> when sent as is
     "sent_w": INT,  # size of the image actually sent (the answer frame's), when resized or cropped
     "sent_h": INT,
+    "seen_w": INT,  # size of the image the model saw (its answer frame's; the step's seen_size)
+    "seen_h": INT,
+    "frame_rule": STR,  # the answer frame in one line: units, axes, resize with its parameters
+    "prompt_style": STR,  # tool_call or the family's native style; <NA> in records before it was recorded
     "crop_x0": FLOAT,  # the screenshot region the image showed (zoom rounds); <NA> for the whole screen
     "crop_y0": FLOAT,
     "crop_x1": FLOAT,

@@ -36,7 +36,21 @@ ResizeRule = Literal["none", "smart_resize", "downscale"]
 """How the image sent becomes the image the model sees."""
 RESIZE_RULES: tuple[str, ...] = get_args(ResizeRule)
 
-PromptStyle = Literal["tool_call", "qwen25vl", "qwen3vl", "uitars15", "gemini_point", "claude", "glm"]
+PromptStyle = Literal[
+    "tool_call",
+    "qwen25vl",
+    "qwen3vl",
+    "uitars15",
+    "gemini_point",
+    "claude",
+    "glm",
+    "seeclick",
+    "showui",
+    "pyautogui",
+    "openai_cua",
+    "holo",
+    "osatlas",
+]
 """How a one-shot grounding request is asked and its reply read (:mod:`dvoc_bench.protocol.native`):
 ``tool_call`` (the harness's ``click_at`` tool, the default) or a family's own format."""
 PROMPT_STYLES: tuple[str, ...] = get_args(PromptStyle)
@@ -151,6 +165,23 @@ class FrameRule(Declared):
         scale = Frame(self.units).scale
         xm, ym = (seen.width, seen.height) if scale is None else (scale, scale)
         return 0.0 <= x <= xm and 0.0 <= y <= ym
+
+    def offset_in_range(self, dx: float, dy: float, seen: Size) -> bool:
+        """True when the offset ``(dx, dy)`` (in :attr:`units`) can join two points of the frame:
+        ``|dx| <= W``, ``|dy| <= H`` pixels of the image seen; ``|d| <= scale`` for the normalised units
+        (1000 for ``norm1000``, 1 for ``norm1``). Whether the draft plus the offset stays on the image is the
+        loop's business (it clamps its step), not the frame's."""
+        scale = Frame(self.units).scale
+        xm, ym = (seen.width, seen.height) if scale is None else (scale, scale)
+        return abs(dx) <= xm and abs(dy) <= ym
+
+    def range_words(self, seen: Size, kind: str = "point") -> str:
+        """The declared range in words, for a step's ``parse_detail``: ``0-1000``, ``1288x728 px``; an
+        offset's as ``|d| <= 1000``, ``|dx| <= 1288, |dy| <= 728 px``."""
+        scale = Frame(self.units).scale
+        if kind == "offset":
+            return f"|dx| <= {seen.width}, |dy| <= {seen.height} px" if scale is None else f"|d| <= {scale:g}"
+        return f"{seen.width}x{seen.height} px" if scale is None else f"0-{scale:g}"
 
 
 def frame_rule_of(coord_frame: str) -> FrameRule:

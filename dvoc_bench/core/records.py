@@ -207,9 +207,10 @@ class Step:
     reply_tool_calls: list[dict[str, Any]] = field(default_factory=list)
     """Tool calls as received: ``[{"name", "arguments"}]``, arguments verbatim (string or object)."""
     parse_status: ParseStatus = "ok"
-    """``ok``, ``text_fallback`` (numbers recovered from text), ``parse_error``, ``out_of_frame`` (a one-shot
-    point outside its declared range: 0–1000 above 1000, pixels outside the image seen; not used) or
-    ``call_error``."""
+    """``ok``, ``text_fallback`` (numbers recovered from text), ``parse_error``, ``out_of_frame`` (a point
+    outside its declared range: 0–1000 above 1000, pixels outside the image seen; an offset beyond the
+    frame's span, ``|d| > 1000`` in 0–1000, ``|dx| > W`` px; in one-shot, DVOC, zoom and the Set-of-Mark
+    fallback; not used, never clamped) or ``call_error``."""
     parse_detail: str | None = None
     """Why parsing failed or which fallback was used."""
     values_raw: dict[str, float] | None = None

@@ -209,14 +209,39 @@ def read_point(parsed: Parsed, rule: FrameRule, seen: Size) -> tuple[Point | Non
     """A parsed one-shot point in pixels of the image seen (``seen``: its size), through ``rule``'s units;
     ``(None, detail)`` when the numbers lie outside the frame's declared range (never clamped: the step
     is recorded ``out_of_frame``); ``(None, None)`` when nothing was parsed."""
+    value, detail = read_value(parsed, "point", rule, seen)
+    assert value is None or isinstance(value, Point)
+    return value, detail
+
+
+def read_value(
+    parsed: Parsed, kind: str, rule: FrameRule, seen: Size
+) -> tuple[Point | Offset | None, str | None]:
+    """A parsed answer (``kind``: ``point`` or ``offset``) in pixels of the image seen, through ``rule``'s
+    units; ``(None, "out_of_frame:...")`` when its numbers lie outside the frame's declared range (a point:
+    :meth:`FrameRule.in_range`; an offset: :meth:`FrameRule.offset_in_range`), never clamped; ``(None,
+    None)`` when nothing was parsed."""
     if parsed.values is None:
         return None, None
+    fr = Frame(rule.units)
+    if kind == "offset":
+        dx, dy = parsed.values["dx"], parsed.values["dy"]
+        if not rule.offset_in_range(dx, dy, seen):
+            return None, f"out_of_frame:({dx:g}, {dy:g}) outside {rule.range_words(seen, 'offset')}"
+        return offset_to_pixels(Offset(dx, dy), fr, seen), None
     x, y = parsed.values["x"], parsed.values["y"]
     if not rule.in_range(x, y, seen):
-        scale = Frame(rule.units).scale
-        top = f"{seen.width}x{seen.height} px" if scale is None else f"0-{scale:g}"
-        return None, f"out_of_frame:({x:g}, {y:g}) outside {top}"
-    return point_to_pixels(Point(x, y), Frame(rule.units), seen), None
+        return None, f"out_of_frame:({x:g}, {y:g}) outside {rule.range_words(seen)}"
+    return point_to_pixels(Point(x, y), fr, seen), None
+
+
+def checked(step: Step, parsed: Parsed, kind: str, rule: FrameRule, seen: Size) -> Point | Offset | None:
+    """:func:`read_value`, recording an answer outside the frame on ``step`` (``parse_status=out_of_frame``,
+    the reason in ``parse_detail``; its numbers stay in ``values_raw``)."""
+    value, out_of_frame = read_value(parsed, kind, rule, seen)
+    if out_of_frame is not None:
+        step.parse_status, step.parse_detail = "out_of_frame", out_of_frame
+    return value
 
 
 def to_screen(value: Point | Offset | None, view: View | None) -> Point | Offset | None:

@@ -20,9 +20,9 @@ from dvoc_bench.methods.common import (
     base_step,
     call_model,
     call_seed,
+    checked,
     error_result,
     finish,
-    to_pixels,
     to_screen,
 )
 from dvoc_bench.methods.registry import method
@@ -104,6 +104,7 @@ async def refine(
         )
         req = env.request(shown, text, tools_for(kind), call_seed(spec.seed, i))
         out = await call_model(env, req, kind)
+        rule = env.rule_for(spec.coord_frame)
         step = base_step(
             spec,
             i,
@@ -113,14 +114,14 @@ async def refine(
             shown.sha,
             env.model_identity,
             view,
-            rule=env.rule_for(spec.coord_frame),
+            rule=rule,
         )
         step.draft, step.true_dist_px = draft.as_list(), round(draft.dist(target), 3)
         steps.append(step)
         if out.error is not None:
             return error_result(steps, out.error, draft, i + 1)
         assert out.parsed is not None
-        value = to_screen(to_pixels(out.parsed, kind, spec.coord_frame, req), view)
+        value = to_screen(checked(step, out.parsed, kind, rule, req.image_size), view)  # never clamped
         if isinstance(value, Point):  # absolute answer: the loop still works on offsets
             step.values_px = {"x": value.x, "y": value.y}
             value = value - draft

@@ -22,9 +22,9 @@ from dvoc_bench.methods.common import (
     base_step,
     call_model,
     call_seed,
+    checked,
     error_result,
     finish,
-    read_point,
     to_screen,
 )
 from dvoc_bench.methods.registry import method
@@ -76,10 +76,7 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
         if out.error is not None:
             return error_result(steps, out.error, previous, i + 1)
         assert out.parsed is not None
-        seen_point, out_of_frame = read_point(out.parsed, frame, req.image_size)
-        if out_of_frame is not None:
-            step.parse_status, step.parse_detail = "out_of_frame", out_of_frame
-        answer = to_screen(seen_point, view)
+        answer = to_screen(checked(step, out.parsed, "point", frame, req.image_size), view)
         if not isinstance(answer, Point):
             if not protocol.missing_answer_is_zero:
                 continue  # unusable reply: recorded, ask again (the text repeats the last usable answer)

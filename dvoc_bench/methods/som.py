@@ -39,8 +39,8 @@ from dvoc_bench.methods.common import (
     base_step,
     call_model,
     call_seed,
+    checked,
     finish,
-    to_pixels,
     to_screen,
 )
 from dvoc_bench.methods.registry import method
@@ -193,7 +193,9 @@ async def fallback_click(spec: TrialSpec, env: TrialEnv, res: TrialResult, error
     if out.error is not None:
         return finish(set_error(res, out.error.error_class, str(out.error)))
     assert out.parsed is not None
-    answer = to_screen(to_pixels(out.parsed, "point", spec.coord_frame, req), view)
+    answer = to_screen(
+        checked(step, out.parsed, "point", env.rule_for(spec.coord_frame), req.image_size), view
+    )
     if not isinstance(answer, Point) and get_protocol(spec.protocol).missing_answer_is_zero:
         answer = view.to_original(Point(0.0, 0.0))
     res.stop_reason = "grounding_error"

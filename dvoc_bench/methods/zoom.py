@@ -30,9 +30,9 @@ from dvoc_bench.methods.common import (
     base_step,
     call_model,
     call_seed,
+    checked,
     error_result,
     finish,
-    to_pixels,
     to_screen,
 )
 from dvoc_bench.methods.dvoc import refine
@@ -70,6 +70,7 @@ async def narrow(spec: TrialSpec, env: TrialEnv) -> tuple[list[Step], Point | No
             text = f"{ZOOMED_NOTE}\n{text}"
         req = env.request(shown, text, tools_for("point"), call_seed(spec.seed, i))
         out = await call_model(env, req, "point")
+        rule = env.rule_for(spec.coord_frame)
         step = base_step(
             spec,
             i,
@@ -79,13 +80,13 @@ async def narrow(spec: TrialSpec, env: TrialEnv) -> tuple[list[Step], Point | No
             shown.sha,
             env.model_identity,
             view,
-            rule=env.rule_for(spec.coord_frame),
+            rule=rule,
         )
         steps.append(step)
         if out.error is not None:
             return steps, point, view, error_result(steps, out.error, point, i + 1)
         assert out.parsed is not None
-        answer = to_screen(to_pixels(out.parsed, "point", spec.coord_frame, req), view)
+        answer = to_screen(checked(step, out.parsed, "point", rule, req.image_size), view)  # never clamped
         if not isinstance(answer, Point):
             if not protocol.missing_answer_is_zero:
                 return steps, point, view, _done(steps, point, i + 1, "abort_stuck")

@@ -128,7 +128,8 @@ class ModelConfig(Declared):
     prompt_style: PromptStyle = "tool_call"
     """How one-shot grounding asks and reads (:mod:`dvoc_bench.protocol.native`): ``tool_call`` (the
     harness's ``click_at`` tool) or the family's own format (``qwen25vl``, ``qwen3vl``, ``uitars15``,
-    ``gemini_point``, ``claude``, ``glm``). DVOC's offset prompt always keeps the tool call."""
+    ``gemini_point``, ``claude``, ``glm``, ``seeclick``, ``showui``, ``pyautogui``, ``openai_cua``, ``holo``,
+    ``osatlas``). DVOC's offset prompt always keeps the tool call."""
     api_base: str | None = None
     """Endpoint override."""
     description: str = ""

@@ -22,7 +22,7 @@ def _seen(rule: FrameRule) -> str:
     if rule.resize == "downscale":
         parts = [f"long edge ≤ {rule.max_long_edge}" if rule.max_long_edge else "",
                  f"≤ {rule.max_pixels:,} px" if rule.max_pixels else ""]  # fmt: skip
-        return "server-side cap: " + ", ".join(p for p in parts if p)
+        return "downscale: " + ", ".join(p for p in parts if p)
     return "as sent"
 
 

@@ -11,7 +11,17 @@ harness's ``click_at`` tool (:mod:`dvoc_bench.protocol.prompts`); the others sen
   (``[ymin, xmin, ymax, xmax]``);
 - ``claude``: asks for one line ``pyautogui.click(x=…, y=…)`` in pixels of the image seen; reads
   ``pyautogui.click`` and a ``"coordinate": [x, y]``;
-- ``glm``: asks for ``<|begin_of_box|>[x, y]<|end_of_box|>`` in 0–999; reads the box tokens' content.
+- ``glm``: asks for ``<|begin_of_box|>[x, y]<|end_of_box|>`` in 0–999; reads the box tokens' content;
+- ``seeclick``, ``showui``: ask for a bare ``[x, y]`` in 0–1 (two prompts, SeeClick's a question about the
+  element's position, ShowUI's a clickable location); read the first ``[x, y]`` or ``(x, y)`` pair or box;
+- ``pyautogui``: asks a GUI agent for one ``pyautogui.click(x=…, y=…)`` in the frame's units (Aguvis in
+  0–1, OpenCUA in pixels of the image seen); read as ``claude``'s;
+- ``openai_cua``: asks for the computer-use click action as JSON, ``{"type": "click", "x": …, "y": …}``, in
+  pixels of the display (the image sent); reads the first ``"type": "click"`` object's ``x`` and ``y``;
+- ``holo``: asks for structured JSON ``{"x": …, "y": …}`` in the frame's units (Holo1.5 pixels, Holo2
+  0–1000); reads the first object with both keys;
+- ``osatlas``: asks for ``<|box_start|>(x1,y1),(x2,y2)<|box_end|>`` in 0–1000; reads the box tokens (a box
+  as its centre, a point as it is).
 
 Every prompt is this project's own wording. Pairs written without names are read in the frame's declared
 axis order (``coord_frame.axes``: Gemini writes ``[y, x]``); named ``x=`` / ``y=`` are read by name. A box
@@ -40,8 +50,14 @@ _SEP = r"\s*[,\s]\s*"
 _MAX_TEXT = 100_000
 
 
-def _units_words(rule: FrameRule, seen: Size) -> str:
-    """The frame in words, for the prompts."""
+NEUTRAL_UNITS = "the coordinates you normally use for this image"
+"""The units phrase of a neutral prompt (the frame probe's: no unit, no size, :func:`native_prompt`)."""
+
+
+def _units_words(rule: FrameRule, seen: Size, neutral: bool = False) -> str:
+    """The frame in words, for the prompts (``neutral``: no unit, no size)."""
+    if neutral:
+        return NEUTRAL_UNITS
     if rule.units == "pixel":
         return (
             f"absolute pixel coordinates of this {seen.width}x{seen.height} image (x from 0 at the left "
@@ -65,11 +81,18 @@ def _previous(previous: Point | None, rule: FrameRule, seen: Size) -> str:
 
 
 def native_prompt(
-    style: str, *, instruction: str, seen: Size, rule: FrameRule, previous: Point | None = None
+    style: str,
+    *,
+    instruction: str,
+    seen: Size,
+    rule: FrameRule,
+    previous: Point | None = None,
+    neutral: bool = False,
 ) -> str:
     """The text of a one-shot grounding request in ``style`` (``previous``: the last usable answer, in
-    pixels of the image seen, for a retry)."""
-    units = _units_words(rule, seen)
+    pixels of the image seen, for a retry). ``neutral``: the family's format with no unit and no image
+    size stated (the frame probe asks so, to see the model's own habit)."""
+    units = _units_words(rule, seen, neutral)
     again = _previous(previous, rule, seen)
     if style in ("qwen25vl", "qwen3vl"):
         return (
@@ -94,6 +117,39 @@ def native_prompt(
             f"This is a screenshot. Locate the element for this request: {instruction}\n"
             f"Reply with a single line of Python that clicks its centre, pyautogui.click(x=<x>, y=<y>), "
             f"using {units}.{again}"
+        )
+    if style == "seeclick":
+        return (
+            f"In this screenshot, where is the element for this command: {instruction}\n"
+            f"Answer with its centre only, as [x, y] in {units}, two decimals.{again}"
+        )
+    if style == "showui":
+        return (
+            f"Here is a screenshot and a description of an element on it: {instruction}\n"
+            f"Give one clickable location of that element as [x, y], {units}. Reply with [x, y] only.{again}"
+        )
+    if style == "pyautogui":
+        return (
+            f"You are a GUI agent controlling this computer with pyautogui. Task: {instruction}\n"
+            f"Reply with the next action only, one line: pyautogui.click(x=<x>, y=<y>), using {units}.{again}"
+        )
+    if style == "openai_cua":
+        return (
+            f"You control a computer whose display is this{'' if neutral else f' {seen.width}x{seen.height}'}"
+            f" screenshot. "
+            f"Task: {instruction}\n"
+            f'Reply with the next action only, as JSON: {{"type": "click", "button": "left", "x": <x>, '
+            f'"y": <y>}}, using {units}.{again}'
+        )
+    if style == "holo":
+        return (
+            f"Localize the element for this instruction: {instruction}\n"
+            f'Reply with JSON only, {{"x": <x>, "y": <y>}}: its centre in {units}.{again}'
+        )
+    if style == "osatlas":
+        return (
+            f"In this screenshot, find the element for: {instruction}\n"
+            f"Reply with its bounding box as <|box_start|>(x1,y1),(x2,y2)<|box_end|>, in {units}.{again}"
         )
     if style == "glm":
         return (
@@ -125,6 +181,9 @@ _GEMINI_JSON = re.compile(r'"(point|box_2d)"\s*:\s*\[([^\[\]]{1,200})\]')
 _PYAUTOGUI = re.compile(r"pyautogui\.(?:click|doubleClick|rightClick|moveTo)\s*\(([^()]{1,200})\)")
 _COORDINATE = re.compile(r'"coordinate"\s*:\s*\[([^\[\]]{1,100})\]')
 _GLM_BOX = re.compile(r"<\|begin_of_box\|>(.{1,200}?)<\|end_of_box\|>", re.DOTALL)
+_BRACKETS = re.compile(r"[\[(]([^\[\]()]{1,200})[\])]")
+_OBJECT = re.compile(r"\{([^{}]{1,400})\}")
+_CLICK_TYPE = re.compile(r'"(?:type|action)"\s*:\s*"(?:left_)?(?:click|double_click)"')
 
 Found = tuple[float, float, bool, bool]
 """``(a, b, is_box, named)``: ``named`` when the pair was read as ``x=``, ``y=`` (no axis order)."""
@@ -155,6 +214,24 @@ def _pyautogui(text: str) -> list[Found]:
     return out + _unnamed(_COORDINATE, 1)(text)
 
 
+def _named_json(*, action: bool) -> Callable[[str], list[Found]]:
+    """Objects ``{"x": …, "y": …}`` (``action``: only those with ``"type": "click"``), read by name."""
+
+    def read(text: str) -> list[Found]:
+        out: list[Found] = []
+        for m in _OBJECT.finditer(text):
+            body = m.group(1)
+            if action and not _CLICK_TYPE.search(body):
+                continue
+            x = re.search(rf'"x"\s*:\s*({_NUM})', body)
+            y = re.search(rf'"y"\s*:\s*({_NUM})', body)
+            if x and y:
+                out.append((float(x.group(1)), float(y.group(1)), False, True))
+        return out
+
+    return read
+
+
 def _either(*readers: Callable[[str], list[Found]]) -> Callable[[str], list[Found]]:
     def read(text: str) -> list[Found]:
         for r in readers:
@@ -173,6 +250,12 @@ _READERS: dict[str, Callable[[str], list[Found]]] = {
     "gemini_point": _unnamed(_GEMINI_JSON, 2),
     "claude": _pyautogui,
     "glm": _unnamed(_GLM_BOX, 1),
+    "seeclick": _unnamed(_BRACKETS, 1),
+    "showui": _unnamed(_BRACKETS, 1),
+    "pyautogui": _pyautogui,
+    "openai_cua": _named_json(action=True),
+    "holo": _named_json(action=False),
+    "osatlas": _either(_unnamed(_BOX_TOKENS, 1), _unnamed(_BRACKETS, 1)),
 }
 
 

@@ -2,8 +2,10 @@
 
 The model is shown clean screenshots whose targets we know (the "marks": the target element of each probe
 scene, spread over the canvas) and asked, in our own neutral words, for the centre of the element the
-scene's instruction names, through ``click_at``. The prompt states **no** unit and no image size: the point
-is the model's native habit. Each answer is read in every candidate frame:
+scene's instruction names, through ``click_at``; a model config with a native ``prompt_style`` is asked in
+its family's own format instead (:func:`dvoc_bench.protocol.native.native_prompt` with ``neutral=True``)
+and read by that family's reader, in the declared axis order. The prompt states **no** unit and no image
+size: the point is the model's native habit. Each answer is read in every candidate frame:
 
 - ``pixel``: screenshot pixels;
 - ``norm1000``: 0-1000 on both axes (``x (W-1)/1000``, the rule of :mod:`dvoc_bench.core.geometry`);
@@ -43,6 +45,7 @@ from dvoc_bench.draw.sending import model_view, resize_image
 from dvoc_bench.models.base import Model, ModelCallError, ModelRequest
 from dvoc_bench.models.config import default_conf_dir, load_model_config
 from dvoc_bench.protocol import parse_reply, tools_for
+from dvoc_bench.protocol.native import native_prompt, parse_native
 from dvoc_bench.runner.settings import ProbeOptions, Settings
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 
@@ -111,6 +114,8 @@ class ProbeVerdict:
     for 0-999); ``None``: ``declared`` itself."""
     frame_rule: str | None = None
     """The declared frame in full (:meth:`dvoc_bench.core.frames.FrameRule.describe`)."""
+    prompt_style: str = "tool_call"
+    """How the probe asked and read (``tool_call`` or the config's native style)."""
 
     @property
     def agrees(self) -> bool | None:
@@ -199,11 +204,14 @@ async def probe_model(
     max_side: int | None = None,
     max_pixels: int | None = None,
     rule: FrameRule | None = None,
+    style: str = "tool_call",
 ) -> list[ProbeAnswer]:
     """Ask ``model`` once per (task, repeat) and score every answer. The screenshot is sent as a sweep
     sends it, within the model's input limits and through its declared resize
-    (:func:`dvoc_bench.draw.sending.model_view`); the prompt states no size."""
+    (:func:`dvoc_bench.draw.sending.model_view`); the prompt states no size. ``style``: the ``click_at``
+    tool (``tool_call``) or a native prompt style, asked neutrally and read in ``rule``'s axis order."""
     answers: list[ProbeAnswer] = []
+    frame = rule or FrameRule()
     for task in tasks:
         snap = registry.snapshot(task)
         view = model_view(snap.size, None, max_side, max_pixels, rule)
@@ -211,11 +219,18 @@ async def probe_model(
         png = encode_png(image)
         sent = view.sent if view.resized else None
         for rep in range(opts.repeats):
+            if style == "tool_call":
+                text, tools = probe_prompt(snap.instruction), tools_for("point")
+            else:
+                text = native_prompt(
+                    style, instruction=snap.instruction, seen=view.sent, rule=frame, neutral=True
+                )
+                tools = []
             req = ModelRequest(
-                text=probe_prompt(snap.instruction),
+                text=text,
                 image_png=png,
                 image_size=view.sent,
-                tools=tools_for("point"),
+                tools=tools,
                 scene_id=snap.scene_id,
                 seed=opts.seed * 1000 + rep,
                 image_rgb=image,
@@ -225,7 +240,9 @@ async def probe_model(
             except ModelCallError as e:
                 answers.append(ProbeAnswer(model.name, task, rep, None, "call_error", str(e)))
                 continue
-            parsed = parse_reply(reply, "point")
+            parsed = (
+                parse_reply(reply, "point") if style == "tool_call" else parse_native(reply, style, frame)
+            )
             raw = [float(parsed.values["x"]), float(parsed.values["y"])] if parsed.values else None
             ans = ProbeAnswer(model.name, task, rep, raw, parsed.status)
             score_answer(ans, snap.target_box, snap.size, sent, opts.margin_px)
@@ -274,14 +291,16 @@ def run_probe(s: Settings, model_choice: str | None, run_dir: Path) -> list[Prob
     for c, m in models:
         limits = model_image(c.image, kw["image"])  # every model kind: the harness resizes
         answers = asyncio.run(
-            probe_model(m, registry, tasks, s.probe, limits.max_side, limits.max_pixels, c.frame)
+            probe_model(
+                m, registry, tasks, s.probe, limits.max_side, limits.max_pixels, c.frame, c.prompt_style
+            )
         )
         rows += answers
         v = classify(c.name, c.coord_frame, answers, s.probe, c.simulated)
         resized = any(model_view(registry.snapshot(t).size, None, limits.max_side, limits.max_pixels,
                                  c.frame).resized for t in tasks)  # fmt: skip
         v.expected = expected_reading(c.coord_frame, resized)
-        v.frame_rule = c.frame.describe()
+        v.frame_rule, v.prompt_style = c.frame.describe(), c.prompt_style
         verdicts.append(v)
     run_dir.mkdir(parents=True, exist_ok=True)
     with (run_dir / "probe.jsonl").open("w", encoding="utf-8") as f:

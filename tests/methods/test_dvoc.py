@@ -93,11 +93,13 @@ def test_absolute_answers_become_offsets_from_the_draft():
 
 
 def test_the_cap_and_the_clamp():
-    model = ScriptedModel(offset(5000, 5000, 0.2))  # far off the canvas, never confident
+    # off the canvas from the draft, never confident (within the frame's span |dx| <= 800, |dy| <= 600:
+    # a larger offset is out_of_frame, tests/test_out_of_frame.py)
+    model = ScriptedModel(offset(790, 590, 0.2))
     res = run_method(dvoc_spec(max_iterations=4, alpha="undamped"), env_for(model)[0])
     assert (res.stop_reason, res.iterations) == ("abort_oscillation", 3)
     s0 = res.steps[0]
-    assert s0.step_raw == [5000.0, 5000.0] and s0.next_draft == [799.0, 599.0]  # clamped to the image
+    assert s0.step_raw == [790.0, 590.0] and s0.next_draft == [799.0, 599.0]  # clamped to the image
     model = ScriptedModel(offset(40, 0, 0.2), offset(30, 0, 0.2), offset(20, 0, 0.2), offset(10, 0, 0.2))
     res = run_method(dvoc_spec(max_iterations=4), env_for(model)[0])
     assert (res.stop_reason, res.iterations, res.model_calls) == ("max_iterations", 4, 4)

@@ -32,6 +32,17 @@ CASES = [
     ("claude", '{"action": "left_click", "coordinate": [640, 360]}', XY, (640, 360)),
     ("glm", "The button is here <|begin_of_box|>[500, 250]<|end_of_box|>", XY, (500, 250)),
     ("glm", "<|begin_of_box|>[[200, 300, 300, 348]]<|end_of_box|>", XY, (250, 324)),
+    ("seeclick", "(0.49,0.40)", FrameRule(units="norm1"), (0.49, 0.40)),
+    ("seeclick", "The element is at [0.12, 0.9].", FrameRule(units="norm1"), (0.12, 0.9)),
+    ("showui", "[[0.25, 0.5]]", FrameRule(units="norm1"), (0.25, 0.5)),
+    ("showui", "[0.2, 0.4, 0.4, 0.6]", FrameRule(units="norm1"), (0.3, 0.5)),
+    ("pyautogui", "Action: pyautogui.click(x=0.49, y=0.40)", FrameRule(units="norm1"), (0.49, 0.40)),
+    ("openai_cua", '{"type": "click", "button": "left", "x": 640, "y": 360}', XY, (640, 360)),
+    ("openai_cua", '{"type": "screenshot"} then {"y": 36, "type": "double_click", "x": 64}', XY, (64, 36)),
+    ("holo", '```json\n{"x": 412, "y": 300}\n```', XY, (412, 300)),
+    ("holo", '{"thought": "the Save icon", "y": 30, "x": 41}', YX, (41, 30)),  # named keys
+    ("osatlas", "<|box_start|>(450,200),(550,300)<|box_end|>", XY, (500, 250)),
+    ("osatlas", "<|box_start|>(500,250)<|box_end|>", XY, (500, 250)),
 ]
 
 
@@ -57,6 +68,9 @@ def test_the_first_of_several_answers_is_used_and_said():
         ("claude", "pyautogui.click(x=1e300000, y=5)", "too_large:x"),  # never read as x=1
         ("qwen3vl", '{"point_2d": [12abc, 5]}', "no_native_answer:qwen3vl"),
         ("llava", "(1, 2)", "unknown_style:llava"),
+        ("openai_cua", '{"type": "scroll", "x": 5, "y": 6}', "no_native_answer:openai_cua"),  # not a click
+        ("holo", '{"x": 5}', "no_native_answer:holo"),
+        ("seeclick", "I cannot find it.", "no_native_answer:seeclick"),
     ],
 )
 def test_what_cannot_be_read_is_a_parse_error(style, text, detail):
