@@ -229,7 +229,7 @@
       kvWide(t, ["status", "stop_reason", "error_class", "error", "hit", "within_eps", "hit_radius", "hit_rule", "final_dist_px", "final_x", "final_y",
         "target_x0", "target_y0", "target_x1", "target_y1", "start_x", "start_y", "protocol", "alpha", "overlay", "predict", "zoom", "detector",
         "som_chosen_id", "som_chosen_valid", "som_marks", "sample_instruction", "iterations", "model_calls", "cost_usd", "trial_key", "run_dir"]),
-      el("div", { class: "legend" }, el("span", { text: "green box: target (record)" }), el("span", { text: "red ring: current point" }),
+      el("div", { class: "legend" }, el("span", { text: "cyan dashed box: target (from the record)" }), el("span", { text: "red ring: current point" }),
         el("span", { text: "orange dot: next point / answer" }), el("span", { text: "magenta: chosen mark" })));
     if (t.extra && t.extra.length) head.append(el("div", { class: "skipped" }, "fields this viewer does not know: ", kv(t, t.extra)));
     const strip = el("div", { class: "strip", id: "filmstrip" }, ...data.steps.map((s) => stepCard(t, s)));
