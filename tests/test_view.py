@@ -254,3 +254,59 @@ def test_serve_binds_loopback_and_serves_site_and_frames(default_run: Path, tmp_
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def zoom_som_run(tmp_path_factory) -> Path:
+    from tests.support import make_run
+
+    out = tmp_path_factory.mktemp("runs") / "zoom_som"
+    return make_run(out, "methods=[zoom,som]", "task=S3", "model=sim-gemma-4-26b")
+
+
+def on_screen(page, n: int, selector: str) -> tuple[list[float], list[float]]:
+    """The displayed size of frame ``n``'s image and the box of ``selector`` over it (relative to it)."""
+    got = page.evaluate(
+        """([n, sel]) => { const f = document.querySelectorAll('#filmstrip .frame')[n];
+            const i = f.querySelector('img').getBoundingClientRect();
+            const r = f.querySelector(sel).getBoundingClientRect();
+            return [[i.width, i.height],
+                    [r.left - i.left, r.top - i.top, r.right - i.left, r.bottom - i.top]]; }""",
+        [n, selector],
+    )
+    return got[0], got[1]
+
+
+def test_zoom_crops_and_som_marks_sit_where_the_records_say(zoom_som_run: Path, tmp_path: Path, page) -> None:
+    run = zoom_som_run
+    index = build(run, tmp_path / "site")
+    trials = records(run / "trials.jsonl")
+    steps = records(run / "steps.jsonl")
+    # zoom: each round's frame is a crop; the target box is drawn in the crop's coordinates
+    i = next(n for n, t in enumerate(trials) if t["method"] == "zoom")
+    zsteps = [s for s in steps if s["trial_key"] == trials[i]["trial_key"]]
+    assert any(s["crop"] for s in zsteps)
+    open_site(page, index, f"#trial={i}")
+    page.wait_for_function("[...document.images].every(i => i.complete && i.naturalWidth > 0)")
+    x0, y0, x1, y1 = trials[i]["target_box"]
+    for n, s in enumerate(zsteps):
+        w, h = Image.open(run / "frames" / f"{s['frame_sha']}.png").size
+        cx0, cy0, cx1, cy1 = s["crop"] or [0, 0, w, h]
+        shown, r = on_screen(page, n, "rect.target")
+        kx, ky = (cx1 - cx0) / shown[0], (cy1 - cy0) / shown[1]  # screenshot px per displayed px
+        drawn = [cx0 + r[0] * kx, cy0 + r[1] * ky, cx0 + r[2] * kx, cy0 + r[3] * ky]
+        assert drawn == pytest.approx([x0, y0, x1, y1], abs=1.5 * max(kx, ky)), n
+    assert page.locator(".crops rect.crop").count() == sum(1 for s in zsteps if s["crop"])
+    # Set-of-Mark: the chosen mark's box, from the record's marks
+    j = next(n for n, t in enumerate(trials) if t["method"] == "som" and (t["som"] or {}).get("chosen_valid"))
+    som = trials[j]["som"]
+    open_site(page, index, f"#trial={j}")
+    page.wait_for_function("[...document.images].every(i => i.complete && i.naturalWidth > 0)")
+    s0 = next(s for s in steps if s["trial_key"] == trials[j]["trial_key"])
+    w, h = Image.open(run / "frames" / f"{s0['frame_sha']}.png").size
+    shown, r = on_screen(page, 0, "rect.mark")
+    kx, ky = w / shown[0], h / shown[1]
+    mx0, my0, mx1, my1 = som["mark_boxes"][som["chosen_id"] - 1][:4]
+    assert [r[0] * kx, r[1] * ky, r[2] * kx, r[3] * ky] == pytest.approx([mx0, my0, mx1, my1], abs=1.5 * kx)
+    assert f"mark id={som['chosen_id']}" in page.text_content("#filmstrip")
+    assert not page.errors

@@ -172,8 +172,9 @@
 
   function kvWide(obj, keys) { const dl = kv(obj, keys); dl.classList.add("wide"); return dl; }
 
-  function answer(step) {
-    const raw = step.kind === "verify" && num(step.raw_dx) !== null ? `dx=${fmt(step.raw_dx)}, dy=${fmt(step.raw_dy)}`
+  function answer(trial, step) {
+    const raw = step.kind === "select" && trial.som_chosen_id !== undefined ? `mark id=${trial.som_chosen_id}`
+      : step.kind === "verify" && num(step.raw_dx) !== null ? `dx=${fmt(step.raw_dx)}, dy=${fmt(step.raw_dy)}`
       : num(step.raw_x) !== null ? `x=${fmt(step.raw_x)}, y=${fmt(step.raw_y)}` : "(none)";
     const px = num(step.px_dx) !== null ? `dx=${fmt(step.px_dx)}, dy=${fmt(step.px_dy)} px`
       : num(step.px_x) !== null ? `(${fmt(step.px_x)}, ${fmt(step.px_y)}) px` : "(none)";
@@ -181,7 +182,7 @@
   }
 
   function stepCard(trial, step) {
-    const a = answer(step);
+    const a = answer(trial, step);
     const info = Object.assign({}, step, a);
     const card = el("div", { class: "step", "data-step": step.index },
       el("h4", { text: `step ${step.index} · ${step.kind || "?"} · ${step.decision || step.parse_status || ""}` }),
