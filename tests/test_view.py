@@ -310,3 +310,37 @@ def test_zoom_crops_and_som_marks_sit_where_the_records_say(zoom_som_run: Path, 
     assert [r[0] * kx, r[1] * ky, r[2] * kx, r[3] * ky] == pytest.approx([mx0, my0, mx1, my1], abs=1.5 * kx)
     assert f"mark id={som['chosen_id']}" in page.text_content("#filmstrip")
     assert not page.errors
+
+
+def test_report_links_each_failed_trial_to_its_page(default_run: Path, tmp_path: Path, page) -> None:
+    import re
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "frames").symlink_to(default_run / "frames")
+    shutil.copy(default_run / "run.json", run / "run.json")
+    shutil.copy(default_run / "steps.jsonl", run / "steps.jsonl")
+    trials = records(default_run / "trials.jsonl")
+    failed = [n for n, t in enumerate(trials) if t["method"] == "dvoc"][3:5]
+    for n in failed:
+        trials[n] |= {
+            "status": "error",
+            "stop_reason": "error",
+            "error_class": "timeout",
+            "error": "took too long",
+        }
+    (run / "trials.jsonl").write_text("".join(json.dumps(t) + "\n" for t in trials))
+    build(run, run / "view")
+    cmd = [sys.executable, "-m", "dvoc_bench.report", str(run), "--no-figures", "--n-boot", "50"]
+    p = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    report = run / "report" / "report.md"
+    links = re.findall(r"\]\(([^)]*index\.html#key=[^)]+)\): `timeout`", report.read_text())
+    assert [link.rsplit("=", 1)[1] for link in links] == [trials[n]["trial_key"] for n in failed]
+    for link, n in zip(links, failed, strict=True):
+        path, _, frag = link.partition("#")
+        page.goto((report.parent / path).resolve().as_uri() + "#" + frag)
+        page.wait_for_selector("#filmstrip")
+        assert kv(page, "trial_key") == trials[n]["trial_key"]
+        assert kv(page, "status") == "error" and kv(page, "error") == "took too long"
+    assert not page.errors

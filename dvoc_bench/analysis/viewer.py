@@ -229,6 +229,7 @@ def build_site(paths: Sequence[Path | str], out: Path) -> dict[str, str]:
         "columns": cols,
         "rows": rows,
         "run": run_of,
+        "keys": [str(k) for k in t["trial_key"]],
         "facets": facets,
         "chunk": CHUNK,
         "simulated": bool(runs.simulated),
@@ -253,3 +254,28 @@ def write_site(files: dict[str, str], out: Path) -> Path:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding="utf-8")
     return out / "index.html"
+
+
+def site_of(run_dir: Path | str) -> Path | None:
+    """The viewer's site written in a run dir by default (``<run>/view/index.html``), ``None`` if none."""
+    index = Path(run_dir) / "view" / "index.html"
+    return index if index.is_file() else None
+
+
+def failure_links(trials: pd.DataFrame, out: Path, limit: int = 50) -> list[str]:
+    """Markdown lines linking each trial that failed (status ``error``) to its page in the viewer's site
+    of its run (when one was written there), relative to the folder ``out`` the lines are written in; at
+    most ``limit`` lines, then how many more."""
+    lines: list[str] = []
+    bad = trials[trials["status"] == "error"]
+    for _, r in bad.iterrows():
+        site = site_of(r["run_dir"]) if r.get("source", "run") == "run" else None
+        if site is None:
+            continue
+        if len(lines) == limit:
+            lines.append(f"- ... and {len(bad) - limit} more (the viewer's table, filter `status`)")
+            break
+        href = f"{os.path.relpath(site, out)}#key={r['trial_key']}"
+        what = f"{r['method']} · {r['model']} · {r['task']} · start {plain(r['start_index'])}"
+        lines.append(f"- [{what}]({href}): `{plain(r['error_class'])}` {plain(r['error']) or ''}".rstrip())
+    return lines

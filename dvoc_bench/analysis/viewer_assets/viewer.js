@@ -45,6 +45,12 @@
 
   function route() {
     const h = location.hash.replace(/^#/, "");
+    const byKey = h.match(/^key=(.+)$/);  // the report links failures by trial key
+    if (byKey) {
+      const i = state.index.keys.indexOf(decodeURIComponent(byKey[1]));
+      if (i < 0) return DVOC.fail(`no trial with key ${byKey[1]} in this site`);
+      return history.replaceState(null, "", `#trial=${i}`), route();
+    }
     const m = h.match(/^(trial|compare)=(\d+)$/);
     if (!m) return table();
     const i = Number(m[2]);
