@@ -344,3 +344,32 @@ def test_report_links_each_failed_trial_to_its_page(default_run: Path, tmp_path:
         assert kv(page, "trial_key") == trials[n]["trial_key"]
         assert kv(page, "status") == "error" and kv(page, "error") == "took too long"
     assert not page.errors
+
+
+@pytest.mark.parametrize("fixture", ["web_run", "alpha_multirun"])
+def test_web_run_and_multirun_sweep(fixture: str, request, tmp_path: Path, page) -> None:
+    """A run of web pages (frames of a real Chromium) and a two-job multirun sweep read as one table."""
+    root = request.getfixturevalue(fixture)
+    index = build(root, tmp_path / "site")
+    dirs = sorted({p.parent for p in root.rglob("trials.jsonl") if ".analysis_cache" not in p.parts})
+    trials = [t for d in dirs for t in records(d / "trials.jsonl")]
+    open_site(page, index)
+    assert count(page) == len(trials)
+    if fixture == "alpha_multirun":  # each job's override is a filter
+        page.select_option("select[data-facet='override.alphas']", "[adaptive]")
+        assert count(page) == len(records(root / "1" / "trials.jsonl"))
+    page.select_option("select[data-facet=method]", "dvoc")
+    page.click("table.trials tbody tr:last-child td a")
+    page.wait_for_selector("#filmstrip .step")
+    page.wait_for_function("[...document.images].every(i => i.complete && i.naturalWidth > 0)")
+    run, key = Path(kv(page, "run_dir")), kv(page, "trial_key")
+    trial = next(t for t in records(run / "trials.jsonl") if t["trial_key"] == key)
+    steps = [s for s in records(run / "steps.jsonl") if s["trial_key"] == key]
+    assert page.locator("#filmstrip .frame img").count() == len(steps) > 0
+    for n, s in enumerate(steps):
+        w, h = Image.open(run / "frames" / f"{s['frame_sha']}.png").size
+        shown, r = on_screen(page, n, "rect.target")
+        kx, ky = w / shown[0], h / shown[1]
+        got = [r[0] * kx, r[1] * ky, r[2] * kx, r[3] * ky]
+        assert got == pytest.approx(trial["target_box"], abs=1.5 * max(kx, ky))
+    assert not page.errors
