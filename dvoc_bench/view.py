@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"site: {index} ({n_trial_files} trial data files; open it in a browser)", flush=True)
     if not args.serve:
         return 0
-    allowed = [out, *(r.resolve() / "frames" for r in run_dirs)]
+    allowed = [out, *((r / "frames").resolve() for r in run_dirs)]  # a linked frames/ too
     root = Path(os.path.commonpath([str(a) for a in allowed]))
     handler = functools.partial(_handler(root, allowed), directory=str(root))
     with http.server.ThreadingHTTPServer(("127.0.0.1", args.port), handler) as httpd:
