@@ -11,6 +11,7 @@ Figures, not assertions (docs/benchmarks.md lists each target). ``NAME`` picks t
 - ``ocr-measure``, ``ocr-docs``, ``ocr-results``: the OCR baseline's measurements;
 - ``throughput``: samples and model calls per second, CPU per call, peak RSS and bytes per sample of a
   ScreenSpot-Pro-size sweep against an instant model over HTTP, at 16, 64 and 256 in flight, on 1 and 2 cores;
+- ``view``: the run viewer on a synthetic 10,000-trial run dir: build time, size, open time in Chromium;
 - ``help``: the wall time of ``python -m dvoc_bench --help`` (fresh processes, median);
 - ``recorded-calls``: rewrites the table of calls per trial in the authors' records (``run.plan_only``).
 
@@ -33,6 +34,7 @@ SCRIPTS = {
     "ocr-results": "dvoc_bench.benchmarks.ocr_results",
     "recorded-calls": "dvoc_bench.benchmarks.recorded_calls",
     "help": "dvoc_bench.benchmarks.startup",
+    "view": "dvoc_bench.benchmarks.view",
     "throughput": "dvoc_bench.benchmarks.throughput",
 }
 """Scripts with their own options, by name; every other name goes to the harness benchmarks."""

@@ -147,6 +147,10 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
         f"{len(t)} trials ({int(t['valid'].sum())} valid, {int((t['status'] == 'error').sum())} errors, "
         f"{int((t['status'] == 'skipped').sum())} skipped), {len(s)} model calls."
     )
+    from dvoc_bench.analysis.viewer import failure_links
+
+    if links := failure_links(t, rep.out):  # the viewer's pages of the failed trials (docs/viewer.md)
+        rep.p("Failed trials (their pages in the run viewer):\n\n" + "\n".join(links))
     t, s, n_dup = honest.without_repeats(t, s)
     if n_dup:
         rep.p(

@@ -37,7 +37,7 @@ ALSO = {"calibration": {"analysis"}}
 ONLY = {"analysis": {"core", "draw", "scenes"}}
 """Packages whose imports are narrower than their floor: the analysis reads records, it never runs a sweep."""
 
-DOORS = {"__main__", "bench", "report", "doctor", "serve", "calibrate", "mark", "merge", "coords"}
+DOORS = {"__main__", "bench", "report", "doctor", "serve", "calibrate", "mark", "merge", "coords", "view"}
 """Entry points (``python -m dvoc_bench[.NAME]``): they may import anything, and nothing imports them."""
 
 MAX_TOP = 12

@@ -1,0 +1,281 @@
+"""The run viewer's site: every trial's frames, answers and truth as a static, self-contained web page.
+
+:func:`build_site` reads run directories through :func:`~dvoc_bench.analysis.loaders.load_runs` (a run
+dir, a multirun sweep, a merged shard dir) and returns the files of the site as ``{relative path: text}``;
+the door (``python -m dvoc_bench.view``) writes them. Nothing here touches the network: the data is
+embedded as JavaScript files (``data/index.js``, one ``data/trials/<n>.js`` per chunk of
+:data:`CHUNK` trials, loaded when a trial is shown), because a page opened from ``file://`` may not
+``fetch()``. Frames are not copied: each step names its frame by a path relative to the site folder, into
+the run dir's ``frames/``.
+
+What the records lack or break is listed, never hidden (:class:`Skipped`): torn lines, steps of unknown
+trials, fields the record types do not know, frames that should be there and are not. Frames absent by
+design (``run.frames=none``) are marked as such on every step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dvoc_bench.analysis.loaders import find_run_dirs, load_runs
+from dvoc_bench.analysis.schema import STEP_COLUMNS, TEXT_COLUMNS, TRIAL_COLUMNS
+from dvoc_bench.core.records import Step, TrialRecord
+
+CHUNK = 200
+"""Trials per ``data/trials/<n>.js`` file (a trial page loads only its chunk)."""
+ASSETS = ("index.html", "viewer.js", "viewer.css")
+"""The static files of the site (in ``dvoc_bench/analysis/viewer_assets/``)."""
+TABLE_COLUMNS = (
+    "model", "method", "task", "scene_kind", "protocol", "alpha", "overlay", "predict", "zoom", "detector",
+    "label_placement", "start_from", "coord_frame", "start_index", "rep", "job", "status", "stop_reason",
+    "error_class", "hit", "within_eps", "hit_radius", "hit_rule", "final_dist_px", "iterations",
+    "model_calls", "cost_usd", "simulated",
+)  # fmt: skip
+"""Trial columns the table holds (plus every ``override.<key>`` of a multirun's jobs)."""
+FACETS = (
+    "model", "method", "task", "scene_kind", "protocol", "alpha", "overlay", "predict", "zoom", "detector",
+    "label_placement", "start_from", "coord_frame", "start_index", "rep", "job", "status", "stop_reason",
+    "error_class", "hit", "within_eps", "hit_radius", "hit_rule", "simulated",
+)  # fmt: skip
+"""Columns the table filters by (those with more than one value; distance is filtered by a range)."""
+ALWAYS = ("model", "method", "task", "status", "stop_reason", "hit", "final_dist_px", "model_calls")
+"""Table columns shown even when every trial has the same value (others are shown when they vary)."""
+KNOWN_TRIAL = frozenset(f.name for f in dataclasses.fields(TrialRecord))
+KNOWN_STEP = frozenset(f.name for f in dataclasses.fields(Step))
+_DERIVED_TRIAL = frozenset(TRIAL_COLUMNS) | {"overrides"}
+_DERIVED_STEP = frozenset(STEP_COLUMNS) | frozenset(TEXT_COLUMNS) | KNOWN_STEP
+
+
+@dataclass
+class Skipped:
+    """What a run directory's records lacked or broke (shown on the site's first page)."""
+
+    torn: list[str] = field(default_factory=list)
+    """``file:line`` of every line that does not parse (a torn write)."""
+    orphan_steps: int = 0
+    """Steps whose trial is not in ``trials.jsonl`` (not shown)."""
+    no_key: int = 0
+    """``trials.jsonl`` lines without a ``trial_key`` (not shown)."""
+    unknown_fields: dict[str, int] = field(default_factory=dict)
+    """Field -> records holding it that the record types do not know (shown on the trial page as is)."""
+    missing_frames: list[str] = field(default_factory=list)
+    """Frames a step names that the run's ``frames/`` lacks (the run kept frames)."""
+
+    def lines(self) -> list[str]:
+        out = [f"torn line (does not parse), skipped: {t}" for t in self.torn]
+        if self.no_key:
+            out.append(f"{self.no_key} trials.jsonl lines without a trial_key, skipped")
+        if self.orphan_steps:
+            out.append(f"{self.orphan_steps} steps of trials not in trials.jsonl, skipped")
+        out += [
+            f"unknown field `{k}` in {n} records (shown as is)"
+            for k, n in sorted(self.unknown_fields.items())
+        ]
+        if self.missing_frames:
+            few = ", ".join(self.missing_frames[:5]) + (" ..." if len(self.missing_frames) > 5 else "")
+            out.append(f"{len(self.missing_frames)} frames missing from frames/: {few}")
+        return out
+
+
+def scan_run(run_dir: Path) -> Skipped:
+    """What :func:`~dvoc_bench.core.records.read_jsonl` and the loaders pass over silently, counted."""
+    sk = Skipped()
+    keys: set[str] = set()
+    for name, known in (("trials.jsonl", KNOWN_TRIAL), ("steps.jsonl", KNOWN_STEP)):
+        path = run_dir / name
+        if not path.is_file():
+            continue
+        with path.open(encoding="utf-8", errors="replace") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except (json.JSONDecodeError, RecursionError):
+                    sk.torn.append(f"{name}:{n}")
+                    continue
+                if not isinstance(rec, dict):
+                    sk.torn.append(f"{name}:{n}")
+                    continue
+                for k in rec.keys() - known:
+                    sk.unknown_fields[k] = sk.unknown_fields.get(k, 0) + 1
+                if name == "trials.jsonl":
+                    if "trial_key" in rec:
+                        keys.add(rec["trial_key"])
+                    else:
+                        sk.no_key += 1
+                elif rec.get("trial_key") not in keys:
+                    sk.orphan_steps += 1
+    return sk
+
+
+def frames_mode(run_dir: Path) -> str | None:
+    """``run.frames`` as the run recorded it in ``run.json`` (``all | sent | none``), ``None`` if unknown."""
+    try:
+        mode = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("frames")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(mode) if mode else None
+
+
+def plain(v: Any) -> Any:
+    """A JSON-ready scalar (pandas NA and NaN become ``None``; JSON text of lists stays text)."""
+    if v is None or v is pd.NA:
+        return None
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _json_field(v: Any) -> Any:
+    """A list or mapping the loaders stored as JSON text, back as itself."""
+    if isinstance(v, str) and v[:1] in "[{":
+        try:
+            return json.loads(v)
+        except ValueError:
+            return v
+    return v
+
+
+def _row(df: pd.DataFrame, i: int, cols: Iterable[str]) -> dict[str, Any]:
+    out = {}
+    for c in cols:
+        v = plain(df.at[i, c])
+        if v is not None:
+            out[c] = _json_field(v)
+    return out
+
+
+def _js(var: str, payload: Any) -> str:
+    text = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    safe = text.replace("</", "<\\/")  # a "</script>" inside a reply cannot end the script
+    return f"{var}({safe});\n"
+
+
+def build_site(paths: Sequence[Path | str], out: Path) -> dict[str, str]:
+    """The site of the runs under ``paths`` written to folder ``out``: relative path -> file text.
+
+    Frame paths are relative to ``out``; raises what :func:`load_runs` raises (no run directory, a trial
+    key twice)."""
+    run_dirs = find_run_dirs(paths)
+    runs = load_runs(*run_dirs, text=True)
+    out = Path(out).resolve()
+    rd_index = {str(r): n for n, r in enumerate(run_dirs)}
+    meta_runs = []
+    for r in run_dirs:
+        sk = scan_run(r)
+        meta_runs.append(
+            {"dir": str(r), "frames": frames_mode(r), "rel": os.path.relpath(r.resolve(), out), "sk": sk}
+        )
+    t = runs.trials.reset_index(drop=True)
+    s = runs.steps.sort_values(["run_dir", "trial_key", "index"], kind="stable").reset_index(drop=True)
+    extra = sorted(c for c in t.columns if c.startswith("override."))
+    varies = {c for c in t.columns if t[c].astype("string").nunique(dropna=False) > 1}
+    cols = [c for c in (*TABLE_COLUMNS, *extra) if c in t.columns and (c in varies or c in ALWAYS)]
+    rows = [[plain(t.at[i, c]) for c in cols] for i in range(len(t))]
+    run_of = [rd_index.get(str(rd), 0) for rd in t["run_dir"]]
+    facets = [c for c in cols if (c in FACETS or c in extra) and c in varies]
+    steps_by: dict[tuple[str, str], list[int]] = {}
+    for j, key in enumerate(zip(s["run_dir"], s["trial_key"], strict=True)):
+        steps_by.setdefault((str(key[0]), str(key[1])), []).append(j)
+    step_cols = [
+        c for c in s.columns if c not in ("source", "run_dir", "trial_key") and not c.startswith("target_")
+    ]
+    trial_cols = [c for c in t.columns if c not in ("source",)]
+    files: dict[str, str] = {}
+    chunk: dict[str, Any] = {}
+    exists: dict[str, bool] = {}
+    for i in range(len(t)):
+        m = meta_runs[run_of[i]]
+        trial = _row(t, i, trial_cols)
+        trial["extra"] = sorted(k for k in trial if k not in _DERIVED_TRIAL and not k.startswith("override."))
+        steps = []
+        for j in steps_by.get((str(t.at[i, "run_dir"]), str(t.at[i, "trial_key"])), []):
+            st = _row(s, j, step_cols)
+            st["extra"] = sorted(k for k in st if k not in _DERIVED_STEP)
+            sha = st.get("frame_sha")
+            if m["frames"] == "none":
+                st["frame_state"] = "none by design (run.frames=none)"
+            elif sha:
+                p = Path(m["dir"]) / "frames" / f"{sha}.png"
+                if str(p) not in exists:
+                    exists[str(p)] = p.is_file()
+                    if not exists[str(p)]:
+                        m["sk"].missing_frames.append(f"{sha[:12]}.png")
+                if exists[str(p)]:
+                    st["frame_src"] = f"{m['rel']}/frames/{sha}.png"
+                else:
+                    st["frame_state"] = "missing from frames/"
+            else:
+                st["frame_state"] = "no frame (this call sent none)"
+            steps.append(st)
+        chunk[str(i)] = {"trial": trial, "steps": steps}
+        if len(chunk) == CHUNK or i == len(t) - 1:
+            files[f"data/trials/{i // CHUNK}.js"] = _js("DVOC.chunk", {"chunk": i // CHUNK, "trials": chunk})
+            chunk = {}
+    index = {
+        "columns": cols,
+        "rows": rows,
+        "run": run_of,
+        "keys": [str(k) for k in t["trial_key"]],
+        "facets": facets,
+        "chunk": CHUNK,
+        "simulated": bool(runs.simulated),
+        "runs": [{"dir": m["dir"], "frames": m["frames"], "skipped": m["sk"].lines()} for m in meta_runs],
+    }
+    files["data/index.js"] = _js("DVOC.index", index)
+    pkg = resources.files("dvoc_bench.analysis") / "viewer_assets"
+    for name in ASSETS:
+        files[name] = (pkg / name).read_text(encoding="utf-8")
+    return files
+
+
+def write_site(files: dict[str, str], out: Path) -> Path:
+    """Write the site's files under ``out`` (replacing the data of an earlier site); the index page's path."""
+    out = Path(out)
+    old = out / "data" / "trials"
+    if old.is_dir():
+        for p in old.glob("*.js"):
+            p.unlink()
+    for rel, text in files.items():
+        p = out / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    return out / "index.html"
+
+
+def site_of(run_dir: Path | str) -> Path | None:
+    """The viewer's site written in a run dir by default (``<run>/view/index.html``), ``None`` if none."""
+    index = Path(run_dir) / "view" / "index.html"
+    return index if index.is_file() else None
+
+
+def failure_links(trials: pd.DataFrame, out: Path, limit: int = 50) -> list[str]:
+    """Markdown lines linking each trial that failed (status ``error``) to its page in the viewer's site
+    of its run (when one was written there), relative to the folder ``out`` the lines are written in; at
+    most ``limit`` lines, then how many more."""
+    lines: list[str] = []
+    bad = trials[trials["status"] == "error"]
+    for _, r in bad.iterrows():
+        site = site_of(r["run_dir"]) if r.get("source", "run") == "run" else None
+        if site is None:
+            continue
+        if len(lines) == limit:
+            lines.append(f"- ... and {len(bad) - limit} more (the viewer's table, filter `status`)")
+            break
+        href = f"{os.path.relpath(site, out)}#key={r['trial_key']}"
+        what = f"{r['method']} · {r['model']} · {r['task']} · start {plain(r['start_index'])}"
+        lines.append(f"- [{what}]({href}): `{plain(r['error_class'])}` {plain(r['error']) or ''}".rstrip())
+    return lines

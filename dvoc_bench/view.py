@@ -1,0 +1,85 @@
+"""``python -m dvoc_bench.view RUN_DIR... [--out DIR] [--serve [--port N]]``: the run viewer (docs/viewer.md).
+
+Writes a static, self-contained site (:mod:`dvoc_bench.analysis.viewer`) for run directories, multirun
+sweeps or merged shard dirs: the trials table, one page per trial (its frames with the target and the
+points drawn over them, prompts, replies, answers, decisions, a distance chart), and a side-by-side
+comparison of the methods on one sample. It opens from ``file://`` (default folder: ``<RUN_DIR>/view``;
+frames are referenced in the run dir, not copied). ``--serve`` serves it on 127.0.0.1 only (the site and
+the runs' ``frames/``, nothing else), prints the URL at once and runs until Ctrl-C.
+
+Exit codes: 0 written (and served); 2 no run directory there, or a run the analysis refuses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import http.server
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import quote, unquote, urlsplit
+
+
+def _handler(root: Path, allowed: list[Path]) -> type[http.server.SimpleHTTPRequestHandler]:
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def translate_path(self, path: str) -> str:
+            p = (root / unquote(urlsplit(path).path).lstrip("/")).resolve()
+            if not any(p == a or a in p.parents for a in allowed):
+                return str(root / ".dvoc-view-not-served")  # answered 404
+            return str(p)
+
+        def log_message(self, format: str, *args: object) -> None:  # quiet: the console shows the URL
+            pass
+
+    return Handler
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m dvoc_bench.view",
+        description="A browsable site of a run's trials: frames, answers and truth (opens from file://).",
+    )
+    p.add_argument(
+        "runs", nargs="+", type=Path, metavar="RUN_DIR", help="run dirs, multirun sweeps, merged dirs"
+    )
+    p.add_argument("--out", type=Path, default=None, help="site folder (default: <first RUN_DIR>/view)")
+    p.add_argument(
+        "--serve", action="store_true", help="serve the site on http://127.0.0.1:PORT until Ctrl-C"
+    )
+    p.add_argument("--port", type=int, default=8765, help="port for --serve (0: any free one; default 8765)")
+    args = p.parse_args(argv)
+
+    from dvoc_bench.analysis.loaders import DuplicateTrials, find_run_dirs
+    from dvoc_bench.analysis.viewer import build_site, write_site
+
+    try:
+        run_dirs = find_run_dirs(args.runs)
+        out = (args.out or args.runs[0] / "view").resolve()
+        files = build_site(run_dirs, out)
+    except (FileNotFoundError, DuplicateTrials) as e:
+        print(f"view: {e}", file=sys.stderr)
+        return 2
+    index = write_site(files, out)
+    n_trial_files = sum(1 for k in files if k.startswith("data/trials/"))
+    print(f"site: {index} ({n_trial_files} trial data files; open it in a browser)", flush=True)
+    if not args.serve:
+        return 0
+    allowed = [out, *((r / "frames").resolve() for r in run_dirs)]  # a linked frames/ too
+    root = Path(os.path.commonpath([str(a) for a in allowed]))
+    handler = functools.partial(_handler(root, allowed), directory=str(root))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", args.port), handler) as httpd:
+        port = httpd.server_address[1]
+        print(
+            f"serving http://127.0.0.1:{port}/{quote(str(index.relative_to(root)))} (Ctrl-C stops)",
+            flush=True,
+        )
+        with contextlib.suppress(KeyboardInterrupt):
+            httpd.serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,375 @@
+"""The run viewer (``python -m dvoc_bench.view``) in a real Chromium (Debian's), on a real default run.
+
+Every number the page shows is checked against the records read here independently (``json.loads`` of
+each line of ``trials.jsonl`` / ``steps.jsonl``, PNG sizes from Pillow), and the drawn target box is
+measured on the screen, in the image's pixels, against the record's box.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from tests.support import ROOT, chromium_or_skip
+
+pytestmark = pytest.mark.e2e
+
+
+def records(path: Path) -> list[dict]:
+    """The records of a JSONL file, read here (lines that do not parse left out)."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        with contextlib.suppress(json.JSONDecodeError):
+            out.append(json.loads(line))
+    return out
+
+
+def view_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "dvoc_bench.view", *args]
+
+
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def build(run: Path, out: Path) -> Path:
+    cmd = view_cmd(str(run), "--out", str(out))
+    p = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert f"site: {out / 'index.html'}" in p.stdout
+    return out / "index.html"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    chromium_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    from dvoc_bench.scenes.web.chromium import find_chromium
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=find_chromium(), headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.errors = errors
+    yield pg
+    pg.close()
+
+
+def open_site(page, index: Path, fragment: str = "") -> None:
+    page.goto(index.as_uri() + fragment)
+    page.wait_for_selector("#count" if not fragment else "main h2")
+
+
+def count(page) -> int:
+    return int(page.text_content("#count"))
+
+
+def kv(page, key: str) -> str:
+    return page.evaluate(
+        "k => [...document.querySelectorAll('dl.kv dt')].find(d => d.textContent === k)"
+        ".nextSibling.textContent",
+        key,
+    )
+
+
+def test_table_filters_count_what_the_records_hold(default_run: Path, tmp_path: Path, page) -> None:
+    index = build(default_run, tmp_path / "site")
+    trials = records(default_run / "trials.jsonl")
+    open_site(page, index)
+    assert count(page) == len(trials) == 270
+    page.select_option("select[data-facet=method]", "dvoc")
+    dvoc = [t for t in trials if t["method"] == "dvoc"]
+    assert count(page) == len(dvoc) > 0
+    # the other filters count within this one: the task select's options say how many dvoc trials each has
+    label = page.text_content("select[data-facet=task] option[value=S2]")
+    assert label == f"S2 ({sum(t['task'] == 'S2' for t in dvoc)})"
+    page.select_option("select[data-facet=task]", "S2")
+    page.fill("input[data-range=dmax]", "30")
+    page.dispatch_event("input[data-range=dmax]", "change")
+    want = [
+        t for t in dvoc if t["task"] == "S2" and t["final_dist_px"] is not None and t["final_dist_px"] <= 30
+    ]
+    assert count(page) == len(want) > 0
+    assert page.locator("table.trials tbody tr").count() == len(want)
+    # sorting by distance puts the farthest first
+    page.click("th[data-col=final_dist_px]")
+    page.click("th[data-col=final_dist_px]")
+    first = float(page.text_content("table.trials tbody tr:first-child td.final_dist_px"))
+    assert first == pytest.approx(max(t["final_dist_px"] for t in want), abs=0.051)
+    assert not page.errors
+
+
+def test_trial_page_draws_the_record_where_it_says(default_run: Path, tmp_path: Path, page) -> None:
+    index = build(default_run, tmp_path / "site")
+    open_site(page, index)
+    page.select_option("select[data-facet=method]", "dvoc")
+    page.click("table.trials tbody tr:first-child td a")
+    page.wait_for_selector("#filmstrip .step")
+    key = kv(page, "trial_key")
+    trial = next(t for t in records(default_run / "trials.jsonl") if t["trial_key"] == key)
+    steps = [s for s in records(default_run / "steps.jsonl") if s["trial_key"] == key]
+    assert trial["method"] == "dvoc" and len(steps) >= 1
+    page.wait_for_function("[...document.images].every(i => i.complete)")
+    imgs = page.evaluate(
+        "[...document.querySelectorAll('#filmstrip .frame img')]"
+        ".map(i => [i.getAttribute('src'), i.naturalWidth])"
+    )
+    assert [src.rsplit("/", 1)[1] for src, _ in imgs] == [f"{s['frame_sha']}.png" for s in steps]
+    assert all(w > 0 for _, w in imgs)
+    x0, y0, x1, y1 = trial["target_box"]
+    for n, s in enumerate(steps):
+        width, height = Image.open(default_run / "frames" / f"{s['frame_sha']}.png").size
+        # the box as drawn on the screen, in the frame image's pixels
+        got = page.evaluate(
+            """n => { const f = document.querySelectorAll('#filmstrip .frame')[n];
+                const i = f.querySelector('img').getBoundingClientRect();
+                const r = f.querySelector('rect.target').getBoundingClientRect();
+                const c = f.querySelector('circle.current').getBoundingClientRect();
+                return {i: [i.width, i.height],
+                        r: [r.left - i.left, r.top - i.top, r.right - i.left, r.bottom - i.top],
+                        c: [(c.left + c.right) / 2 - i.left, (c.top + c.bottom) / 2 - i.top]}; }""",
+            n,
+        )
+        sx, sy = width / got["i"][0], height / got["i"][1]
+        drawn = [got["r"][0] * sx, got["r"][1] * sy, got["r"][2] * sx, got["r"][3] * sy]
+        assert drawn == pytest.approx([x0, y0, x1, y1], abs=1.5 * max(sx, sy))
+        assert [got["c"][0] * sx, got["c"][1] * sy] == pytest.approx(s["draft"], abs=1.5 * max(sx, sy))
+    dots = page.evaluate("[...document.querySelectorAll('svg.dist circle')].map(c => +c.dataset.dist)")
+    assert dots == pytest.approx([s["true_dist_px"] for s in steps])
+    replies = page.evaluate("[...document.querySelectorAll('#filmstrip pre.reply')].map(p => p.textContent)")
+    assert all(json.loads(s["reply_tool_calls"][0]["arguments"]) == json.loads(json.loads(r)[0]["arguments"])
+               for s, r in zip(steps, replies, strict=True))  # fmt: skip
+    assert not page.errors
+
+
+def test_compare_shows_every_method_on_the_sample(default_run: Path, tmp_path: Path, page) -> None:
+    index = build(default_run, tmp_path / "site")
+    open_site(page, index)
+    page.select_option("select[data-facet=method]", "dvoc")
+    page.click("table.trials tbody tr:first-child td a")
+    page.wait_for_selector("#compare-link")
+    key = kv(page, "trial_key")
+    trials = records(default_run / "trials.jsonl")
+    t0 = next(t for t in trials if t["trial_key"] == key)
+    same = [
+        t
+        for t in trials
+        if (t["task"], t["start_index"], t["rep"]) == (t0["task"], t0["start_index"], t0["rep"])
+    ]
+    page.click("#compare-link")
+    page.wait_for_function("document.querySelectorAll('#compare .col h4').length >= 2")
+    page.wait_for_function(f"document.querySelectorAll('#compare .col h4').length === {len(same)}")
+    cols = page.evaluate(
+        "[...document.querySelectorAll('#compare .col')].map(c => [c.dataset.method, c.dataset.model])"
+    )
+    assert sorted(map(tuple, cols)) == sorted((t["method"], t["model"]) for t in same)
+    assert {"dvoc", "oneshot", "centre"} <= {m for m, _ in cols}
+    assert not page.errors
+
+
+def test_bad_input_is_shown_and_listed(default_run: Path, tmp_path: Path, page) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copytree(default_run / "frames", run / "frames")
+    shutil.copy(default_run / "run.json", run / "run.json")
+    lines = (default_run / "trials.jsonl").read_text().splitlines()
+    steps = (default_run / "steps.jsonl").read_text().splitlines()
+    torn = next(n for n, line in enumerate(lines) if '"method":"dvoc"' in line)
+    lines[torn] = lines[torn][: len(lines[torn]) // 2]  # a torn line in the middle of the file
+    odd = json.loads(lines[-1])
+    odd["mystery_field"] = 7
+    lines[-1] = json.dumps(odd)
+    (run / "trials.jsonl").write_text("\n".join(lines) + "\n")
+    (run / "steps.jsonl").write_text("\n".join(steps) + "\n")
+    gone = json.loads(steps[-1])["frame_sha"]
+    (run / "frames" / f"{gone}.png").unlink()
+    index = build(run, tmp_path / "site")
+    open_site(page, index)
+    assert count(page) == len(lines) - 1
+    listed = page.text_content("#skipped")
+    assert f"trials.jsonl:{torn + 1}" in listed
+    assert "steps of trials not in trials.jsonl" in listed  # the torn trial's steps
+    assert "unknown field `mystery_field` in 1 records" in listed
+    assert f"1 frames missing from frames/: {gone[:12]}.png" in listed
+    # the trial of the missing frame still shows its other frames and says which one is missing
+    key = json.loads(steps[-1])["trial_key"]
+    i = next(
+        n
+        for n, t in enumerate(x for x in records(run / "trials.jsonl") if "trial_key" in x)
+        if t["trial_key"] == key
+    )
+    page.goto(index.as_uri() + f"#trial={i}")
+    page.wait_for_selector("#filmstrip .step")
+    assert "missing from frames/" in page.text_content("#filmstrip")
+    # run.frames=none: no frame is missing, every one is absent by design
+    (run / "run.json").write_text(
+        json.dumps({**json.loads((run / "run.json").read_text()), "frames": "none"})
+    )
+    index = build(run, tmp_path / "site2")
+    open_site(page, index)
+    listed = page.text_content("#skipped")
+    assert "no frames by design" in listed and "frames missing" not in listed
+    page.goto(index.as_uri() + f"#trial={i}")
+    page.wait_for_selector("#filmstrip .step")
+    assert page.locator("#filmstrip img").count() == 0
+    assert "none by design" in page.text_content("#filmstrip")
+    assert not page.errors
+
+
+def test_serve_binds_loopback_and_serves_site_and_frames(default_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    proc = subprocess.Popen(view_cmd(str(default_run), "--out", str(out), "--serve", "--port", "0"), cwd=ROOT,
+                            env=ENV, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert proc.stdout.readline().startswith("site: ")
+        url = proc.stdout.readline().split()[1]
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/index.html")
+        assert b"data/index.js" in urllib.request.urlopen(url, timeout=10).read()
+        sha = records(default_run / "steps.jsonl")[0]["frame_sha"]
+        base = url.rsplit("/", 1)[0]
+        rel = os.path.relpath(default_run, out)
+        png = urllib.request.urlopen(f"{base}/{rel}/frames/{sha}.png", timeout=10).read()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+        with pytest.raises(
+            urllib.error.HTTPError
+        ):  # the run's records are not served, only the site and frames
+            urllib.request.urlopen(f"{base}/{rel}/trials.jsonl", timeout=10)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def zoom_som_run(tmp_path_factory) -> Path:
+    from tests.support import make_run
+
+    out = tmp_path_factory.mktemp("runs") / "zoom_som"
+    return make_run(out, "methods=[zoom,som]", "task=S3", "model=sim-gemma-4-26b")
+
+
+def on_screen(page, n: int, selector: str) -> tuple[list[float], list[float]]:
+    """The displayed size of frame ``n``'s image and the box of ``selector`` over it (relative to it)."""
+    got = page.evaluate(
+        """([n, sel]) => { const f = document.querySelectorAll('#filmstrip .frame')[n];
+            const i = f.querySelector('img').getBoundingClientRect();
+            const r = f.querySelector(sel).getBoundingClientRect();
+            return [[i.width, i.height],
+                    [r.left - i.left, r.top - i.top, r.right - i.left, r.bottom - i.top]]; }""",
+        [n, selector],
+    )
+    return got[0], got[1]
+
+
+def test_zoom_crops_and_som_marks_sit_where_the_records_say(zoom_som_run: Path, tmp_path: Path, page) -> None:
+    run = zoom_som_run
+    index = build(run, tmp_path / "site")
+    trials = records(run / "trials.jsonl")
+    steps = records(run / "steps.jsonl")
+    # zoom: each round's frame is a crop; the target box is drawn in the crop's coordinates
+    i = next(n for n, t in enumerate(trials) if t["method"] == "zoom")
+    zsteps = [s for s in steps if s["trial_key"] == trials[i]["trial_key"]]
+    assert any(s["crop"] for s in zsteps)
+    open_site(page, index, f"#trial={i}")
+    page.wait_for_function("[...document.images].every(i => i.complete && i.naturalWidth > 0)")
+    x0, y0, x1, y1 = trials[i]["target_box"]
+    for n, s in enumerate(zsteps):
+        w, h = Image.open(run / "frames" / f"{s['frame_sha']}.png").size
+        cx0, cy0, cx1, cy1 = s["crop"] or [0, 0, w, h]
+        shown, r = on_screen(page, n, "rect.target")
+        kx, ky = (cx1 - cx0) / shown[0], (cy1 - cy0) / shown[1]  # screenshot px per displayed px
+        drawn = [cx0 + r[0] * kx, cy0 + r[1] * ky, cx0 + r[2] * kx, cy0 + r[3] * ky]
+        assert drawn == pytest.approx([x0, y0, x1, y1], abs=1.5 * max(kx, ky)), n
+    assert page.locator(".crops rect.crop").count() == sum(1 for s in zsteps if s["crop"])
+    # Set-of-Mark: the chosen mark's box, from the record's marks
+    j = next(n for n, t in enumerate(trials) if t["method"] == "som" and (t["som"] or {}).get("chosen_valid"))
+    som = trials[j]["som"]
+    open_site(page, index, f"#trial={j}")
+    page.wait_for_function("[...document.images].every(i => i.complete && i.naturalWidth > 0)")
+    s0 = next(s for s in steps if s["trial_key"] == trials[j]["trial_key"])
+    w, h = Image.open(run / "frames" / f"{s0['frame_sha']}.png").size
+    shown, r = on_screen(page, 0, "rect.mark")
+    kx, ky = w / shown[0], h / shown[1]
+    mx0, my0, mx1, my1 = som["mark_boxes"][som["chosen_id"] - 1][:4]
+    assert [r[0] * kx, r[1] * ky, r[2] * kx, r[3] * ky] == pytest.approx([mx0, my0, mx1, my1], abs=1.5 * kx)
+    assert f"mark id={som['chosen_id']}" in page.text_content("#filmstrip")
+    assert not page.errors
+
+
+def test_report_links_each_failed_trial_to_its_page(default_run: Path, tmp_path: Path, page) -> None:
+    import re
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "frames").symlink_to(default_run / "frames")
+    shutil.copy(default_run / "run.json", run / "run.json")
+    shutil.copy(default_run / "steps.jsonl", run / "steps.jsonl")
+    trials = records(default_run / "trials.jsonl")
+    failed = [n for n, t in enumerate(trials) if t["method"] == "dvoc"][3:5]
+    for n in failed:
+        trials[n] |= {
+            "status": "error",
+            "stop_reason": "error",
+            "error_class": "timeout",
+            "error": "took too long",
+        }
+    (run / "trials.jsonl").write_text("".join(json.dumps(t) + "\n" for t in trials))
+    build(run, run / "view")
+    cmd = [sys.executable, "-m", "dvoc_bench.report", str(run), "--no-figures", "--n-boot", "50"]
+    p = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    report = run / "report" / "report.md"
+    links = re.findall(r"\]\(([^)]*index\.html#key=[^)]+)\): `timeout`", report.read_text())
+    assert [link.rsplit("=", 1)[1] for link in links] == [trials[n]["trial_key"] for n in failed]
+    for link, n in zip(links, failed, strict=True):
+        path, _, frag = link.partition("#")
+        page.goto((report.parent / path).resolve().as_uri() + "#" + frag)
+        page.wait_for_selector("#filmstrip")
+        assert kv(page, "trial_key") == trials[n]["trial_key"]
+        assert kv(page, "status") == "error" and kv(page, "error") == "took too long"
+    assert not page.errors
+
+
+@pytest.mark.parametrize("fixture", ["web_run", "alpha_multirun"])
+def test_web_run_and_multirun_sweep(fixture: str, request, tmp_path: Path, page) -> None:
+    """A run of web pages (frames of a real Chromium) and a two-job multirun sweep read as one table."""
+    root = request.getfixturevalue(fixture)
+    index = build(root, tmp_path / "site")
+    dirs = sorted({p.parent for p in root.rglob("trials.jsonl") if ".analysis_cache" not in p.parts})
+    trials = [t for d in dirs for t in records(d / "trials.jsonl")]
+    open_site(page, index)
+    assert count(page) == len(trials)
+    if fixture == "alpha_multirun":  # each job's override is a filter
+        page.select_option("select[data-facet='override.alphas']", "[adaptive]")
+        assert count(page) == len(records(root / "1" / "trials.jsonl"))
+    page.select_option("select[data-facet=method]", "dvoc")
+    page.click("table.trials tbody tr:last-child td a")
+    page.wait_for_selector("#filmstrip .step")
+    page.wait_for_function("[...document.images].every(i => i.complete && i.naturalWidth > 0)")
+    run, key = Path(kv(page, "run_dir")), kv(page, "trial_key")
+    trial = next(t for t in records(run / "trials.jsonl") if t["trial_key"] == key)
+    steps = [s for s in records(run / "steps.jsonl") if s["trial_key"] == key]
+    assert page.locator("#filmstrip .frame img").count() == len(steps) > 0
+    for n, s in enumerate(steps):
+        w, h = Image.open(run / "frames" / f"{s['frame_sha']}.png").size
+        shown, r = on_screen(page, n, "rect.target")
+        kx, ky = w / shown[0], h / shown[1]
+        got = [r[0] * kx, r[1] * ky, r[2] * kx, r[3] * ky]
+        assert got == pytest.approx(trial["target_box"], abs=1.5 * max(kx, ky))
+    assert not page.errors
