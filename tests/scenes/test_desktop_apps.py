@@ -16,7 +16,13 @@ import psutil
 import pytest
 
 from dvoc_bench.core.declare import ConfigError
-from dvoc_bench.scenes.desktop.apps import AppOptions, click_effect, nearest, task_from_mapping
+from dvoc_bench.scenes.desktop.apps import (
+    AppOptions,
+    click_effect,
+    nearest,
+    press_release_effect,
+    task_from_mapping,
+)
 from tests.scenes.test_desktop_procs import gone_within, marked
 from tests.support import ROOT, run_cli
 
@@ -50,6 +56,34 @@ def test_a_click_effect_names_the_accessible_that_changed():
     assert click_effect(row, clicked, ["label:Weather", "list item:#4"])[0] == "list item:#4"
     assert click_effect(row, clicked)[0] == "list item:#4"
     assert click_effect(row, clicked, ["label:Weather"])[0] == "list item:#4"  # not related: still named
+
+
+def test_a_press_names_a_button_whose_release_ends_the_program():
+    """zenity's Yes: the press arms it, the release closes the dialog and the program exits (code 0)."""
+    up = {
+        "states": {"push button:Yes": [], "push button:No": ["focused"]},
+        "windows": ["dialog:Q"],
+        "alive": True,
+    }
+    down = {**up, "states": {"push button:Yes": ["armed", "focused"], "push button:No": []}}
+    gone = {"states": {}, "windows": [], "alive": False, "exit_code": 0, "related": []}
+    related = ["push button:Yes", "filler:"]
+    element, changes = press_release_effect(up, down, gone, [], related)
+    assert element == "push button:Yes"
+    assert "push button:Yes +armed" in changes and "app exited (code 0)" in changes
+    assert press_release_effect(up, up, gone, [], related) == (
+        None,
+        ["window -dialog:Q", "app exited (code 0)"],
+    )
+    # an event from inside the target (a combo box's popup menu) counts for the target only
+    ev = ["combo box:M +showing (a descendant)"]
+    assert press_release_effect(up, up, up, ev, ["combo box:M", "panel:"])[0] == "combo box:M"
+    assert (
+        press_release_effect(up, up, up, ["panel: +showing (a descendant)"], ["combo box:M", "panel:"])[0]
+        is None
+    )
+    # an already focused entry re-announces focus when clicked: an event of the target itself
+    assert press_release_effect(up, up, up, ["text: +focused"], ["text:"])[0] == "text:"
 
 
 def test_bad_task_definitions_are_one_line_config_errors():
