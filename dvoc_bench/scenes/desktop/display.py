@@ -300,6 +300,8 @@ class XDisplay:
         if tool is None:
             raise missing("xdotool for desktop.verify_click", XDOTOOL_PACKAGE)
         argv = [tool, "mousemove", "--sync", str(x), str(y), action, "1"]
+        if action == "mouseup":  # the pointer is there already (``--sync`` would wait for a move)
+            argv = [tool, "mouseup", "1"]
         proc = spawn(argv, env=self.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             _, err = proc.communicate(timeout=self.timeout_s)
