@@ -16,7 +16,13 @@ import psutil
 import pytest
 
 from dvoc_bench.core.declare import ConfigError
-from dvoc_bench.scenes.desktop.apps import AppOptions, click_effect, nearest, task_from_mapping
+from dvoc_bench.scenes.desktop.apps import (
+    AppOptions,
+    click_effect,
+    nearest,
+    press_release_effect,
+    task_from_mapping,
+)
 from tests.scenes.test_desktop_procs import gone_within, marked
 from tests.support import ROOT, run_cli
 
@@ -50,6 +56,34 @@ def test_a_click_effect_names_the_accessible_that_changed():
     assert click_effect(row, clicked, ["label:Weather", "list item:#4"])[0] == "list item:#4"
     assert click_effect(row, clicked)[0] == "list item:#4"
     assert click_effect(row, clicked, ["label:Weather"])[0] == "list item:#4"  # not related: still named
+
+
+def test_a_press_names_a_button_whose_release_ends_the_program():
+    """zenity's Yes: the press arms it, the release closes the dialog and the program exits (code 0)."""
+    up = {
+        "states": {"push button:Yes": [], "push button:No": ["focused"]},
+        "windows": ["dialog:Q"],
+        "alive": True,
+    }
+    down = {**up, "states": {"push button:Yes": ["armed", "focused"], "push button:No": []}}
+    gone = {"states": {}, "windows": [], "alive": False, "exit_code": 0, "related": []}
+    related = ["push button:Yes", "filler:"]
+    element, changes = press_release_effect(up, down, gone, [], related)
+    assert element == "push button:Yes"
+    assert "push button:Yes +armed" in changes and "app exited (code 0)" in changes
+    assert press_release_effect(up, up, gone, [], related) == (
+        None,
+        ["window -dialog:Q", "app exited (code 0)"],
+    )
+    # an event from inside the target (a combo box's popup menu) counts for the target only
+    ev = ["combo box:M +showing (a descendant)"]
+    assert press_release_effect(up, up, up, ev, ["combo box:M", "panel:"])[0] == "combo box:M"
+    assert (
+        press_release_effect(up, up, up, ["panel: +showing (a descendant)"], ["combo box:M", "panel:"])[0]
+        is None
+    )
+    # an already focused entry re-announces focus when clicked: an event of the target itself
+    assert press_release_effect(up, up, up, ["text: +focused"], ["text:"])[0] == "text:"
 
 
 def test_bad_task_definitions_are_one_line_config_errors():
@@ -175,3 +209,19 @@ def test_kill_9_of_the_harness_leaves_no_display_bus_or_app(tmp_path):
     finally:
         if harness.poll() is None:
             harness.kill()
+
+
+@pytest.mark.e2e
+def test_the_bundled_application_set_runs_and_sim_ideal_hits_every_target(tmp_path):
+    """``experiment=desktop_apps`` (A01-A25 on four Debian GTK programs) with the simulator: every trial
+    ``ok`` and sim-ideal's point on the target by AT-SPI's hit test (about 1.5 min on 2 busy cores)."""
+    r = run_cli(
+        "experiment=desktop_apps", "models=[sim-ideal]", "methods=[oneshot]",
+        f"hydra.run.dir={tmp_path / 'run'}", timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    trials = {t["task"]: t for t in _trials(tmp_path / "run")}
+    assert sorted(trials) == [f"A{i:02d}" for i in range(1, 26)]
+    bad = {k: (t["status"], t.get("error"), t["hit_element"]) for k, t in trials.items() if not t["hit"]}
+    assert bad == {}, bad
+    assert all(t["status"] == "ok" and t["hit_rule"] == "accessible" for t in trials.values())

@@ -179,3 +179,19 @@ def test_a_killed_harness_leaves_no_display_folder_behind(tmp_path):
         (d / "fonts.conf").write_text("x")
     assert remove_stale_folders(tmp_path) == [stale]
     assert not stale.exists() and live.exists()
+
+
+def test_a_killed_runs_atspi_folder_is_swept_too(tmp_path):
+    """An AT-SPI runner's private folder (``dvoc-atspi-<pid>-...``) of a gone process is removed; a live
+    one is kept."""
+    from dvoc_bench.scenes.desktop.atspi_runner import TMP_PREFIX
+    from dvoc_bench.scenes.desktop.display import remove_stale_folders
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"{TMP_PREFIX}{dead.pid}-abc"
+    live = tmp_path / f"{TMP_PREFIX}{os.getpid()}-def"
+    for d in (stale, live):
+        (d / "home").mkdir(parents=True)
+    assert remove_stale_folders(tmp_path) == [stale]
+    assert not stale.exists() and live.exists()

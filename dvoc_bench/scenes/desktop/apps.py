@@ -172,7 +172,7 @@ class AppOptions:
 class AppSession:
     """One task's display, private bus and application (the runner process and its pipe)."""
 
-    def __init__(self, task: AppTask, options: DesktopOptions) -> None:
+    def __init__(self, task: AppTask, options: DesktopOptions, events: bool = False) -> None:
         self.task = task
         self.timeout_s = options.timeout_s
         if not Path(SYSTEM_PYTHON).is_file():
@@ -192,7 +192,7 @@ class AppSession:
         self.display_s = time.perf_counter() - t0
         spec = {
             "command": list(task.command), "wait_for": task.wait_for, "timeout_s": options.timeout_s,
-            "screen": [options.size.width, options.size.height],
+            "screen": [options.size.width, options.size.height], "events": events,
         }  # fmt: skip
         self.log_path = Path(str(self.display.tmp)) / "app.log"
         with open(self.log_path, "wb") as err:
@@ -294,6 +294,46 @@ def click_effect(
     return (min(changed)[1] if changed else None), changes
 
 
+HOLD_S = 1.0
+"""How long a verifying click holds the button down at most, waiting for the press's effect."""
+SETTLE_S = 2.0
+"""How long it waits for the release's effect at most."""
+
+
+def settle(session: AppSession, target: str, since: dict[str, Any], wait_s: float) -> dict[str, Any]:
+    """The states once they differ from ``since`` (the effect arrives asynchronously), or after ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        time.sleep(0.05)
+        now = session.request({"op": "states", "target": target})
+        if click_effect(since, now)[1] or time.monotonic() > deadline:
+            return now
+
+
+def press_release_effect(
+    before: dict[str, Any],
+    pressed: dict[str, Any],
+    after: dict[str, Any],
+    events: list[str],
+    related: list[str],
+) -> tuple[str | None, list[str]]:
+    """The accessible a press-then-release changed, and every change: the press's and the release's state
+    changes (:func:`click_effect`) and the program's state events (``id +state``; ``... (a descendant)``
+    when the event's source is inside that accessible, which counts for the target itself only). The first
+    of ``related`` that changed wins, else the press's element, else the release's, else an event's."""
+    pe, pc = click_effect(before, pressed, related)
+    re_, rc = click_effect(pressed, after, related)
+    changes = [*pc, *rc, *(f"event {e}" for e in events)]
+    changed = [c.rsplit(" +", 1)[0] for c in [*pc, *rc] if " +" in c or " -" in c]
+    direct = [e.rsplit(" +", 1)[0] for e in events if not e.endswith("(a descendant)")]
+    inside = [e.rsplit(" +", 1)[0] for e in events if e.endswith("(a descendant)")]
+    target = related[0] if related else None
+    for eid in related:
+        if eid in changed or eid in direct or (eid == target and eid in inside):
+            return eid, changes
+    return (pe or re_ or (direct[0] if direct else None)), changes
+
+
 # ------------------------------------------------------------------------------------- the source
 
 
@@ -357,7 +397,7 @@ class AppScenes:
                     self._live.pop(task.id).close()
                 while len(self._live) >= LIVE_SESSIONS:
                     self._live.popitem(last=False)[1].close()
-            s = AppSession(task, self.options.base)
+            s = AppSession(task, self.options.base, events=fresh)
             if not fresh:
                 self._live[task.id] = s
             return s
@@ -390,23 +430,25 @@ class AppScenes:
         )  # fmt: skip
 
     def verify(self, task: AppTask, x: int, y: int) -> tuple[str | None, bool]:
-        """Click ``(x, y)`` for real in a fresh session; what changed names the clicked accessible."""
+        """Click ``(x, y)`` for real in a fresh session: press, watch, release, watch; what changed (states
+        polled, state events the program sent) names the clicked accessible (:func:`press_release_effect`)."""
         fresh = self._session(task, fresh=True)
         try:
             before = fresh.request({"op": "states", "target": task.target})
-            fresh.display.click(x, y)
-            deadline = time.monotonic() + 2.0
-            while True:  # the effect arrives asynchronously: poll until something changed, or 2 s
-                time.sleep(0.2)
-                after = fresh.request({"op": "states", "target": task.target})
-                element, changes = click_effect(before, after, before.get("related"))
-                if changes or time.monotonic() > deadline:
-                    break
+            fresh.request({"op": "mark"})
+            fresh.display.click(x, y, "mousedown")
+            pressed = settle(fresh, task.target, before, HOLD_S)
+            events = fresh.request({"op": "events"})["events"]
+            fresh.display.click(x, y, "mouseup")
+            after = settle(fresh, task.target, pressed, SETTLE_S)
+            events += fresh.request({"op": "events"})["events"]
         finally:
             fresh.close()
+        related = list(dict.fromkeys([*(before.get("related") or []), *(after.get("related") or [])]))
+        element, changes = press_release_effect(before, pressed, after, events, related)
         self.last_effect = changes
         log.info("%s: the click at (%d, %d) changed: %s", task.id, x, y, "; ".join(changes) or "nothing")
-        return element, element is not None and element in (before.get("related") or [])
+        return element, element is not None and element in related
 
     def close(self) -> None:
         with self._lock:

@@ -28,6 +28,10 @@ Queries (``{"op": ...}``), screen pixels:
   or inside it;
 - ``states``: role:name -> the states of interest (focused, pressed, checked, selected, expanded,
   armed) of every showing accessible, and the showing windows (for ``desktop.verify_click``);
+- ``mark`` / ``events``: with ``"events": true`` in the spec the runner listens to AT-SPI's
+  ``object:state-changed`` events (:data:`EVENTS`); ``mark`` forgets those so far, ``events`` lists the
+  states gained since as ``id +state`` (the event's source by object path, or its nearest ancestor with
+  an id) — a button is ``armed`` when pressed, an entry already focused re-announces ``focused``;
 - ``quit``.
 """
 
@@ -59,6 +63,10 @@ INTERACTIVE = {
     "table column header", "switch", "calendar",
 }  # fmt: skip
 WINDOW_ROLES = {"frame", "dialog", "window", "alert", "file chooser"}
+TMP_PREFIX = "dvoc-atspi-"
+"""The private folder's prefix, then the runner's pid (``display.remove_stale_folders`` sweeps it)."""
+EVENTS = ("focused", "armed", "pressed", "checked", "selected", "expanded", "showing")
+"""``object:state-changed:*`` events recorded in a verifying session (``events`` spec key)."""
 
 
 def reading_key(box: list[int]) -> tuple[int, int]:
@@ -71,11 +79,13 @@ class Session:
     def __init__(self, spec: dict[str, Any]) -> None:
         self.spec = spec
         self.token = os.environ.get(TREE_ENV, "")
-        self.tmp = tempfile.mkdtemp(prefix="dvoc-atspi-")
+        self.tmp = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-")  # swept when the pid is gone
         self.bus: subprocess.Popen[bytes] | None = None
         self.app: subprocess.Popen[bytes] | None = None
         self.root: Any = None
         self.pyatspi: Any = None
+        self.events: list[tuple[str, Any]] = []
+        self.paths: dict[str, str] = {}
 
     # ------------------------------------------------------------------------------ processes
 
@@ -114,7 +124,47 @@ class Session:
         except ImportError as e:
             return {"error": f"no AT-SPI bindings ({e}): install the Debian package python3-pyatspi"}
         self.pyatspi = pyatspi
+        if self.spec.get("events"):
+            for state in EVENTS:
+                pyatspi.Registry.registerEventListener(self.on_event, f"object:state-changed:{state}")
         return self.wait_ready(t0)
+
+    def on_event(self, event: Any) -> None:
+        if event.detail1 == 1:  # a state gained
+            self.events.append((event.type.rsplit(":", 1)[-1], event.source))
+
+    def mark(self) -> dict[str, Any]:
+        """Forget the events so far; remember every showing accessible's object path (an event's source
+        is named by its path, also after the program exited)."""
+        self.refresh()
+        self.events.clear()
+        self.paths = {}
+        for a, eid, _, _, _ in self.identified():
+            with contextlib.suppress(Exception):
+                self.paths[a.path] = eid
+        return {"ok": True}
+
+    def take_events(self) -> dict[str, Any]:
+        """``id +state`` for every state an accessible gained (as events) since :meth:`mark`: the event's
+        source, or the nearest ancestor of it with an id (a combo box's popup menu names the combo box)."""
+        self.refresh()
+        out = []
+        for state, src in self.events:
+            eid, a, depth = None, src, 0
+            while depth < 50:
+                try:
+                    eid = self.paths.get(a.path)
+                    if eid is not None:
+                        break
+                    a, depth = a.parent, depth + 1
+                except Exception:
+                    break
+                if a is None:
+                    break
+            if eid is not None:
+                out.append(f"{eid} +{state}" + (" (a descendant)" if depth else ""))
+        self.events.clear()
+        return {"events": list(dict.fromkeys(out))}
 
     def wait_ready(self, t0: float) -> dict[str, Any]:
         assert self.app is not None
@@ -424,6 +474,10 @@ def main(argv: list[str]) -> int:
                         reply = session.truth(list(req.get("targets", [])))
                     elif op == "hit":
                         reply = session.hit(int(req["x"]), int(req["y"]), str(req.get("target", "")))
+                    elif op == "mark":
+                        reply = session.mark()
+                    elif op == "events":
+                        reply = session.take_events()
                     elif op == "states":
                         reply = session.states(str(req.get("target", "")))
                     else:

@@ -175,14 +175,18 @@ def stop(proc: subprocess.Popen[bytes], grace_s: float = 2.0) -> None:
 
 TMP_PREFIX = "dvoc-desktop-"
 """Prefix of a display's temporary folder, followed by the pid of the process that made it."""
+TMP_PREFIXES = (TMP_PREFIX, "dvoc-atspi-")
+"""Swept prefixes: the displays' folders and the AT-SPI runners' (``atspi_runner``, its private ``HOME``)."""
 
 
 def remove_stale_folders(root: Path | None = None) -> list[Path]:
-    """Remove the temporary folders of displays whose process is gone (a harness killed with ``kill -9``
-    cannot clean up after itself); returns what was removed."""
+    """Remove the temporary folders of displays and AT-SPI runners whose process is gone (a harness killed
+    with ``kill -9`` cannot clean up after itself); returns what was removed."""
     removed = []
-    for folder in Path(root or tempfile.gettempdir()).glob(f"{TMP_PREFIX}*-*"):
-        pid = folder.name[len(TMP_PREFIX) :].split("-", 1)[0]
+    folders = [f for prefix in TMP_PREFIXES for f in Path(root or tempfile.gettempdir()).glob(f"{prefix}*-*")]
+    for folder in folders:
+        prefix = next(p for p in TMP_PREFIXES if folder.name.startswith(p))
+        pid = folder.name[len(prefix) :].split("-", 1)[0]
         if not pid.isdigit() or int(pid) == os.getpid() or Path(f"/proc/{pid}").exists():
             continue
         shutil.rmtree(folder, ignore_errors=True)
@@ -289,12 +293,15 @@ class XDisplay:
         img = ImageGrab.grab(xdisplay=name).convert("RGB")
         return np.asarray(img, dtype=np.uint8)
 
-    def click(self, x: int, y: int) -> None:
-        """Move the X pointer to pixel ``(x, y)`` and click button 1 there (XTest, via ``xdotool``)."""
+    def click(self, x: int, y: int, action: str = "click") -> None:
+        """Move the X pointer to pixel ``(x, y)`` and click button 1 there (XTest, via ``xdotool``);
+        ``action="mousedown"`` only presses it, ``"mouseup"`` releases it."""
         tool = shutil.which("xdotool")
         if tool is None:
             raise missing("xdotool for desktop.verify_click", XDOTOOL_PACKAGE)
-        argv = [tool, "mousemove", "--sync", str(x), str(y), "click", "1"]
+        argv = [tool, "mousemove", "--sync", str(x), str(y), action, "1"]
+        if action == "mouseup":  # the pointer is there already (``--sync`` would wait for a move)
+            argv = [tool, "mouseup", "1"]
         proc = spawn(argv, env=self.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             _, err = proc.communicate(timeout=self.timeout_s)
