@@ -346,9 +346,34 @@ def test_report_links_each_failed_trial_to_its_page(default_run: Path, tmp_path:
     assert not page.errors
 
 
-@pytest.mark.parametrize("fixture", ["web_run", "alpha_multirun"])
+@pytest.fixture(scope="module")
+def desktop_run(tmp_path_factory) -> Path:
+    """Two Tk desktop scenes on the project's Xvfb (skipped with the reason without Xvfb and Tk)."""
+    from tests.support import make_run
+
+    for tool in ("Xvfb", "xdotool"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"needs {tool} for desktop scenes")
+    return make_run(tmp_path_factory.mktemp("runs") / "desktop", "tasks=[D1,D2]", "models=[sim-ideal]",
+                    "methods=[dvoc,oneshot]", "starts=random:2")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def dataset_run(tmp_path_factory) -> Path:
+    """A ScreenSpot-format dataset run (the project's fixture writer: 1920x1080 screens)."""
+    from dvoc_bench.scenes.dataset_fixture import write_fixture
+    from tests.support import make_run
+
+    root = tmp_path_factory.mktemp("ds")
+    write_fixture(root, "screenspot_v2", (1920, 1080), screens=2, per_screen=2)
+    return make_run(tmp_path_factory.mktemp("runs") / "dataset", "dataset=screenspot_v2",
+                    f"dataset.root={root}", "models=[sim-ideal]", "methods=[oneshot,dvoc]")  # fmt: skip
+
+
+@pytest.mark.parametrize("fixture", ["web_run", "alpha_multirun", "desktop_run", "dataset_run"])
 def test_web_run_and_multirun_sweep(fixture: str, request, tmp_path: Path, page) -> None:
-    """A run of web pages (frames of a real Chromium) and a two-job multirun sweep read as one table."""
+    """A run of web pages (frames of a real Chromium), a two-job multirun sweep read as one table, a run of
+    Tk desktop scenes (frames of Xvfb) and a ScreenSpot-format dataset run."""
     root = request.getfixturevalue(fixture)
     index = build(root, tmp_path / "site")
     dirs = sorted({p.parent for p in root.rglob("trials.jsonl") if ".analysis_cache" not in p.parts})
