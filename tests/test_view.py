@@ -398,3 +398,23 @@ def test_web_run_and_multirun_sweep(fixture: str, request, tmp_path: Path, page)
         got = [r[0] * kx, r[1] * ky, r[2] * kx, r[3] * ky]
         assert got == pytest.approx(trial["target_box"], abs=1.5 * max(kx, ky))
     assert not page.errors
+
+
+def test_a_10000_trial_run_opens_and_its_last_trial_shows(default_run: Path, tmp_path: Path, page) -> None:
+    """The benchmark's 10,000-trial run (``bench view`` times it): the table counts every trial, a filter
+    counts what the records hold, and the last trial's page shows its frames."""
+    from dvoc_bench.benchmarks.view import synthetic_run
+
+    n = synthetic_run(default_run, tmp_path / "big", 10_000)
+    trials = records(tmp_path / "big" / "trials.jsonl")
+    assert n == len(trials) == 10_000
+    index = build(tmp_path / "big", tmp_path / "site")
+    open_site(page, index)
+    assert count(page) == 10_000
+    page.select_option("select[data-facet=method]", "dvoc")
+    assert count(page) == sum(t["method"] == "dvoc" for t in trials)
+    page.click("table.trials tbody tr:last-child td a")
+    page.wait_for_selector("#filmstrip .step")
+    page.wait_for_function("[...document.images].every(i => i.complete && i.naturalWidth > 0)")
+    assert page.locator("#filmstrip .frame img").count() >= 1
+    assert not page.errors
