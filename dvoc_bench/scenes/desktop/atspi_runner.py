@@ -9,7 +9,8 @@ harness starts it with the display's ``DISPLAY`` and ``FONTCONFIG_FILE``; the ru
    dies (``PR_SET_PDEATHSIG``, replacing the harness's ``SIGKILL``, so it can clean up);
 2. starts a private ``dbus-daemon --session`` (the AT-SPI bus launcher and registry daemon are
    D-Bus-activated from it and daemonise), then the application with ``GTK_MODULES=gail:atk-bridge``,
-   ``QT_ACCESSIBILITY=1`` and that session bus;
+   ``QT_ACCESSIBILITY=1``, ``QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1`` (Qt 5 exports nothing without it: its
+   bridge waits for ``org.a11y.Status.IsEnabled``, false on a private bus) and that session bus;
 3. waits until the application's accessible shows the ``wait_for`` accessible (or any window), and the
    tree stops changing, says ``{"ready": ...}`` and serves JSON-line queries on stdin.
 

@@ -1,0 +1,49 @@
+"""A real Debian Qt 5 program (FeatherPad) as an application task: its accessibility tree through Qt's own
+AT-SPI bridge (libqt5gui5, switched on by the runner's ``QT_ACCESSIBILITY=1``), AT-SPI's hit test and a real
+click on a toolbar button, and no process left after the run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.scenes.test_desktop_procs import gone_within
+from tests.support import run_cli
+
+# .ci/run installs featherpad; elsewhere the test skips rather than fails (the GTK tests cover the path).
+pytestmark = pytest.mark.skipif(
+    shutil.which("featherpad") is None,
+    reason="featherpad (Debian package featherpad, a Qt 5 editor) is not installed",
+)
+
+
+def _trials(run_dir: Path) -> list[dict]:
+    (path,) = run_dir.rglob("trials.jsonl")
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.e2e
+def test_a_qt_toolbar_button_is_hit_and_clicked_by_the_accessibility_tree(tmp_path):
+    """FeatherPad's toolbar Open: sim-ideal's point is on it by AT-SPI's hit test, the real press arms it
+    (the click's effect names it); the screen's centre is in the text area, not on the button."""
+    mark = uuid.uuid4().hex
+    r = run_cli(
+        "task=desktop_app", "desktop.app.command=featherpad", "desktop.app.target=push button:Open",
+        "desktop.app.instruction=Open a file", "desktop.verify_click=true", "methods=[oneshot,centre]",
+        "models=[sim-ideal]", "starts=random:1", f"hydra.run.dir={tmp_path / 'run'}",
+        env_extra={"DVOC_TEST_MARK": mark}, timeout=240,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    trials = {t["method"]: t for t in _trials(tmp_path / "run")}
+    one, centre = trials["oneshot"], trials["centre"]
+    assert one["status"] == "ok" and one["scene_kind"] == "desktop" and one["hit_rule"] == "accessible", one
+    assert one["hit"] and one["hit_element"] == "push button:Open", one
+    assert one["clicked_target"] is True and one["clicked_element"] == "push button:Open", one
+    x0, y0, x1, y1 = one["target_box"]
+    assert 0 < x1 - x0 < 100 and 0 < y1 - y0 < 100, one  # a toolbar button's box, not the window's
+    assert centre["status"] == "ok" and not centre["hit"] and centre["clicked_target"] is False, centre
+    assert gone_within(mark, 5) == []
