@@ -23,6 +23,7 @@ from dvoc_bench.methods.common import (
     checked,
     error_result,
     finish,
+    to_pixels,
     to_screen,
 )
 from dvoc_bench.methods.registry import method
@@ -121,7 +122,10 @@ async def refine(
         if out.error is not None:
             return error_result(steps, out.error, draft, i + 1)
         assert out.parsed is not None
-        value = to_screen(checked(step, out.parsed, kind, rule, req.image_size), view)  # never clamped
+        if protocol.checks_offset_range:  # an answer outside its frame is recorded, never clamped
+            value = to_screen(checked(step, out.parsed, kind, rule, req.image_size), view)
+        else:  # the authors' harness moved by whatever it read
+            value = to_screen(to_pixels(out.parsed, kind, spec.coord_frame, req), view)
         if isinstance(value, Point):  # absolute answer: the loop still works on offsets
             step.values_px = {"x": value.x, "y": value.y}
             value = value - draft

@@ -38,6 +38,9 @@ class Protocol:
     """The value of ``protocols=[...]`` and of the records' ``protocol`` field."""
     missing_answer_is_zero: bool = False
     """A reply without usable numbers counts as (0, 0) with confidence 0 (else: recorded, asked again)."""
+    checks_offset_range: bool = True
+    """A DVOC offset outside its frame's range is recorded ``out_of_frame`` and not used (``paper``: used as
+    read, as the authors' harness did; the loop clamps the step to the screen)."""
 
     def answer_frame(self, declared: str) -> str:
         """The frame answers are read in, given the model config's declared frame."""
@@ -99,6 +102,7 @@ class PaperProtocol(Protocol):
 
     name: str = "paper"
     missing_answer_is_zero: bool = True
+    checks_offset_range: bool = False
 
     def answer_frame(self, declared: str) -> str:
         return "pixel"  # the prompt says pixels and every number is read as one
