@@ -125,9 +125,14 @@ DIGEST_SKIPS = (
     "crop_y0",
     "crop_x1",
     "crop_y1",
+    "seen_w",
+    "seen_h",
+    "frame_rule",
+    "prompt_style",
 )
 """Step columns the records digest leaves out: where the records were read from, and what only our own
-harness writes (the image sent: scale, size, zoom crop; added to the schema after the profiles were first
+harness writes (the image sent: scale, size, zoom crop; the image the model saw and the frame rule and
+prompt style it was read by; added to the schema after the profiles were first
 fitted, always empty in the authors' records, so they must not change its digest)."""
 
 
