@@ -133,6 +133,7 @@ def test_bad_applications_fail_their_own_trials_and_the_sweep_goes_on(tmp_path):
     files = {
         "missing": {"command": "no-such-program-xyz --flag", "target": "push button:OK"},
         "exits": {"command": "false", "target": "push button:OK"},
+        "says": {"command": "sh -c 'echo first >&2; echo no display here >&2; exit 3'", "target": "label:x"},
         "hangs": {"command": "sleep 300", "target": "push button:OK"},
         "wrong": {"command": QUESTION, "target": "push button:Maybe"},
     }
@@ -143,7 +144,7 @@ def test_bad_applications_fail_their_own_trials_and_the_sweep_goes_on(tmp_path):
         paths.append(str(p))
     mark = uuid.uuid4().hex
     r = run_cli(
-        "tasks=[missing,exits,hangs,wrong,S1]", f"desktop.app_files=[{','.join(paths)}]",
+        "tasks=[missing,exits,says,hangs,wrong,S1]", f"desktop.app_files=[{','.join(paths)}]",
         "desktop.timeout_s=6", "methods=[centre]", "starts=random:1", f"hydra.run.dir={tmp_path / 'run'}",
         env_extra={"DVOC_TEST_MARK": mark}, timeout=240,
     )  # fmt: skip
@@ -155,6 +156,12 @@ def test_bad_applications_fail_their_own_trials_and_the_sweep_goes_on(tmp_path):
         assert "\n" not in t[name]["error"]
     assert "no-such-program-xyz is not installed" in t["missing"]["error"]
     assert "'false'" in t["exits"]["error"] and "exited at start" in t["exits"]["error"]
+    # what a program that died at start wrote last is in its error, on one line, after one more start
+    says = t["says"]["error"]
+    assert f"exited at start (code 3) ({paths[2]}); it said: " in says, says
+    assert says.endswith("first | no display here"), says
+    log_text = (tmp_path / "run" / "__main__.log").read_text()
+    assert log_text.count("starting it once more") == 2, log_text[-2000:]  # 'false' and 'says'
     assert "'sleep 300'" in t["hangs"]["error"] and "no window showed" in t["hangs"]["error"]
     wrong = t["wrong"]["error"]
     assert "target 'push button:Maybe' is not on screen" in wrong, wrong

@@ -182,6 +182,29 @@ class AppSession:
                 f"{task.id}: command {shlex.join(task.command)!r}: {task.command[0]} is not installed "
                 f"(not found on PATH) ({task.where})"
             )
+        for attempt in range(START_ATTEMPTS):
+            ready = self._start(options, events)
+            if "error" not in ready:
+                break
+            said = last_words(self.log_path) if ready.get("exited") else ""
+            self.close()
+            cmd = shlex.join(task.command)
+            if ready.get("exited") and attempt + 1 < START_ATTEMPTS:
+                log.warning("%s: %s exited at start%s; starting it once more", task.id, cmd, said)
+                continue
+            if ready.get("ids") is not None:
+                raise SceneError(
+                    f"{task.id}: command {cmd!r}: {ready['error']} ({task.where}); "
+                    + nearest(task.wait_for or task.target, ready["ids"])
+                )
+            raise SceneError(f"{task.id}: command {cmd!r}: {ready['error']} ({task.where}){said}")
+        self.start_s = float(ready.get("start_s", 0.0))
+        """Seconds from starting the application to a stable tree."""
+
+    def _start(self, options: DesktopOptions, events: bool) -> dict[str, Any]:
+        """A fresh display, the runner and the application on it; the runner's first reply (``ready`` or
+        ``error``)."""
+        task = self.task
         self.display = XDisplay(options.size, options.timeout_s)
         t0 = time.perf_counter()
         try:
@@ -202,21 +225,10 @@ class AppSession:
             )  # fmt: skip
         self._buf = b""
         try:
-            ready = self._read(options.timeout_s + 10)
+            return self._read(options.timeout_s + 10)
         except BaseException:
             self.close()
             raise
-        if "error" in ready:
-            self.close()
-            cmd = shlex.join(task.command)
-            if ready.get("ids") is not None:
-                raise SceneError(
-                    f"{task.id}: command {cmd!r}: {ready['error']} ({task.where}); "
-                    + nearest(task.wait_for or task.target, ready["ids"])
-                )
-            raise SceneError(f"{task.id}: command {cmd!r}: {ready['error']} ({task.where})")
-        self.start_s = float(ready.get("start_s", 0.0))
-        """Seconds from starting the application to a stable tree."""
 
     def _read(self, timeout_s: float) -> dict[str, Any]:
         assert self.proc.stdout is not None
@@ -255,6 +267,22 @@ class AppSession:
     def close(self) -> None:
         stop(self.proc, grace_s=2.0)
         self.display.close()
+
+
+START_ATTEMPTS = 2
+"""Starts of a task's program before its scene fails: a program that died at start (a Qt program that could
+not reach the display aborts) is started once more on a fresh display, with a warning naming what it said."""
+
+
+def last_words(log_path: Path, lines: int = 3, chars: int = 400) -> str:
+    """``; it said: ...``: the last non-empty lines an application wrote to stderr before it exited at start
+    (Qt's abort names its reason there), one line, at most ``chars``; empty when it said nothing."""
+    try:
+        text = log_path.read_bytes()[-8192:].decode("utf-8", "replace")
+    except OSError:
+        return ""
+    said = " | ".join([ln.strip() for ln in text.splitlines() if ln.strip()][-lines:])
+    return f"; it said: {said[-chars:]}" if said else ""
 
 
 def nearest(wanted: str, ids: list[str]) -> str:
