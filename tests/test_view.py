@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tests.support import ROOT, chromium_or_skip
+from tests.support import ROOT, chromium_or_skip, need_upstream
 
 pytestmark = pytest.mark.e2e
 
@@ -417,4 +417,71 @@ def test_a_10000_trial_run_opens_and_its_last_trial_shows(default_run: Path, tmp
     page.wait_for_selector("#filmstrip .step")
     page.wait_for_function("[...document.images].every(i => i.complete && i.naturalWidth > 0)")
     assert page.locator("#filmstrip .frame img").count() >= 1
+    assert not page.errors
+
+
+def test_the_authors_clone_with_their_frames(tmp_path: Path, page) -> None:
+    """``--upstream <their clone>``: the report's records (their aggregate file), each trial's frames from the
+    tree folder whose trial.json equals the record (found here by a plain scan), the crosshair where their
+    iteration history says and the target box around their target position."""
+    clone = need_upstream()
+    out = tmp_path / "site"
+    p = subprocess.run(view_cmd("--upstream", str(clone), "--out", str(out)), cwd=ROOT, env=ENV,
+                       capture_output=True, text=True, timeout=180)  # fmt: skip
+    assert p.returncode == 0, p.stderr[-2000:]
+    agg = clone / "artifacts" / "previous_runs" / "complete_results.json"
+    recs = json.loads(agg.read_text())["results"]
+    open_site(page, out / "index.html")
+    assert count(page) == len(recs) == 600
+    tree = agg.parent / "artifacts"
+    folders = {}
+    for tj in sorted(tree.glob("*/*/*/*/trial.json")):
+        folders.setdefault(tj.read_text(), tj.parent)
+    n = next(i for i, r in enumerate(recs) if r["method"] == "dvoc" and r["iterations"] >= 3)
+    rec = recs[n]
+    folder = next(f for text, f in folders.items() if json.loads(text) == rec)
+    page.goto((out / "index.html").as_uri() + f"#key={agg.name}%23{n}")
+    page.wait_for_selector("#filmstrip .step")
+    page.wait_for_function("[...document.images].every(i => i.complete)")
+    imgs = page.evaluate(
+        "[...document.querySelectorAll('#filmstrip .frame img')].map(i => [i.src, i.naturalWidth])"
+    )
+    history = rec["iteration_history"]
+    want = [(folder / f"iter_{k:03d}.png").resolve().as_uri() for k in range(len(history))]
+    assert [src for src, _ in imgs] == want and all(w > 0 for _, w in imgs)
+    width, height = Image.open(folder / "iter_000.png").size
+    for k, h in enumerate(history):
+        got = page.evaluate(
+            """n => { const f = document.querySelectorAll('#filmstrip .frame')[n];
+                const i = f.querySelector('img').getBoundingClientRect();
+                const r = f.querySelector('rect.target').getBoundingClientRect();
+                const c = f.querySelector('circle.current').getBoundingClientRect();
+                return {i: [i.width, i.height],
+                        r: [r.left - i.left, r.top - i.top, r.right - i.left, r.bottom - i.top],
+                        c: [(c.left + c.right) / 2 - i.left, (c.top + c.bottom) / 2 - i.top]}; }""",
+            k,
+        )
+        sx, sy = width / got["i"][0], height / got["i"][1]
+        assert [got["c"][0] * sx, got["c"][1] * sy] == pytest.approx(
+            [h["draft"]["x"], h["draft"]["y"]], abs=1.5 * max(sx, sy)
+        )
+        tx, ty = rec["target_position"]["x"], rec["target_position"]["y"]
+        assert got["r"][0] * sx <= tx <= got["r"][2] * sx and got["r"][1] * sy <= ty <= got["r"][3] * sy
+    # a record no trial.json equals shows no frame and says why; the first page says how many
+    trees = [json.loads(text) for text in folders]
+    lost = next(i for i, r in enumerate(recs) if r not in trees and r["iteration_history"])
+    page.goto((out / "index.html").as_uri() + f"#key={agg.name}%23{lost}")
+    page.wait_for_selector("#filmstrip .step")
+    assert page.locator("#filmstrip img").count() == 0
+    assert "no trial.json in the authors' tree equals this record" in page.text_content("#filmstrip")
+    page.goto((out / "index.html").as_uri())
+    page.wait_for_selector("#count")
+    left = [json.loads(tj.read_text()) for tj in tree.glob("*/*/*/*/trial.json")]
+    unmatched = 0
+    for r in recs:  # each folder answers one record
+        if r in left:
+            left.remove(r)
+        else:
+            unmatched += 1
+    assert unmatched > 0 and f"{unmatched} records equal no trial.json there" in page.text_content("#skipped")
     assert not page.errors

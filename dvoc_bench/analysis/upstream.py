@@ -588,6 +588,22 @@ def classify_file(path: Path) -> str:
     return "ablation"
 
 
+def tree_dirs(records: Path | str, tree: Path | str) -> dict[str, str | None]:
+    """For each record of an aggregate file (its trial key, ``<file>#<i>``), the trial folder of the
+    per-trial tree whose ``trial.json`` equals it on every field (``None``: none does; the tree was partly
+    re-run after the authors aggregated it). Each folder answers one record, in the file's order."""
+    p, root = Path(records), Path(tree)
+    by_text: dict[str, list[str]] = {}
+    for tj in sorted(root.glob("*/*/*/*/trial.json")):
+        text = json.dumps(json.loads(tj.read_text(encoding="utf-8")), sort_keys=True)
+        by_text.setdefault(text, []).append(tj.parent.relative_to(root).as_posix())
+    out: dict[str, str | None] = {}
+    for i, rec in enumerate(read_records(p)):
+        same = by_text.get(json.dumps(rec, sort_keys=True))
+        out[f"{p.name}#{i}"] = same.pop(0) if same else None
+    return out
+
+
 def discover_upstream(path: Path | str) -> dict[str, Path]:
     """The authors' sources under ``path`` (a JSON file, or their repository at any depth: :func:`locate`):
     role -> path.

@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from dvoc_bench.analysis.loaders import find_run_dirs, load_runs
-from dvoc_bench.analysis.schema import STEP_COLUMNS, TEXT_COLUMNS, TRIAL_COLUMNS
+from dvoc_bench.analysis.schema import STEP_COLUMNS, TEXT_COLUMNS, TRIAL_COLUMNS, Runs
 from dvoc_bench.core.records import Step, TrialRecord
 
 CHUNK = 200
@@ -70,9 +70,12 @@ class Skipped:
     """Field -> records holding it that the record types do not know (shown on the trial page as is)."""
     missing_frames: list[str] = field(default_factory=list)
     """Frames a step names that the run's ``frames/`` lacks (the run kept frames)."""
+    notes: list[str] = field(default_factory=list)
+    """What the source is and where its frames come from, when that is not a run dir (the authors')."""
 
     def lines(self) -> list[str]:
-        out = [f"torn line (does not parse), skipped: {t}" for t in self.torn]
+        out = list(self.notes)
+        out += [f"torn line (does not parse), skipped: {t}" for t in self.torn]
         if self.no_key:
             out.append(f"{self.no_key} trials.jsonl lines without a trial_key, skipped")
         if self.orphan_steps:
@@ -164,21 +167,102 @@ def _js(var: str, payload: Any) -> str:
     return f"{var}({safe});\n"
 
 
-def build_site(paths: Sequence[Path | str], out: Path) -> dict[str, str]:
-    """The site of the runs under ``paths`` written to folder ``out``: relative path -> file text.
+UPSTREAM_FRAMES = "upstream"
+"""The ``frames`` mode of the authors' records: a step's image is ``<tree>/<folder>/iter_<step>.png``."""
 
-    Frame paths are relative to ``out``; raises what :func:`load_runs` raises (no run directory, a trial
-    key twice)."""
-    run_dirs = find_run_dirs(paths)
-    runs = load_runs(*run_dirs, text=True)
+
+def _sources(
+    paths: Sequence[Path | str], upstream: Sequence[Path | str], out: Path
+) -> tuple[Runs, list[dict[str, Any]]]:
+    """Our runs under ``paths`` and the authors' records under ``upstream`` (their clone at any depth, or
+    one of their JSON files: :func:`~dvoc_bench.analysis.upstream.discover_upstream`'s ``main``, the
+    report's loader) as one :class:`Runs`, and per origin what the site needs (dir, frames mode, skipped)."""
+    from dvoc_bench.analysis.upstream import discover_upstream, load_upstream, tree_dirs
+
+    run_dirs = find_run_dirs(paths) if paths else []
+    parts = [load_runs(*run_dirs, text=True)] if run_dirs else []
+    metas = [
+        {"dir": str(r), "frames": frames_mode(r), "rel": os.path.relpath(r.resolve(), out), "sk": scan_run(r)}
+        for r in run_dirs
+    ]
+    for u in upstream:
+        roles = discover_upstream(u)
+        theirs = load_upstream(roles["main"], text=True)
+        origin, tree = Path(theirs.sources[0]), roles.get("tree")
+        keys = [str(k) for k in theirs.trials["trial_key"]]
+        # each trial's folder in the per-trial tree (where the images are): the trial itself, or the folder
+        # whose trial.json equals the aggregate's record
+        dirs = {k: k for k in keys} if origin.is_dir() else tree_dirs(origin, tree) if tree else {}
+        parts.append(theirs)
+        sk = Skipped(notes=[f"the authors' records ({len(keys)} trials of their main benchmark)"])
+        if tree is None:
+            sk.notes.append("no per-trial tree beside this file: no frames")
+        else:
+            lost = sum(dirs.get(k) is None for k in keys)
+            sk.notes.append(
+                f"frames: their iter_<step>.png in {tree}"
+                + (f"; {lost} records equal no trial.json there (re-run after they aggregated): no frames"
+                   if lost else "")
+            )  # fmt: skip
+        metas.append(
+            {
+                "dir": str(origin), "frames": UPSTREAM_FRAMES if tree else "none", "sk": sk,
+                "rel": os.path.relpath(Path(tree).resolve(), out) if tree else "", "upstream": dirs,
+                "tree": str(tree) if tree else None,
+            }
+        )  # fmt: skip
+    if not parts:
+        raise FileNotFoundError("nothing to show: give a run directory or --upstream PATH")
+    return (parts[0] if len(parts) == 1 else Runs.concat(*parts)), metas
+
+
+def _frame(m: dict[str, Any], st: dict[str, Any], key: str, exists: dict[str, bool]) -> None:
+    """Set the step's ``frame_src`` (relative to the site) or ``frame_state`` (why there is none)."""
+    if m["frames"] == "none":
+        st["frame_state"] = (
+            "none: no per-trial tree of the authors' records beside their file" if "upstream" in m
+            else "none by design (run.frames=none)"
+        )  # fmt: skip
+        return
+    if m["frames"] == UPSTREAM_FRAMES:
+        folder = m["upstream"].get(key)
+        if folder is None:
+            st["frame_state"] = "no trial.json in the authors' tree equals this record (re-run after)"
+            return
+        name = f"{folder}/iter_{int(st.get('index', 0)):03d}.png"
+        p = Path(m["tree"]) / name
+        if str(p) not in exists:
+            exists[str(p)] = p.is_file()
+        if exists[str(p)]:
+            st["frame_src"] = f"{m['rel']}/{name}"
+        else:
+            st["frame_state"] = "the authors' harness saved no image for this step"
+        return
+    sha = st.get("frame_sha")
+    if not sha:
+        st["frame_state"] = "no frame (this call sent none)"
+        return
+    p = Path(m["dir"]) / "frames" / f"{sha}.png"
+    if str(p) not in exists:
+        exists[str(p)] = p.is_file()
+        if not exists[str(p)]:
+            m["sk"].missing_frames.append(f"{sha[:12]}.png")
+    if exists[str(p)]:
+        st["frame_src"] = f"{m['rel']}/frames/{sha}.png"
+    else:
+        st["frame_state"] = "missing from frames/"
+
+
+def build_site(paths: Sequence[Path | str], out: Path, upstream: Sequence[Path | str] = ()) -> dict[str, str]:
+    """The site of the runs under ``paths`` (and of the authors' records under ``upstream``) written to
+    folder ``out``: relative path -> file text.
+
+    Frame paths are relative to ``out``; raises what :func:`load_runs` and
+    :func:`~dvoc_bench.analysis.upstream.discover_upstream` raise (no run directory, no authors' records,
+    a trial key twice)."""
     out = Path(out).resolve()
-    rd_index = {str(r): n for n, r in enumerate(run_dirs)}
-    meta_runs = []
-    for r in run_dirs:
-        sk = scan_run(r)
-        meta_runs.append(
-            {"dir": str(r), "frames": frames_mode(r), "rel": os.path.relpath(r.resolve(), out), "sk": sk}
-        )
+    runs, meta_runs = _sources(paths, upstream, out)
+    rd_index = {m["dir"]: n for n, m in enumerate(meta_runs)}
     t = runs.trials.reset_index(drop=True)
     s = runs.steps.sort_values(["run_dir", "trial_key", "index"], kind="stable").reset_index(drop=True)
     extra = sorted(c for c in t.columns if c.startswith("override."))
@@ -205,21 +289,7 @@ def build_site(paths: Sequence[Path | str], out: Path) -> dict[str, str]:
         for j in steps_by.get((str(t.at[i, "run_dir"]), str(t.at[i, "trial_key"])), []):
             st = _row(s, j, step_cols)
             st["extra"] = sorted(k for k in st if k not in _DERIVED_STEP)
-            sha = st.get("frame_sha")
-            if m["frames"] == "none":
-                st["frame_state"] = "none by design (run.frames=none)"
-            elif sha:
-                p = Path(m["dir"]) / "frames" / f"{sha}.png"
-                if str(p) not in exists:
-                    exists[str(p)] = p.is_file()
-                    if not exists[str(p)]:
-                        m["sk"].missing_frames.append(f"{sha[:12]}.png")
-                if exists[str(p)]:
-                    st["frame_src"] = f"{m['rel']}/frames/{sha}.png"
-                else:
-                    st["frame_state"] = "missing from frames/"
-            else:
-                st["frame_state"] = "no frame (this call sent none)"
+            _frame(m, st, str(t.at[i, "trial_key"]), exists)
             steps.append(st)
         chunk[str(i)] = {"trial": trial, "steps": steps}
         if len(chunk) == CHUNK or i == len(t) - 1:
@@ -233,7 +303,10 @@ def build_site(paths: Sequence[Path | str], out: Path) -> dict[str, str]:
         "facets": facets,
         "chunk": CHUNK,
         "simulated": bool(runs.simulated),
-        "runs": [{"dir": m["dir"], "frames": m["frames"], "skipped": m["sk"].lines()} for m in meta_runs],
+        "runs": [
+            {"dir": m["dir"], "frames": m["frames"], "skipped": m["sk"].lines(), "upstream": "upstream" in m}
+            for m in meta_runs
+        ],
     }
     files["data/index.js"] = _js("DVOC.index", index)
     pkg = resources.files("dvoc_bench.analysis") / "viewer_assets"
