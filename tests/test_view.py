@@ -485,3 +485,10 @@ def test_the_authors_clone_with_their_frames(tmp_path: Path, page) -> None:
             unmatched += 1
     assert unmatched > 0 and f"{unmatched} records equal no trial.json there" in page.text_content("#skipped")
     assert not page.errors
+
+
+def test_the_authors_clone_as_run_dir_says_to_pass_upstream() -> None:
+    clone = need_upstream()
+    p = subprocess.run(view_cmd(str(clone)), cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert f"pass it as --upstream {clone}" in p.stderr
