@@ -150,7 +150,7 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
     from dvoc_bench.analysis.viewer import failure_links
 
     if links := failure_links(t, rep.out):  # the viewer's pages of the failed trials (docs/viewer.md)
-        rep.p("Failed trials (their pages in the run viewer):\n\n" + "\n".join(links))
+        rep.p("Failed trials (linked: their pages in the run viewer):\n\n" + "\n".join(links))
     t, s, n_dup = honest.without_repeats(t, s)
     if n_dup:
         rep.p(

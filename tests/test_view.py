@@ -330,11 +330,18 @@ def test_report_links_each_failed_trial_to_its_page(default_run: Path, tmp_path:
             "error": "took too long",
         }
     (run / "trials.jsonl").write_text("".join(json.dumps(t) + "\n" for t in trials))
-    build(run, run / "view")
     cmd = [sys.executable, "-m", "dvoc_bench.report", str(run), "--no-figures", "--n-boot", "50"]
+    report = run / "report" / "report.md"
+    # no site yet: the failed trials are listed all the same, with the command that writes the site
     p = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
-    report = run / "report" / "report.md"
+    text = report.read_text()
+    assert len(re.findall(r"^- dvoc · .*: `timeout` took too long$", text, re.M)) == len(failed), text
+    assert f"`python -m dvoc_bench.view {run}` writes the viewer's site" in text
+    build(run, run / "view")
+    p = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "writes the viewer's site" not in report.read_text()
     links = re.findall(r"\]\(([^)]*index\.html#key=[^)]+)\): `timeout`", report.read_text())
     assert [link.rsplit("=", 1)[1] for link in links] == [trials[n]["trial_key"] for n in failed]
     for link, n in zip(links, failed, strict=True):

@@ -336,19 +336,26 @@ def site_of(run_dir: Path | str) -> Path | None:
 
 
 def failure_links(trials: pd.DataFrame, out: Path, limit: int = 50) -> list[str]:
-    """Markdown lines linking each trial that failed (status ``error``) to its page in the viewer's site
-    of its run (when one was written there), relative to the folder ``out`` the lines are written in; at
-    most ``limit`` lines, then how many more."""
+    """Markdown lines listing each trial that failed (status ``error``), linked to its page in the viewer's
+    site of its run (relative to the folder ``out`` the lines are written in) when one was written there;
+    for runs without a site, the last line names the command that writes it. At most ``limit`` trials,
+    then how many more."""
     lines: list[str] = []
     bad = trials[trials["status"] == "error"]
-    for _, r in bad.iterrows():
-        site = site_of(r["run_dir"]) if r.get("source", "run") == "run" else None
-        if site is None:
-            continue
-        if len(lines) == limit:
+    unlinked: dict[str, None] = {}
+    for n, (_, r) in enumerate(bad.iterrows()):
+        if n == limit:
             lines.append(f"- ... and {len(bad) - limit} more (the viewer's table, filter `status`)")
             break
-        href = f"{os.path.relpath(site, out)}#key={r['trial_key']}"
+        ours = r.get("source", "run") == "run"
+        site = site_of(r["run_dir"]) if ours else None
         what = f"{r['method']} · {r['model']} · {r['task']} · start {plain(r['start_index'])}"
-        lines.append(f"- [{what}]({href}): `{plain(r['error_class'])}` {plain(r['error']) or ''}".rstrip())
+        if site is not None:
+            what = f"[{what}]({os.path.relpath(site, out)}#key={r['trial_key']})"
+        elif ours:
+            unlinked[str(r["run_dir"])] = None
+        lines.append(f"- {what}: `{plain(r['error_class'])}` {plain(r['error']) or ''}".rstrip())
+    if unlinked:  # one run, or the folder of a sweep's jobs (the viewer reads a sweep folder whole)
+        where = os.path.commonpath(list(unlinked)) if len(unlinked) > 1 else next(iter(unlinked))
+        lines.append(f"\n`python -m dvoc_bench.view {where}` writes the viewer's site; then they are linked.")
     return lines
