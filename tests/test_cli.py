@@ -177,7 +177,7 @@ def test_killed_sweep_resumes_without_duplicates_or_losses(tmp_path):
     ("overrides", "line"),
     [
         # unknown group options (Hydra composition errors)
-        (["model=gpt-9"], "model: unknown value 'gpt-9'; allowed: claude-sonnet-4-6, "),
+        (["model=gpt-9"], "model: unknown value 'gpt-9'; allowed: claude-opus-4-7, claude-sonnet-4-6, "),
         (
             ["detector=yolo"],
             "detector: unknown value 'yolo'; allowed: cv, helper, omniparser, onnx, oracle, rknn",
