@@ -48,6 +48,7 @@ def answer_for(doc: dict) -> tuple[str, object]:
         "openai_cua": json.dumps({"type": "click", "button": "left", "x": x, "y": y}),
         "holo": json.dumps({"x": x, "y": y}),
         "osatlas": f"<|box_start|>({a},{b}),({a},{b})<|box_end|>",
+        "maiui": f'<answer>{{"coordinate": [{a}, {b}]}}</answer>',
     }[doc.get("prompt_style", "tool_call")]
     reply = {"x": x, "y": y} if doc.get("prompt_style", "tool_call") == "tool_call" else text
     return text, reply

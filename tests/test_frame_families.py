@@ -20,7 +20,9 @@ Every expected screen pixel below is worked BY HAND from the family's published 
   1920x1080 -> 1932x1092 (2.1 MP, under the cap), 3840x2160 -> beta = sqrt(8294400 / 3686400) = 1.5,
   2560 -> 91*28 = 2548, 1440 -> 51*28 = 1428.
 - OpenCUA (qwen25 mode): pixels of the smart_resize'd image, factor 28, as Qwen2.5-VL's.
-- Holo2, OS-Atlas, UI-TARS v1: 0-1000, ``x * W / 1000``; MAI-UI: thousandths 0-999, ``x * W / 1000``.
+- Holo2, Holo3, OS-Atlas, UI-TARS v1, Qwen2-VL: 0-1000, ``x * W / 1000``; MAI-UI: thousandths 0-999
+  (its agent: ``x / 999 * W``), GLM-4.5V likewise, ``x * W / 1000`` within the step.
+- Claude Opus 4.7: pixels of the image after its caps (long edge <= 2576, 3.75 MP).
 
 The harness maps 0-1000 units as ``u * (W - 1) / 1000`` (docs/frames.md), which differs from ``u * W / 1000``
 by ``u / 1000`` px; the answers are chosen where both fit within half a step (0.5 * W / 1000), the tolerance
@@ -154,10 +156,16 @@ SCRIPT: dict[str, dict[tuple[int, int], tuple[Any, tuple[float, float], tuple[in
         (1920, 1080): ("```python\npyautogui.click(x=1449, y=819)\n```", (1440.0, 810.0), (1932, 1092)),
         (3840, 2160): ("pyautogui.click(x=959, y=539)", (960.0, 540.0), (3836, 2156)),
     },
-    "vllm-mai-ui-8b": {  # the click_at tool in thousandths: 500*1280/1000 = 640; 250*1920/1000 = 480
-        (1280, 720): ({"x": 500, "y": 250}, (640.0, 180.0), (1280, 720)),
-        (1920, 1080): ({"x": 250, "y": 500}, (480.0, 540.0), (1920, 1080)),
-        (3840, 2160): ({"x": 250, "y": 250}, (960.0, 540.0), (3840, 2160)),
+    # MAI-UI's <answer> JSON in thousandths (their agent divides by 999): 500*1280/1000 = 640,
+    # 250*720/1000 = 180; 250*1920/1000 = 480, 500*1080/1000 = 540; the box's centre (250, 250) -> 960, 540
+    "vllm-mai-ui-8b": {
+        (1280, 720): (
+            '<grounding_think>OK</grounding_think>\n<answer>\n{"coordinate": [500,250]}\n</answer>',
+            (640.0, 180.0),
+            (1280, 720),
+        ),
+        (1920, 1080): ('<answer>{"coordinate": [250, 500]}</answer>', (480.0, 540.0), (1920, 1080)),
+        (3840, 2160): ('<answer>{"coordinate": [200, 200, 300, 300]}</answer>', (960.0, 540.0), (3840, 2160)),
     },
     # box centres (500, 250) -> 640, 180; (250, 500) -> 480, 540; (750, 250) -> 2880, 540
     "vllm-os-atlas-7b": {

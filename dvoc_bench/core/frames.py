@@ -50,6 +50,7 @@ PromptStyle = Literal[
     "openai_cua",
     "holo",
     "osatlas",
+    "maiui",
 ]
 """How a one-shot grounding request is asked and its reply read (:mod:`dvoc_bench.protocol.native`):
 ``tool_call`` (the harness's ``click_at`` tool, the default) or a family's own format."""

@@ -157,6 +157,12 @@ def native_prompt(
             f"Give the centre of the element as [x, y] in {units}, wrapped as "
             f"<|begin_of_box|>[x, y]<|end_of_box|>.{again}"
         )
+    if style == "maiui":
+        return (
+            f"Locate the user interface element this instruction means: {instruction}\n"
+            f"Reason briefly inside <grounding_think></grounding_think>, then give the element's centre as "
+            f'<answer>{{"coordinate": [x, y]}}</answer>, in {units}.{again}'
+        )
     raise ValueError(f"prompt_style {style!r} is not a native style; allowed: {', '.join(NATIVE_STYLES)}")
 
 
@@ -181,6 +187,7 @@ _GEMINI_JSON = re.compile(r'"(point|box_2d)"\s*:\s*\[([^\[\]]{1,200})\]')
 _PYAUTOGUI = re.compile(r"pyautogui\.(?:click|doubleClick|rightClick|moveTo)\s*\(([^()]{1,200})\)")
 _COORDINATE = re.compile(r'"coordinate"\s*:\s*\[([^\[\]]{1,100})\]')
 _GLM_BOX = re.compile(r"<\|begin_of_box\|>(.{1,200}?)<\|end_of_box\|>", re.DOTALL)
+_ANSWER_TAG = re.compile(r"<answer>(.{1,400}?)</answer>", re.DOTALL)
 _BRACKETS = re.compile(r"[\[(]([^\[\]()]{1,200})[\])]")
 _OBJECT = re.compile(r"\{([^{}]{1,400})\}")
 _CLICK_TYPE = re.compile(r'"(?:type|action)"\s*:\s*"(?:left_)?(?:click|double_click)"')
@@ -232,6 +239,14 @@ def _named_json(*, action: bool) -> Callable[[str], list[Found]]:
     return read
 
 
+def _maiui_answer(text: str) -> list[Found]:
+    """MAI-UI's grounding answer: ``"coordinate": [x, y]`` (or a box) inside ``<answer>…</answer>``."""
+    out: list[Found] = []
+    for m in _ANSWER_TAG.finditer(text):
+        out += _unnamed(_COORDINATE, 1)(m.group(1))
+    return out
+
+
 def _either(*readers: Callable[[str], list[Found]]) -> Callable[[str], list[Found]]:
     def read(text: str) -> list[Found]:
         for r in readers:
@@ -256,6 +271,7 @@ _READERS: dict[str, Callable[[str], list[Found]]] = {
     "openai_cua": _named_json(action=True),
     "holo": _named_json(action=False),
     "osatlas": _either(_unnamed(_BOX_TOKENS, 1), _unnamed(_BRACKETS, 1)),
+    "maiui": _either(_maiui_answer, _unnamed(_COORDINATE, 1)),
 }
 
 
