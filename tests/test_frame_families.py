@@ -156,11 +156,13 @@ SCRIPT: dict[str, dict[tuple[int, int], tuple[Any, tuple[float, float], tuple[in
         (1920, 1080): ("```python\npyautogui.click(x=1449, y=819)\n```", (1440.0, 810.0), (1932, 1092)),
         (3840, 2160): ("pyautogui.click(x=959, y=539)", (960.0, 540.0), (3836, 2156)),
     },
-    # MAI-UI's <answer> JSON in thousandths (their agent divides by 999): 500*1280/1000 = 640,
+    # MAI-UI's <answer> JSON in thousandths (their agent divides by 999; the answer tag wins over a
+    # coordinate in the reasoning): 500*1280/1000 = 640,
     # 250*720/1000 = 180; 250*1920/1000 = 480, 500*1080/1000 = 540; the box's centre (250, 250) -> 960, 540
     "vllm-mai-ui-8b": {
         (1280, 720): (
-            '<grounding_think>OK</grounding_think>\n<answer>\n{"coordinate": [500,250]}\n</answer>',
+            '<grounding_think>"coordinate": [9, 9]</grounding_think>'
+            '<answer>{"coordinate": [500,250]}</answer>',
             (640.0, 180.0),
             (1280, 720),
         ),
