@@ -216,6 +216,15 @@ def write_fontconfig(where: Path) -> Path:
     return conf
 
 
+def foreign_qt(key: str, value: str) -> bool:
+    """True for a ``QT_*`` variable that points into a Python package's own Qt: opencv-python sets
+    ``QT_QPA_PLATFORM_PLUGIN_PATH`` and ``QT_QPA_FONTDIR`` to ``.../site-packages/cv2/qt/...`` when it is
+    imported (the OCR and detector code import it), and a system Qt program started with them aborts at
+    start ("Could not load the Qt platform plugin xcb ... even though it was found")."""
+    parts = value.replace("\\", "/").split("/")
+    return key.startswith("QT_") and "cv2" in parts and bool({"site-packages", "dist-packages"} & set(parts))
+
+
 # ----------------------------------------------------------------------------------------- display
 
 
@@ -278,10 +287,14 @@ class XDisplay:
             return self.name
 
     def env(self) -> dict[str, str]:
-        """The environment of a client of this display: ``DISPLAY`` and the pinned ``FONTCONFIG_FILE``."""
+        """The environment of a client of this display: ``DISPLAY`` and the pinned ``FONTCONFIG_FILE``;
+        without the Qt paths of a bundled OpenCV (:func:`foreign_qt`)."""
         name = self.start()
         assert self.tmp is not None
-        env = {k: v for k, v in os.environ.items() if k not in ("XAUTHORITY", "WAYLAND_DISPLAY")}
+        env = {
+            k: v for k, v in os.environ.items()
+            if k not in ("XAUTHORITY", "WAYLAND_DISPLAY") and not foreign_qt(k, v)
+        }  # fmt: skip
         env.update(DISPLAY=name, FONTCONFIG_FILE=str(self.tmp / "fonts.conf"), LC_ALL="C.UTF-8")
         return env
 
