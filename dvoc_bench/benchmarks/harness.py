@@ -248,7 +248,6 @@ def bench_inflight(n_flight: int = 8, d: Path | None = None, overrides: list[str
     from dvoc_bench.core.records import read_jsonl
     from dvoc_bench.draw.workers import default_workers
     from dvoc_bench.models.factory import build_model
-    from dvoc_bench.models.faults import Faults, FaultyModel
     from dvoc_bench.runner.compose import quick_setup
     from dvoc_bench.runner.sweep import run_sweep
 
@@ -262,8 +261,10 @@ def bench_inflight(n_flight: int = 8, d: Path | None = None, overrides: list[str
         ]
     )
 
-    def slow(m, gate):
-        return gate(FaultyModel(build_model(m, setup.registry.truth), Faults(latency_s=0.05)))
+    def slow(m, gate):  # sim-ideal's own latency: 50 ms from each call's start, its looking included
+        model = build_model(m, setup.registry.truth)
+        model.profile = model.profile.model_copy(update={"latency_s": 0.05})
+        return gate(model)
 
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(d or tmp) / f"run-{n_flight}"

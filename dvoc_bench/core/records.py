@@ -439,10 +439,30 @@ class Probe:
     hit test); ``None``: ``dom`` on web scenes, ``toolkit`` on the Tk scenes."""
 
 
+_PLAIN = frozenset({str, int, bool, type(None)})
+"""Types :func:`to_jsonable` returns as they are, tested first (most of a record's values)."""
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+"""A record type's field names, in order (looked up once per type)."""
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
 def to_jsonable(obj: object) -> Any:
     """Turn records, enums and floats into JSON-safe values (NaN/inf become ``None``)."""
+    t = type(obj)
+    if t in _PLAIN:
+        return obj
+    if t is float:
+        return obj if math.isfinite(obj) else None  # type: ignore[arg-type]
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {name: to_jsonable(getattr(obj, name)) for name in _field_names(t)}
     if isinstance(obj, enum.Enum):
         return obj.value
     if isinstance(obj, dict):

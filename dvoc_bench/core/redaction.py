@@ -52,6 +52,8 @@ REDACTED = "[REDACTED]"
 
 _SECRETS: set[str] = set()
 _SECRETS_LOCK = threading.Lock()
+_KNOWN: list[frozenset[str]] = [frozenset()]
+"""The registered keys as one frozen set, replaced (under the lock) whenever one is added."""
 _MIN_SECRET = 6
 _FRAGMENT = 8
 """An echoed fragment of at least this many characters of a registered key is redacted too."""
@@ -72,6 +74,16 @@ _PATTERNS = (
     re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"),
 )
 """Key shapes redacted even when the key was never registered (echoed ``Bearer``, ``?key=``, ``sk-``...)."""
+_NEEDLES: tuple[tuple[tuple[str, ...], bool], ...] = (
+    (("bearer",), True),
+    (("key=", "access_token="), True),
+    (("key", "authorization"), True),
+    (("sk-",), False),
+    (("aiza",), True),
+)
+"""Per pattern of :data:`_PATTERNS`: text one of which any match contains, and whether it is looked for in
+the case-folded text (a superset of what ``re.IGNORECASE`` equates: ``\u212a`` is ``k``, ``\u017f`` is
+``s``). Text holding none of them cannot match, so the pattern is not run (most strings of a record)."""
 
 _TOKEN_RE = re.compile(r"[A-Za-z0-9_\-+/=.:]{" + str(_FRAGMENT) + ",}")
 _SEP = r"\s{0,2}"
@@ -169,26 +181,31 @@ def register_secret(value: str | None) -> None:
     if value and len(value) >= _MIN_SECRET and value != NO_KEY:
         with _SECRETS_LOCK:
             _SECRETS.add(value)
+            _KNOWN[0] = frozenset(_SECRETS)
 
 
 def _known(secrets: set[str] | frozenset[str] | None) -> frozenset[str]:
-    with _SECRETS_LOCK:
-        known = set(_SECRETS)
+    known = _KNOWN[0]  # read once: a whole set, never one being changed
     if secrets:
-        known |= {s for s in secrets if s and len(s) >= _MIN_SECRET and s != NO_KEY}
-    return frozenset(known)
+        known = known | {s for s in secrets if s and len(s) >= _MIN_SECRET and s != NO_KEY}
+    return known
 
 
 def redact(text: str, secrets: set[str] | frozenset[str] | None = None) -> str:
     """``text`` without any registered (or given) key in any of the forms listed in the module's docstring,
     fragment of one, or key-shaped token. Linear in the length of ``text`` (one compiled pattern)."""
+    if len(text) < _MIN_SECRET:  # shorter than any key and than any key shape (``?key=x``: 6)
+        return text
     m = _matcher(_known(secrets))
     if m is not None:
         text = m.forms.sub(REDACTED, text)
         if any(g in text for g in m.grams):  # a piece of a key is left: remove the tokens holding one
             text = _TOKEN_RE.sub(lambda t: REDACTED if any(g in t[0] for g in m.grams) else t[0], text)
-    for pat in _PATTERNS:
-        text = pat.sub(lambda x: (x.group(1) if x.re.groups else "") + REDACTED, text)
+    folded = text.casefold()
+    for pat, (needles, fold) in zip(_PATTERNS, _NEEDLES, strict=True):
+        where = folded if fold else text
+        if any(n in where for n in needles):
+            text = pat.sub(lambda x: (x.group(1) if x.re.groups else "") + REDACTED, text)
     return text
 
 

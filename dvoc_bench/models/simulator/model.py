@@ -99,19 +99,24 @@ class SimulatedModel:
         return np.random.default_rng(int.from_bytes(h.digest()[:16], "big"))
 
     async def complete(self, request: ModelRequest) -> Reply:
-        """:meth:`respond` in the model's own worker thread, then the simulated latency. Finding the crosshair
-        costs milliseconds of numpy per new image (which releases the GIL): on the event loop it stalled every
-        trial in flight. One thread per model: more only add contention on a small machine. The
-        reply is a pure function of the request, so where it is computed changes nothing."""
+        """:meth:`respond` in the model's own worker thread, within the simulated latency: the call takes
+        ``latency_for(request)`` from its start, the time to compute the reply included (a real model's
+        latency includes its looking; only a reply that takes longer to compute makes the call longer).
+        Finding the crosshair costs milliseconds of numpy per new image: on the event loop it stalled every
+        trial in flight. One thread per model: more only add contention on a small machine. The reply is a
+        pure function of the request, so where and when it is computed changes nothing."""
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix=THREAD_PREFIX)
-        reply = await asyncio.get_running_loop().run_in_executor(self._pool, self.respond, request)
+        reply = await loop.run_in_executor(self._pool, self.respond, request)
         reply = bound_reply(reply, self.max_reply_chars)  # the records a real client writes
         delay = self.latency_for(request)
         if delay != reply.latency_s:
             reply = dataclasses.replace(reply, latency_s=delay)
-        if delay > 0:
-            await asyncio.sleep(delay)
+        left = delay - (loop.time() - t0)
+        if left > 0:
+            await asyncio.sleep(left)
         return reply
 
     def latency_for(self, req: ModelRequest) -> float:
