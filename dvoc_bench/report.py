@@ -238,16 +238,17 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
 
     _audit(rep, s)
 
-    rep.h(3, "Cost per successful click")
+    rep.h(3, "Spend: calls, tokens and dollars")
     cost = honest.cost_table(t, rule, by=by)
     if cost.empty:
         rep.p("No cost recorded for these trials.")
     else:
         rep.p(
-            f"Success counted with rule `{rule}`; cost = the sum of the recorded call costs of the trials "
-            "that ran (a simulated model costs $0)."
+            f"Totals over the trials that ran (successes by rule `{rule}`); cost = the sum of the recorded "
+            "call costs (a simulated model costs $0). The cost per successful click, with its interval, is "
+            "in the table of that name below."
         )
-        rep.table(md_table(label_models(cost), {"cost_usd": usd, "cost_per_success": usd}))
+        rep.table(md_table(label_models(cost.drop(columns=["cost_per_success"])), {"cost_usd": usd}))
 
     rep.blocks(equal_cost.blocks(t, s, rule, by, curve=curve, seed=seed, n_boot=n_boot))
 
