@@ -14,6 +14,8 @@ scripted model and trial helpers of the method tests.
   simulated models), ``web_run`` (the same on W1 and W2; needs a Chromium), ``alpha_multirun``
   (``-m alphas=[decay],[adaptive]``: two jobs of 270 trials) and ``one_trial_run`` (a single trial).
   ``RUNS`` names them for ``request.getfixturevalue``; conftest.py imports the fixtures.
+- A scripted OpenAI-compatible provider on loopback (:func:`fake_openai`, bodies by :func:`chat_completion`)
+  for the tests that need a provider that lies, echoes keys or answers in a family's own format.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -458,3 +463,86 @@ def run_notebook(path: Path, run_name: str, request: Any, monkeypatch: Any, tmp_
             assert "150 repeated trials left out" in text
         if run_name == "web_run":
             assert "W1" in text and "dom" in text  # web trials, hit from the DOM
+
+
+# --------------------------------------------------------------------------- a scripted OpenAI provider
+
+Answer = tuple[int, dict[str, Any], dict[str, str]]
+"""What a scripted provider sends: HTTP status, JSON body, extra headers."""
+Answerer = Callable[[dict[str, Any], Any], Answer]
+"""How a scripted provider answers a request: ``answer(body, headers)`` (the request's headers, looked up
+without regard to case: ``headers.get("Authorization")``)."""
+
+
+def chat_completion(
+    model: str,
+    *,
+    content: str | None = None,
+    tool: tuple[str, str] | None = None,
+    usage: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An OpenAI chat-completions body: one choice with ``content`` and / or one tool call ``(name,
+    arguments JSON)``; ``usage`` as given (``None``: no usage field)."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool is not None:
+        call = {"id": "c1", "type": "function", "function": {"name": tool[0], "arguments": tool[1]}}
+        message["tool_calls"] = [call]
+    body: dict[str, Any] = {
+        "id": "r1", "object": "chat.completion", "created": 1, "model": model,
+        "choices": [{"index": 0, "finish_reason": "tool_calls" if tool else "stop", "message": message}],
+    }  # fmt: skip
+    if usage is not None:
+        body["usage"] = usage
+    return body
+
+
+class FakeOpenAI(ThreadingHTTPServer):
+    """A chat-completions endpoint on 127.0.0.1 answering each POST with ``answer(body, headers)``; counts
+    the requests (``requests``) and keeps their bodies (``seen``)."""
+
+    daemon_threads = True
+    request_queue_size = 128  # every trial of a sweep may connect at once (the default backlog is 5)
+
+    def __init__(self, answer: Answerer):
+        super().__init__(("127.0.0.1", 0), _FakeOpenAIHandler)
+        self.answer = answer
+        self.requests = 0
+        self.seen: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+
+
+class _FakeOpenAIHandler(BaseHTTPRequestHandler):
+    server: FakeOpenAI
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        with self.server.lock:
+            self.server.requests += 1
+            self.server.seen.append(body)
+        status, out, headers = self.server.answer(body, self.headers)
+        raw = json.dumps(out).encode()  # NaN and Infinity as Python writes them
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+@contextlib.contextmanager
+def fake_openai(answer: Answerer) -> Iterator[tuple[str, FakeOpenAI]]:
+    """A :class:`FakeOpenAI` serving while the block runs: ``(base URL ending in /v1, server)``."""
+    server = FakeOpenAI(answer)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/v1", server
+    finally:
+        server.shutdown()
+        server.server_close()
+        t.join(5)

@@ -3,12 +3,7 @@ and non-finite token counts, through the real path (LiteLLM -> HTTP on loopback 
 
 from __future__ import annotations
 
-import contextlib
-import json
 import math
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +14,7 @@ from dvoc_bench.runner.budget import spent_in
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.summary import run_report
 from dvoc_bench.runner.sweep import run_sweep
+from tests.support import Answer, chat_completion, fake_openai
 
 USAGES: dict[str, Any] = {
     "honest": {"prompt_tokens": 1500, "completion_tokens": 40, "total_tokens": 1540},
@@ -42,72 +38,21 @@ pricing: {{input_per_mtok: 10.0, output_per_mtok: 10.0, per_image: 0.0}}
 """
 
 
-class FakeProvider(ThreadingHTTPServer):
-    """An OpenAI chat-completions endpoint whose every reply is a click at (0, 0) (a miss on every scene,
-    so one-shot trials use all their attempts) with the usage of ``mode``."""
+def liar(mode: str):
+    """A provider whose every reply is a click at (0, 0) (a miss on every scene, so one-shot trials use all
+    their attempts) with the usage of ``mode``."""
 
-    daemon_threads = True
+    def answer(body: dict[str, Any], headers: Any) -> Answer:
+        tool = ("click_at", '{"x": 0, "y": 0}')
+        return 200, chat_completion("liar-vlm", tool=tool, usage=USAGES[mode]), {}
 
-    def __init__(self, mode: str):
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.mode = mode
-        self.requests = 0
-        self.lock = threading.Lock()
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: FakeProvider
-
-    def log_message(self, *args: Any) -> None:  # quiet
-        pass
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        with self.server.lock:
-            self.server.requests += 1
-        click = {"name": "click_at", "arguments": '{"x": 0, "y": 0}'}
-        call = {"id": "c1", "type": "function", "function": click}
-        body: dict[str, Any] = {
-            "id": "r1",
-            "object": "chat.completion",
-            "created": 1,
-            "model": "liar-vlm",
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "tool_calls",
-                    "message": {"role": "assistant", "content": None, "tool_calls": [call]},
-                }
-            ],
-        }
-        usage = USAGES[self.server.mode]
-        if usage is not None:
-            body["usage"] = usage
-        raw = json.dumps(body).encode()  # NaN and Infinity as Python writes them
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-
-@contextlib.contextmanager
-def fake_provider(mode: str) -> Iterator[tuple[str, FakeProvider]]:
-    server = FakeProvider(mode)
-    t = threading.Thread(target=server.serve_forever, daemon=True)
-    t.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/v1", server
-    finally:
-        server.shutdown()
-        server.server_close()
-        t.join(5)
+    return fake_openai(answer)
 
 
 def sweep(tmp_path: Path, mode: str, budget: float, in_flight: int = 1, tasks: str = "[S1,S2,S3,S4]"):
     """A one-shot sweep of the lying model under ``budget``; its steps (in the order they were written),
     trials, the spend of its run directory and the requests the provider answered."""
-    with fake_provider(mode) as (url, server):
+    with liar(mode) as (url, server):
         models = tmp_path / "model"
         models.mkdir(exist_ok=True)
         (models / "liar.yaml").write_text(PRICED.format(url=url), encoding="utf-8")

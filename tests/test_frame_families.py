@@ -36,9 +36,7 @@ import contextlib
 import json
 import math
 import struct
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +48,7 @@ from dvoc_bench.core.records import read_jsonl
 from dvoc_bench.draw.render import encode_png
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.sweep import run_sweep
-from tests.support import ROOT
+from tests.support import ROOT, Answer, chat_completion, fake_openai
 
 SIZES = ((1280, 720), (1920, 1080), (3840, 2160))
 
@@ -242,71 +240,31 @@ def png_size(data_url: str) -> tuple[int, int]:
     return struct.unpack(">II", raw[16:24])
 
 
-class Scripted(ThreadingHTTPServer):
-    """An OpenAI chat-completions endpoint answering from ``SCRIPT`` by model name and image size."""
-
-    daemon_threads = True
-    request_queue_size = 128  # every trial of a sweep may connect at once (the default backlog is 5)
-
-    def __init__(self, script: dict[str, dict[tuple[int, int], tuple[Any, Any, Any]]]):
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.script = script
-        self.seen: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: Scripted
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-        content = body["messages"][0]["content"]
-        url = next(c["image_url"]["url"] for c in content if c["type"] == "image_url")
-        text = next(c["text"] for c in content if c["type"] == "text")
-        size = png_size(url)
-        name = body["model"]
-        with self.server.lock:
-            self.server.seen.append({"model": name, "size": size, "tools": body.get("tools"), "text": text})
-        # the screen this image came from is named in the task's instruction (two screens may share a size)
-        screen = next(s for s in self.server.script[name] if f"screen-{s[0]}x{s[1]}" in text)
-        reply = self.server.script[name][screen][0]
-        message: dict[str, Any] = {"role": "assistant", "content": None}
-        if isinstance(reply, dict):
-            call = {
-                "id": "c1",
-                "type": "function",
-                "function": {"name": "click_at", "arguments": json.dumps(reply)},
-            }
-            message["tool_calls"] = [call]
-        else:
-            message["content"] = reply
-        out = {
-            "id": "r1", "object": "chat.completion", "created": 1, "model": name,
-            "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
-        }  # fmt: skip
-        raw = json.dumps(out).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
+def _call(body: dict[str, Any]) -> dict[str, Any]:
+    """What a request sent: the model, the image's size (from its PNG), the tools and the text."""
+    content = body["messages"][0]["content"]
+    url = next(c["image_url"]["url"] for c in content if c["type"] == "image_url")
+    text = next(c["text"] for c in content if c["type"] == "text")
+    return {"model": body["model"], "size": png_size(url), "tools": body.get("tools"), "text": text}
 
 
 @contextlib.contextmanager
-def scripted(script: dict) -> Iterator[tuple[str, Scripted]]:
-    server = Scripted(script)
-    t = threading.Thread(target=server.serve_forever, daemon=True)
-    t.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/v1", server
-    finally:
-        server.shutdown()
-        server.server_close()
-        t.join(5)
+def scripted(script: dict) -> Iterator[tuple[str, Any]]:
+    """An OpenAI chat-completions endpoint answering from ``script`` by model name and the screen the task's
+    instruction names (two screens may share a size); yields ``(url, server)``, ``calls(server)`` the
+    requests as :func:`_call` reads them."""
+
+    def answer(body: dict[str, Any], headers: Any) -> Answer:
+        call = _call(body)
+        screen = next(s for s in script[call["model"]] if f"screen-{s[0]}x{s[1]}" in call["text"])
+        reply = script[call["model"]][screen][0]
+        usage = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+        if isinstance(reply, dict):
+            return 200, chat_completion(call["model"], tool=("click_at", json.dumps(reply)), usage=usage), {}
+        return 200, chat_completion(call["model"], content=reply, usage=usage), {}
+
+    with fake_openai(answer) as served:
+        yield served
 
 
 def write_screens(root: Path) -> None:
@@ -360,7 +318,7 @@ def sweep(tmp_path: Path, script: dict) -> tuple[list[dict], list[dict], list[di
         )
         run_dir = tmp_path / "run"
         summary = run_sweep(setup, run_dir)
-        seen = list(server.seen)
+        seen = [_call(body) for body in server.seen]
     return summary.trials, list(read_jsonl(run_dir / "steps.jsonl")), seen
 
 

@@ -11,19 +11,17 @@ in docs/run-directory.md.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
 import re
 import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
 from dvoc_bench.core.redaction import REDACTED, redact
 from dvoc_bench.runner.store import read_jsonl
-from tests.support import KEYS, leaks, run_cli, tree_text
+from tests.support import KEYS, Answer, chat_completion, fake_openai, leaks, run_cli, tree_text
 
 _AFTER = b"\x00\x01\x02\x03\x04"
 
@@ -81,71 +79,29 @@ def found(haystack: str, key: str) -> list[str]:
     return hits
 
 
-class _Echoing(BaseHTTPRequestHandler):
+def echoing_provider():
     """A careless OpenAI-compatible provider: request 3n+1 gets a 500, 3n+2 a tool call, 3n+3 a 400; each
-    echoes the presented key in every form."""
+    echoes the presented key in every form (the tool call's reply in its headers too)."""
 
-    protocol_version = "HTTP/1.1"
-    seen = 0
-    lock = threading.Lock()
-
-    def log_message(self, format, *args):  # quiet
-        pass
-
-    def _send(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        key = (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
-        with self.lock:
-            type(self).seen += 1
-            n = type(self).seen
+    def answer(body: dict, headers: Any) -> Answer:
+        key = (headers.get("Authorization") or "").removeprefix("Bearer ").strip()
+        with lock:
+            count[0] += 1
+            n = count[0]
         said = echo(key)
         if n % 3 == 1:
-            self._send(500, {"error": {"message": f"upstream failed for {said}", "type": "server_error"}})
-        elif n % 3 == 0:
+            return 500, {"error": {"message": f"upstream failed for {said}", "type": "server_error"}}, {}
+        if n % 3 == 0:
             msg = f"invalid request from {said}"
-            self._send(400, {"error": {"message": msg, "type": "invalid_request_error", "param": said}})
-        else:
-            args = json.dumps({"x": 500, "y": 500, "confidence": 0.5, "note": said})
-            message = {
-                "role": "assistant",
-                "content": f"Answering for {said}",
-                "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "click_at", "arguments": args}}
-                ],
-            }
-            body = {
-                "id": "x",
-                "object": "chat.completion",
-                "created": 0,
-                "model": "echo",
-                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-            }
-            token = base64.b64encode(key.encode()).decode()
-            self._send(200, body, {"X-Echo-Token": token, "X-Echo-Hex": key.encode().hex()})
+            return 400, {"error": {"message": msg, "type": "invalid_request_error", "param": said}}, {}
+        args = json.dumps({"x": 500, "y": 500, "confidence": 0.5, "note": said})
+        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        out = chat_completion("echo", content=f"Answering for {said}", tool=("click_at", args), usage=usage)
+        token = base64.b64encode(key.encode()).decode()
+        return 200, out, {"X-Echo-Token": token, "X-Echo-Hex": key.encode().hex()}
 
-
-@contextlib.contextmanager
-def echoing_provider() -> Iterator[tuple[str, type[_Echoing]]]:
-    handler = type("Handler", (_Echoing,), {"seen": 0, "lock": threading.Lock()})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", handler
-    finally:
-        server.shutdown()
-        server.server_close()
+    count, lock = [0], threading.Lock()
+    return fake_openai(answer)
 
 
 @pytest.mark.parametrize("key", KEYS, ids=["sk-shaped", "local-token"])
@@ -163,7 +119,7 @@ def test_every_echoed_form_is_redacted_in_process(key):
 @pytest.mark.e2e
 @pytest.mark.parametrize("key", KEYS, ids=["sk-shaped", "local-token"])
 def test_a_provider_echoing_the_key_encoded_leaves_it_in_no_file_and_no_console_line(tmp_path, key):
-    with echoing_provider() as (url, handler):
+    with echoing_provider() as (url, server):
         r = run_cli(
             "model=local-sim",
             "tasks=[S1]",
@@ -175,7 +131,7 @@ def test_a_provider_echoing_the_key_encoded_leaves_it_in_no_file_and_no_console_
             "hydra.verbose=true",  # DEBUG logging everywhere: the worst case for leaks
             env_extra={"DVOC_SIM_URL": url, "DVOC_SIM_API_KEY": key},
         )
-        served = handler.seen
+        served = server.requests
     assert r.returncode in (0, 3), r.stderr[-3000:]
     assert served >= 6  # errors and successful replies, each echoing every form
     steps = list(read_jsonl(tmp_path / "run" / "steps.jsonl"))
