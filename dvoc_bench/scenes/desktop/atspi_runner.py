@@ -103,7 +103,10 @@ class Session:
         r, w = os.pipe()
         argv = ["dbus-daemon", "--session", "--nofork", "--nopidfile", f"--print-address={w}"]
         try:
-            self.bus = subprocess.Popen(argv, pass_fds=(w,), stdin=subprocess.DEVNULL, stdout=2)
+            # the bus and the services it starts (AT-SPI's) write to their own sink, not to the program's
+            # log: what a program that died at start wrote is its own last words (apps.last_words)
+            quiet = subprocess.DEVNULL
+            self.bus = subprocess.Popen(argv, pass_fds=(w,), stdin=quiet, stdout=quiet, stderr=quiet)
         except FileNotFoundError:
             return {"error": "dbus-daemon not found: install the Debian package dbus-daemon"}
         finally:
