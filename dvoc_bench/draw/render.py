@@ -149,14 +149,6 @@ def _bar_span(centre: int, width: int) -> tuple[int, int]:
     return lo, lo + width - 1
 
 
-def _draw_crosshair(draw: ImageDraw.ImageDraw, cx: int, cy: int, style: OverlayStyle) -> None:
-    arm, color = style.crosshair_arm, style.crosshair_color
-    y0, y1 = _bar_span(cy, style.crosshair_width)
-    x0, x1 = _bar_span(cx, style.crosshair_width)
-    draw.rectangle([cx - arm, y0, cx + arm, y1], fill=color)  # horizontal bar
-    draw.rectangle([x0, cy - arm, x1, cy + arm], fill=color)  # vertical bar
-
-
 Corner = tuple[Literal["top", "bottom"], Literal["left", "right"]]
 
 
@@ -236,23 +228,63 @@ def label_box(
     or ends 10 px from a right/bottom edge; the box extends 2 px around the text's bounding box (leaving
     about 8 px to the image edge).
     """
-    font = dejavu(style.label_font_size)
-    left, top, right, bottom = font.getbbox(text)
+    left, top, right, bottom = _text_bbox(text, style.label_font_size)
     x = 10 if corner[1] == "left" else size[0] - 10 - right
     y = 10 if corner[0] == "top" else size[1] - 10 - bottom
     return (x, y), (x + left - 2, y + top - 2, x + right + 1, y + bottom + 1)
 
 
-def _draw_label(
-    draw: ImageDraw.ImageDraw,
-    text: str,
-    origin: tuple[int, int],
-    box: tuple[int, int, int, int],
-    style: OverlayStyle,
-) -> None:
-    """A label: its black box, then the text at ``origin`` (:func:`label_box`)."""
-    draw.rectangle(list(box), fill=style.label_bg)
-    draw.text(origin, text, fill=style.label_fg, font=dejavu(style.label_font_size))
+def _fill(out: np.ndarray, box: tuple[int, int, int, int], color: Color) -> None:
+    """Fill the inclusive ``[x0, y0, x1, y1]`` of ``out`` with ``color``, clipped to the image (Pillow's
+    ``rectangle(fill=...)``)."""
+    h, w = out.shape[:2]
+    x0, y0, x1, y1 = max(box[0], 0), max(box[1], 0), min(box[2], w - 1), min(box[3], h - 1)
+    if x0 <= x1 and y0 <= y1:
+        out[y0 : y1 + 1, x0 : x1 + 1] = color
+
+
+def _paste(out: np.ndarray, patch: np.ndarray, x: int, y: int) -> None:
+    """Copy ``patch`` into ``out`` with its top-left pixel at ``(x, y)``, clipped to the image."""
+    h, w = out.shape[:2]
+    ph, pw = patch.shape[:2]
+    x0, y0, x1, y1 = max(x, 0), max(y, 0), min(x + pw, w), min(y + ph, h)
+    if x0 < x1 and y0 < y1:
+        out[y0:y1, x0:x1] = patch[y0 - y : y1 - y, x0 - x : x1 - x]
+
+
+@functools.lru_cache(maxsize=4096)
+def _text_bbox(text: str, font_size: int) -> tuple[int, int, int, int]:
+    """Pillow's ``getbbox`` of ``text`` in DejaVu Sans at ``font_size`` (cached: a frame asks it per label
+    and corner)."""
+    left, top, right, bottom = dejavu(font_size).getbbox(text)
+    return int(left), int(top), int(right), int(bottom)
+
+
+@functools.lru_cache(maxsize=4096)
+def _label_patch(text: str, font_size: int, fg: Color, bg: Color) -> np.ndarray:
+    """A label's pixels, read-only: its box (:func:`label_box`) filled with ``bg`` and the text drawn on it
+    in ``fg``. Drawn on the box alone, as the whole frame would draw it: the box is filled first, so nothing
+    beneath shows through, and the text's ink lies inside the box (2 px from its edges)."""
+    left, top, right, bottom = _text_bbox(text, font_size)
+    pil = Image.new("RGB", (right - left + 4, bottom - top + 4), bg)
+    ImageDraw.Draw(pil).text((2 - left, 2 - top), text, fill=fg, font=dejavu(font_size))
+    patch = np.array(pil, dtype=np.uint8)
+    patch.flags.writeable = False
+    return patch
+
+
+def _draw_circle(out: np.ndarray, cx: int, cy: int, style: OverlayStyle) -> None:
+    """The circle outline, drawn by Pillow on the crop of ``out`` around it (the same pixels as on the
+    whole image: the outline never leaves its bounding box, and an integer shift moves it whole)."""
+    h, w = out.shape[:2]
+    r = style.circle_radius
+    x0, y0, x1, y1 = max(cx - r, 0), max(cy - r, 0), min(cx + r, w - 1), min(cy + r, h - 1)
+    if x0 > x1 or y0 > y1:
+        return
+    pil = Image.fromarray(out[y0 : y1 + 1, x0 : x1 + 1])
+    box = [cx - r - x0, cy - r - y0, cx + r - x0, cy + r - y0]
+    ImageDraw.Draw(pil).ellipse(box, outline=style.circle_color, width=style.circle_width)
+    out[y0 : y1 + 1, x0 : x1 + 1] = np.asarray(pil, dtype=np.uint8)
 
 
 def draw_overlay(
@@ -281,17 +313,18 @@ def draw_overlay(
         raise ValueError(f"expected an HxWx3 uint8 image, got shape {image.shape} dtype {image.dtype}")
     if mode == "none":
         return image.copy()
-    pil = Image.fromarray(np.ascontiguousarray(image))  # Pillow copies RGB data: the input stays untouched
-    draw = ImageDraw.Draw(pil)
+    out = np.array(image, dtype=np.uint8, order="C")  # a copy: the input stays untouched
     cx, cy = crosshair_centre(draft)
     if mode == "full":
-        r = style.circle_radius
-        draw.ellipse([cx - r, cy - r, cx + r, cy + r], outline=style.circle_color, width=style.circle_width)
+        _draw_circle(out, cx, cy, style)
     texts = [f"iter {iteration}"] + ([position_label] if position_label is not None else [])
-    for text, (_, origin, box) in zip(texts, place_labels(image, cx, cy, texts, labels, style), strict=True):
-        _draw_label(draw, text, origin, box, style)
-    _draw_crosshair(draw, cx, cy, style)
-    return np.array(pil, dtype=np.uint8)
+    for text, (_, _, box) in zip(texts, place_labels(image, cx, cy, texts, labels, style), strict=True):
+        patch = _label_patch(text, style.label_font_size, tuple(style.label_fg), tuple(style.label_bg))
+        _paste(out, patch, box[0], box[1])
+    arm, (y0, y1), (x0, x1) = style.crosshair_arm, *(_bar_span(c, style.crosshair_width) for c in (cy, cx))
+    _fill(out, (cx - arm, y0, cx + arm, y1), style.crosshair_color)  # horizontal bar
+    _fill(out, (x0, cy - arm, x1, cy + arm), style.crosshair_color)  # vertical bar
+    return out
 
 
 def _band_centre(counts: np.ndarray, length: int, width: int | None) -> float:
