@@ -12,8 +12,6 @@ errors, the sweep goes on.
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from PIL import Image
 
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.geometry import Point, Size
+from dvoc_bench.core.memo import Memo
 from dvoc_bench.core.records import Probe
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
 from dvoc_bench.scenes import sources as registry
@@ -47,29 +46,27 @@ class ImageCache:
 
     def __init__(self, capacity: int = CACHE_IMAGES) -> None:
         self.capacity = capacity
-        self._items: OrderedDict[Path, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
-        self.loads = 0
+        self._items: Memo[np.ndarray] = Memo(capacity)
+
+    @property
+    def loads(self) -> int:
         """Decodes so far (a test reads it to see the loading is lazy)."""
+        return self._items.misses
 
     def get(self, path: Path) -> np.ndarray:
-        with self._lock:
-            hit = self._items.get(path)
-            if hit is not None:
-                self._items.move_to_end(path)
-                return hit
-        try:
-            with Image.open(path) as im:
-                arr = np.asarray(im.convert("RGB"), dtype=np.uint8)
-        except (OSError, ValueError, Image.DecompressionBombError) as e:  # a truncated file: its sample fails
-            raise SampleError(f"{path.name}: cannot decode: {e}".splitlines()[0]) from None
-        arr.setflags(write=False)
-        with self._lock:
-            self.loads += 1
-            self._items[path] = arr
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
-        return arr
+        return self._items.get(path, lambda: _decode(path))
+
+
+def _decode(path: Path) -> np.ndarray:
+    """The screenshot at ``path`` as a read-only ``HxWx3`` uint8 array; a file that does not decode raises
+    :class:`SampleError` (its sample fails, not the sweep)."""
+    try:
+        with Image.open(path) as im:
+            arr = np.asarray(im.convert("RGB"), dtype=np.uint8)
+    except (OSError, ValueError, Image.DecompressionBombError) as e:  # a truncated file: its sample fails
+        raise SampleError(f"{path.name}: cannot decode: {e}".splitlines()[0]) from None
+    arr.setflags(write=False)
+    return arr
 
 
 class LazySnapshot(Snapshot):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +22,7 @@ import numpy as np
 
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.geometry import Box
+from dvoc_bench.core.memo import Memo
 from dvoc_bench.models.ocr.tesseract import Word
 
 __all__ = ["MISSING_RAPIDOCR", "RapidOcrEngine", "line_words"]
@@ -89,9 +89,7 @@ class RapidOcrEngine:
             rec_intra_op_num_threads=threads,
             cls_intra_op_num_threads=threads,
         )
-        self._cache: OrderedDict[str, list[Word]] = OrderedDict()
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
+        self._cache: Memo[list[Word]] = Memo(cache_size)
         self._run_lock = threading.Lock()  # one onnxruntime run at a time: the 2 cores are shared
         self.calls = 0
         """How many images were actually OCRed (cache misses)."""
@@ -104,17 +102,7 @@ class RapidOcrEngine:
 
     def words(self, image: np.ndarray) -> list[Word]:
         """Words of an ``HxWx3`` uint8 RGB image, in its pixels (cached)."""
-        k = self.key(image)
-        with self._lock:
-            if k in self._cache:
-                self._cache.move_to_end(k)
-                return self._cache[k]
-        words = self._run(image)
-        with self._lock:
-            self._cache[k] = words
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        return words
+        return self._cache.get(self.key(image), lambda: self._run(image))
 
     def _run(self, image: np.ndarray) -> list[Word]:
         bgr = np.ascontiguousarray(np.asarray(image, dtype=np.uint8)[:, :, ::-1])  # RapidOCR reads BGR arrays

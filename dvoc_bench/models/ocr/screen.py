@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from dvoc_bench.core.geometry import Box, Point, Size
+from dvoc_bench.core.memo import Memo
 from dvoc_bench.detect.types import Detection, Detector
 from dvoc_bench.draw.som_render import MAX_AREA_FRAC, MAX_MARKS, marks_from_detections
 from dvoc_bench.models.ocr.tesseract import Word
@@ -146,9 +146,7 @@ class ScreenParser:
         """Whether parses are also cached on disk (:func:`parse_cache_dir`)."""
         self.parses = 0
         """Images actually parsed (misses of both caches)."""
-        self._cache: OrderedDict[str, list[Element]] = OrderedDict()
-        self._size = cache_size
-        self._lock = threading.Lock()
+        self._cache: Memo[list[Element]] = Memo(cache_size)
 
     def key(self, image: np.ndarray) -> str:
         """Cache key of ``image`` under these settings."""
@@ -159,19 +157,14 @@ class ScreenParser:
     def parse(self, image: np.ndarray) -> list[Element]:
         """The parse of ``image`` (cached)."""
         k = self.key(image)
-        with self._lock:
-            if k in self._cache:
-                self._cache.move_to_end(k)
-                return self._cache[k]
+        return self._cache.get(k, lambda: self._from_disk_or_parse(k, image))
+
+    def _from_disk_or_parse(self, k: str, image: np.ndarray) -> list[Element]:
         els = self._load(k)
         if els is None:
             els = parse_screen(image, self.detector, self.reader)
             self.parses += 1
             self._store(k, els)
-        with self._lock:
-            self._cache[k] = els
-            while len(self._cache) > self._size:
-                self._cache.popitem(last=False)
         return els
 
     def _path(self, k: str) -> Path:

@@ -18,14 +18,13 @@ import io
 import os
 import shutil
 import subprocess
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.geometry import Box, box_iou
+from dvoc_bench.core.memo import Memo
 
 __all__ = ["MISSING", "OcrEngine", "Word", "find_tesseract", "parse_tsv"]
 
@@ -136,8 +135,7 @@ class OcrEngine:
         """Views OCRed per image (:data:`PASSES`), words merged."""
         self.calls = 0
         """Tesseract runs (cache misses)."""
-        self._cache: OrderedDict[str, list[Word]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cache: Memo[list[Word]] = Memo(cache_size)
 
     def key(self, image: np.ndarray) -> str:
         h = hashlib.sha256(f"{image.shape}|{self.psm}|{self.upscale}|{self.lang}|{self.passes}".encode())
@@ -146,17 +144,7 @@ class OcrEngine:
 
     def words(self, image: np.ndarray) -> list[Word]:
         """Every word read on ``image`` (``HxWx3`` uint8), from the cache when this image was read before."""
-        k = self.key(image)
-        with self._lock:
-            if k in self._cache:
-                self._cache.move_to_end(k)
-                return self._cache[k]
-        out = self._run(image)
-        with self._lock:
-            self._cache[k] = out
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-        return out
+        return self._cache.get(self.key(image), lambda: self._run(image))
 
     def _run(self, image: np.ndarray) -> list[Word]:
         words: list[Word] = []
