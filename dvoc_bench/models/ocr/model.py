@@ -24,6 +24,7 @@ import asyncio
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -96,10 +97,31 @@ class OcrModel:
 
     def respond(self, req: ModelRequest) -> Reply:
         """Answer one request synchronously (deterministic in the request)."""
-        names = tool_names(req.tools)
-        image = decode_image(req)
-        size = Size(image.shape[1], image.shape[0]) if image is not None else req.image_size
+        image, size = self._image(req)
         point, conf, matched, evidence = self.locate(req.text, image, size)
+        return self._answer(
+            req,
+            image,
+            size,
+            point,
+            conf,
+            evidence,
+            lambda: self._select(req, size, point, conf, matched, evidence),
+        )
+
+    def _answer(
+        self,
+        req: ModelRequest,
+        image: np.ndarray | None,
+        size: Size,
+        point: Point,
+        conf: float,
+        evidence: str,
+        select: Callable[[], Reply],
+    ) -> Reply:
+        """The reply with the first tool offered of ``report_offset``, ``click_at``, ``select_element``
+        (``select()``: how this model picks a mark) for a target at ``point`` (pixels of the image sent)."""
+        names = tool_names(req.tools)
         frame = requested_frame(req.text) or "pixel"
         if "report_offset" in names:
             return self._offset(req, image, size, point, conf, frame, evidence)
@@ -108,7 +130,7 @@ class OcrModel:
             args = {"x": _round(p.x, frame), "y": _round(p.y, frame), "confidence": conf}
             return self._reply(evidence, ToolCall("click_at", json.dumps(args)))
         if "select_element" in names:
-            return self._select(req, size, point, conf, matched, evidence)
+            return select()
         return self._reply(evidence + " No tool I can answer with was offered.", None)
 
     def locate(self, prompt: str, image: np.ndarray | None, size: Size) -> tuple[Point, float, bool, str]:
@@ -161,6 +183,12 @@ class OcrModel:
         text = f"{evidence} Mark {marks[pick][0]} {how} ({point.x:.0f}, {point.y:.0f}) px."
         args = {"id": marks[pick][0], "confidence": conf}
         return self._reply(text, ToolCall("select_element", json.dumps(args)))
+
+    @staticmethod
+    def _image(req: ModelRequest) -> tuple[np.ndarray | None, Size]:
+        """The request's image (``None`` when it has none) and the size of the image sent."""
+        image = decode_image(req)
+        return image, (Size(image.shape[1], image.shape[0]) if image is not None else req.image_size)
 
     @staticmethod
     def _reply(text: str, call: ToolCall | None) -> Reply:

@@ -28,13 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from dvoc_bench.core.geometry import Box, Frame, Point, Size, box_distance, box_iou, point_from_pixels
+from dvoc_bench.core.geometry import Box, Point, Size, box_distance, box_iou
 from dvoc_bench.models.base import ModelRequest, Reply, ToolCall
 from dvoc_bench.models.ocr.labels import target_of
 from dvoc_bench.models.ocr.match import MIN_SCORE, best_match
-from dvoc_bench.models.ocr.model import NO_MATCH_CONFIDENCE, OcrModel, _round, ocr_engine_from_block
+from dvoc_bench.models.ocr.model import NO_MATCH_CONFIDENCE, OcrModel, ocr_engine_from_block
 from dvoc_bench.models.ocr.screen import Element, ScreenParser
-from dvoc_bench.models.simulator.reading import decode_image, parse_marks, requested_frame, tool_names
+from dvoc_bench.models.simulator.reading import parse_marks
 
 __all__ = ["PARSE_KEYS", "SAME_IOU", "ParseModel", "chosen_element", "parse_model_from_config"]
 
@@ -105,21 +105,18 @@ class ParseModel(OcrModel):
 
     def respond(self, req: ModelRequest) -> Reply:
         """Answer one request synchronously (deterministic in the request)."""
-        names = tool_names(req.tools)
-        image = decode_image(req)
-        size = Size(image.shape[1], image.shape[0]) if image is not None else req.image_size
-        el, conf, matched, evidence = self.find(req.text, image, size)
+        image, size = self._image(req)
+        el, conf, _, evidence = self.find(req.text, image, size)
         point = el.centre if el is not None else size.centre
-        frame = requested_frame(req.text) or "pixel"
-        if "report_offset" in names:
-            return self._offset(req, image, size, point, conf, frame, evidence)
-        if "click_at" in names:
-            p = point_from_pixels(point, Frame(frame), size)
-            args = {"x": _round(p.x, frame), "y": _round(p.y, frame), "confidence": conf}
-            return self._reply(evidence, ToolCall("click_at", json.dumps(args)))
-        if "select_element" in names:
-            return self._select_mark(req, size, el, point, conf, evidence)
-        return self._reply(evidence + " No tool I can answer with was offered.", None)
+        return self._answer(
+            req,
+            image,
+            size,
+            point,
+            conf,
+            evidence,
+            lambda: self._select_mark(req, size, el, point, conf, evidence),
+        )
 
     def _select_mark(
         self, req: ModelRequest, size: Size, el: Element | None, point: Point, conf: float, evidence: str
