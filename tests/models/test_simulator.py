@@ -719,3 +719,27 @@ def test_text_only_reads_the_estimate_from_the_papers_history() -> None:
     first = dvoc_prompt(instruction=INSTRUCTION, overlay="none", predict="relative", history=[])
     assert history_position(first) is None
     assert (_args(model, _req(BASE, first))["dx"], _args(model, _req(BASE, first))["dy"]) == (0, 0)
+
+
+def test_the_same_frame_is_looked_at_once_and_its_evidence_is_the_pixels(monkeypatch) -> None:
+    """The identical first frames of repeats are analysed once (the evidence cache), and a different frame is
+    analysed anew: the cache is keyed by the pixels, not by the scene or the seed."""
+    import dvoc_bench.models.simulator.model as sim_model
+
+    looked: list[tuple[int, int]] = []
+    real = sim_model.find_marker
+
+    def counting(image: np.ndarray):
+        looked.append(image.shape[:2])
+        return real(image)
+
+    monkeypatch.setattr(sim_model, "find_marker", counting)
+    model = _model(EXACT_PIXEL)
+    a, b = _with_crosshair((200, 150)), _with_crosshair((260, 110))
+    ev_a = model.evidence(_req(a, _text(), seed=1))
+    assert model.evidence(_req(a.copy(), _text(), seed=2)) == ev_a  # same pixels, other seed: cached
+    assert len(looked) == 1
+    ev_b = model.evidence(_req(b, _text(), seed=1))
+    assert len(looked) == 2
+    assert ev_a is not None and ev_b is not None
+    assert abs(ev_a.point.x - 200) <= 1 and abs(ev_b.point.x - 260) <= 1

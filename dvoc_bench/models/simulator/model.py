@@ -7,7 +7,6 @@ import asyncio
 import dataclasses
 import hashlib
 import json
-import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -23,6 +22,7 @@ from dvoc_bench.core.geometry import (
     offset_from_pixels,
     point_from_pixels,
 )
+from dvoc_bench.core.memo import Memo
 from dvoc_bench.core.scene import SceneTruth
 from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelRequest, Reply, ToolCall, bound_reply
 from dvoc_bench.models.simulator.behaviour import (
@@ -77,8 +77,7 @@ class SimulatedModel:
         self.truth = truth
         """Ground-truth lookup by scene id."""
         self._identity = f"{name}|{profile.digest()}".encode()
-        self._evidence: dict[bytes, MarkerEvidence | None] = {}
-        self._lock = threading.Lock()
+        self._evidence: Memo[MarkerEvidence | None] = Memo(EVIDENCE_CACHE)
         self._pool: ThreadPoolExecutor | None = None  # started by the first ``complete``; its thread ends
         # with the model (an executor's idle workers exit when it is garbage-collected)
         self.max_reply_chars = MAX_REPLY_CHARS
@@ -266,17 +265,12 @@ class SimulatedModel:
         """What the image shows of the crosshair (:func:`~dvoc_bench.models.simulator.perception.find_marker`,
         deterministic in the pixels; the last ``EVIDENCE_CACHE`` images are remembered, so the identical
         first frames of repeats are analysed once)."""
-        key = image_digest(req)
-        hit = self._evidence.get(key, self._evidence)
-        if hit is not self._evidence:
-            return hit  # type: ignore[return-value]
-        image = decode_image(req)
-        ev = find_marker(image) if image is not None else None
-        with self._lock:
-            if len(self._evidence) >= EVIDENCE_CACHE:
-                self._evidence.pop(next(iter(self._evidence)))
-            self._evidence[key] = ev
-        return ev
+
+        def look() -> MarkerEvidence | None:
+            image = decode_image(req)
+            return find_marker(image) if image is not None else None
+
+        return self._evidence.get(image_digest(req), look)
 
     def _seen(self, req: ModelRequest, prof: SimProfile, rng: np.random.Generator) -> Point | None:
         """Where this call perceives the crosshair in the image (``None``: no image, or not seen). The draws
