@@ -64,7 +64,15 @@ def test_a_slow_miss_does_not_block_a_hit_on_another_key():
     assert m.get("slow", lambda: -1) == 2
 
 
-@pytest.mark.parametrize("size", [0, -1, True, 2.5])
-def test_a_size_that_is_not_a_positive_whole_number_is_refused(size):
-    with pytest.raises(ValueError, match="cache size"):
+def test_size_zero_keeps_nothing():
+    m: Memo[int] = Memo(0)
+    calls: list[int] = []
+    assert m.get("k", lambda: calls.append(1) or 5) == 5
+    assert m.get("k", lambda: calls.append(1) or 5) == 5
+    assert len(calls) == 2 and len(m) == 0 and m.misses == 2
+
+
+@pytest.mark.parametrize("size", [-1, True, 2.5, "8"])
+def test_a_size_that_is_not_a_whole_number_is_refused(size):
+    with pytest.raises(ValueError, match="cache_size: .* is not a whole number >= 0"):
         Memo(size)

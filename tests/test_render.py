@@ -271,6 +271,20 @@ def test_banded_png_with_a_base_is_byte_identical_and_decodes_exactly() -> None:
     assert _adler32_combine(zlib.adler32(d1), zlib.adler32(d2), len(d2)) == zlib.adler32(d1 + d2)
 
 
+def test_two_screenshots_of_one_size_keep_their_own_bands() -> None:
+    """The bands of a clean screenshot are cached by that array: another screenshot of the same size (the
+    next task's) never borrows them, and the first is still right after the second was cached."""
+    from dvoc_bench.draw.render import BAND_ROWS
+
+    rng = np.random.default_rng(11)
+    bases = [rng.integers(0, 256, (2 * BAND_ROWS + 3, 37, 3), dtype=np.uint8) for _ in range(2)]
+    for _ in range(2):
+        for base in bases:
+            frame = base.copy()
+            frame[BAND_ROWS + 1, 5] = (0, 255, 0)
+            assert encode_png(frame, base=base) == encode_png(frame)
+
+
 def _find_crosshair_reference(image: np.ndarray, color=(255, 0, 0), width=None):
     """The straightforward full-image version find_crosshair must agree with."""
     r, g, b = color

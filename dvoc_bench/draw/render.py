@@ -40,6 +40,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from dvoc_bench.core.declare import RGB, Declared, NonNegInt
 from dvoc_bench.core.geometry import Point
+from dvoc_bench.core.memo import Memo
 
 Color = tuple[int, int, int]
 
@@ -419,29 +420,20 @@ def _band(flat: np.ndarray, last: bool) -> tuple[bytes, int, int]:
     return seg, zlib.adler32(data), len(data)
 
 
-_BASE_CACHE: dict[tuple[int, tuple[int, ...]], tuple[np.ndarray, list[tuple[bytes, int, int]]]] = {}
-_BASE_CACHE_MAX = 16
-_BASE_LOCK = threading.Lock()  # encode_png runs in the render pool's threads
+_BASE_BANDS: Memo[tuple[np.ndarray, list[tuple[bytes, int, int]]]] = Memo(16)
+"""The bands of the last clean screenshots by ``id``, each with the array itself (so no other array can take
+that id while the entry lives); ``encode_png`` runs in the render pool's threads."""
 
 
 def _base_bands(base: np.ndarray) -> list[tuple[bytes, int, int]]:
-    """The bands of a clean screenshot, computed once (the cache holds the array, so its id is stable).
+    """The bands of a clean screenshot, computed once while it is cached."""
 
-    Two threads meeting an uncached screenshot may both compute its bands: the same bytes either way.
-    """
-    key = (id(base), base.shape)
-    with _BASE_LOCK:
-        hit = _BASE_CACHE.get(key)
-    if hit is not None and hit[0] is base:
-        return hit[1]
-    h = base.shape[0]
-    flat = base.reshape(h, -1)
-    bands = [_band(flat[r : r + BAND_ROWS], r + BAND_ROWS >= h) for r in range(0, h, BAND_ROWS)]
-    with _BASE_LOCK:
-        if key not in _BASE_CACHE and len(_BASE_CACHE) >= _BASE_CACHE_MAX:
-            _BASE_CACHE.pop(next(iter(_BASE_CACHE)))
-        _BASE_CACHE[key] = (base, bands)
-    return bands
+    def bands() -> tuple[np.ndarray, list[tuple[bytes, int, int]]]:
+        h = base.shape[0]
+        flat = base.reshape(h, -1)
+        return base, [_band(flat[r : r + BAND_ROWS], r + BAND_ROWS >= h) for r in range(0, h, BAND_ROWS)]
+
+    return _BASE_BANDS.get((id(base), base.shape), bands)[1]  # the entry holds ``base``: its id is its own
 
 
 def encode_png(image: np.ndarray, *, base: np.ndarray | None = None) -> bytes:

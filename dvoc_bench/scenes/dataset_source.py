@@ -45,7 +45,6 @@ class ImageCache:
     """The last :data:`CACHE_IMAGES` decoded screenshots (read-only arrays), thread-safe."""
 
     def __init__(self, capacity: int = CACHE_IMAGES) -> None:
-        self.capacity = capacity
         self._items: Memo[np.ndarray] = Memo(capacity)
 
     @property

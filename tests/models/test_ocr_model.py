@@ -127,6 +127,10 @@ def test_ocr_is_cached_by_image_and_deterministic(s3) -> None:
     r2 = asyncio.run(m.complete(_req(s3, text + "\n", tools_for("point"))))
     assert m.engine.calls == runs and r2.tool_calls == r1.tool_calls and r1.latency_s > 0
     assert r1.cost_usd == 0.0 and not m.simulated
+    nocache = OcrModel("ocr", ocr_model_from_config("ocr-tesseract", {"cache_size": 0}).engine)
+    asyncio.run(nocache.complete(_req(s3, text, tools_for("point"))))
+    asyncio.run(nocache.complete(_req(s3, text, tools_for("point"))))
+    assert nocache.engine.calls == 2 * runs  # cache_size 0: every request read anew
 
 
 def test_matching_is_case_punctuation_and_split_tolerant() -> None:
@@ -156,6 +160,9 @@ def test_a_missing_binary_is_one_line_naming_the_packages() -> None:
         ocr_model_from_config("ocr-tesseract", {"psmx": 3})
     with pytest.raises(ConfigError, match="passes"):
         ocr_model_from_config("ocr-tesseract", {"passes": ["bright"]})
+    with pytest.raises(ConfigError) as e:
+        ocr_model_from_config("ocr-tesseract", {"cache_size": -1})
+    assert str(e.value) == "model ocr-tesseract: ocr: cache_size: -1 is not a whole number >= 0"
 
 
 @pytest.mark.e2e

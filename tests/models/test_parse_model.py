@@ -119,6 +119,9 @@ def test_an_unknown_engine_is_one_line_naming_the_key(monkeypatch) -> None:
     with pytest.raises(ConfigError, match=r"ocr.psm: applies to engine tesseract only \(engine is rapidocr"):
         ocr_model_from_config("ocr-rapidocr", {"engine": "rapidocr", "psm": 11})
     monkeypatch.setitem(sys.modules, "rapidocr_onnxruntime", None)  # the wheel is not installed
+    with pytest.raises(ConfigError) as e:  # a bad cache size is said before the models would load
+        ocr_model_from_config("ocr-rapidocr", {"engine": "rapidocr", "cache_size": 2.5})
+    assert str(e.value) == "model ocr-rapidocr: ocr: cache_size: 2.5 is not a whole number >= 0"
     with pytest.raises(ConfigError) as e:
         ocr_model_from_config("ocr-rapidocr", {"engine": "rapidocr"})
     msg = str(e.value)

@@ -75,6 +75,7 @@ class RapidOcrEngine:
             raise ValueError(f"threads: {threads!r} is not a whole number >= 1")
         if not 0.0 <= float(text_score) <= 1.0:
             raise ValueError(f"text_score: {text_score!r} is not in [0, 1]")
+        self._cache: Memo[list[Word]] = Memo(cache_size)  # a bad size fails before the models load
         rapid = _import_rapidocr()
         self.threads = threads
         """onnxruntime intra-op threads of each of the three sessions."""
@@ -89,7 +90,6 @@ class RapidOcrEngine:
             rec_intra_op_num_threads=threads,
             cls_intra_op_num_threads=threads,
         )
-        self._cache: Memo[list[Word]] = Memo(cache_size)
         self._run_lock = threading.Lock()  # one onnxruntime run at a time: the 2 cores are shared
         self.calls = 0
         """How many images were actually OCRed (cache misses)."""

@@ -129,13 +129,12 @@ class OcrEngine:
         """Tesseract language."""
         self.timeout_s = timeout_s
         """Seconds one OCR may take."""
-        self.cache_size = cache_size
-        """Images whose words are kept (least recently used dropped first)."""
         self.passes = tuple(passes)
         """Views OCRed per image (:data:`PASSES`), words merged."""
         self.calls = 0
         """Tesseract runs (cache misses)."""
         self._cache: Memo[list[Word]] = Memo(cache_size)
+        """Words of the last ``cache_size`` images (least recently used dropped first; 0: none kept)."""
 
     def key(self, image: np.ndarray) -> str:
         h = hashlib.sha256(f"{image.shape}|{self.psm}|{self.upscale}|{self.lang}|{self.passes}".encode())
