@@ -97,30 +97,9 @@ class OcrModel:
 
     def respond(self, req: ModelRequest) -> Reply:
         """Answer one request synchronously (deterministic in the request)."""
-        image, size = self._image(req)
-        point, conf, matched, evidence = self.locate(req.text, image, size)
-        return self._answer(
-            req,
-            image,
-            size,
-            point,
-            conf,
-            evidence,
-            lambda: self._select(req, size, point, conf, matched, evidence),
-        )
-
-    def _answer(
-        self,
-        req: ModelRequest,
-        image: np.ndarray | None,
-        size: Size,
-        point: Point,
-        conf: float,
-        evidence: str,
-        select: Callable[[], Reply],
-    ) -> Reply:
-        """The reply with the first tool offered of ``report_offset``, ``click_at``, ``select_element``
-        (``select()``: how this model picks a mark) for a target at ``point`` (pixels of the image sent)."""
+        image = decode_image(req)
+        size = Size(image.shape[1], image.shape[0]) if image is not None else req.image_size
+        point, conf, evidence, select = self._aim(req, image, size)
         names = tool_names(req.tools)
         frame = requested_frame(req.text) or "pixel"
         if "report_offset" in names:
@@ -132,6 +111,14 @@ class OcrModel:
         if "select_element" in names:
             return select()
         return self._reply(evidence + " No tool I can answer with was offered.", None)
+
+    def _aim(
+        self, req: ModelRequest, image: np.ndarray | None, size: Size
+    ) -> tuple[Point, float, str, Callable[[], Reply]]:
+        """``(target point in pixels of the image sent, confidence, evidence, select)``: ``select()`` is the
+        ``select_element`` reply (how this model picks a mark). The parse model overrides this alone."""
+        point, conf, matched, evidence = self.locate(req.text, image, size)
+        return point, conf, evidence, lambda: self._select(req, size, point, conf, matched, evidence)
 
     def locate(self, prompt: str, image: np.ndarray | None, size: Size) -> tuple[Point, float, bool, str]:
         """Where the target is, from the prompt's label and the words read: ``(point in pixels of the image
@@ -183,12 +170,6 @@ class OcrModel:
         text = f"{evidence} Mark {marks[pick][0]} {how} ({point.x:.0f}, {point.y:.0f}) px."
         args = {"id": marks[pick][0], "confidence": conf}
         return self._reply(text, ToolCall("select_element", json.dumps(args)))
-
-    @staticmethod
-    def _image(req: ModelRequest) -> tuple[np.ndarray | None, Size]:
-        """The request's image (``None`` when it has none) and the size of the image sent."""
-        image = decode_image(req)
-        return image, (Size(image.shape[1], image.shape[0]) if image is not None else req.image_size)
 
     @staticmethod
     def _reply(text: str, call: ToolCall | None) -> Reply:

@@ -24,6 +24,7 @@ Deterministic.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -103,20 +104,14 @@ class ParseModel(OcrModel):
         )
         return fb, NO_MATCH_CONFIDENCE, False, f"{seen}; no match for '{target.label or ''}' ({why}); {then}."
 
-    def respond(self, req: ModelRequest) -> Reply:
-        """Answer one request synchronously (deterministic in the request)."""
-        image, size = self._image(req)
+    def _aim(
+        self, req: ModelRequest, image: np.ndarray | None, size: Size
+    ) -> tuple[Point, float, str, Callable[[], Reply]]:
+        """The element the label is in (its centre; the screen centre when nothing was detected), and its
+        mark by overlap (:meth:`_select_mark`)."""
         el, conf, _, evidence = self.find(req.text, image, size)
         point = el.centre if el is not None else size.centre
-        return self._answer(
-            req,
-            image,
-            size,
-            point,
-            conf,
-            evidence,
-            lambda: self._select_mark(req, size, el, point, conf, evidence),
-        )
+        return point, conf, evidence, lambda: self._select_mark(req, size, el, point, conf, evidence)
 
     def _select_mark(
         self, req: ModelRequest, size: Size, el: Element | None, point: Point, conf: float, evidence: str
