@@ -3,9 +3,9 @@ simulator's crosshair evidence).
 
 :class:`Memo` keeps the last ``maxsize`` values by key (least recently used dropped first, through
 ``cachetools.LRUCache``) and is safe to share between threads; ``maxsize`` 0 keeps nothing (every ``get``
-computes). The value is computed outside the lock, so a
-slow miss (an OCR pass, a detector run) never blocks a hit on another key; two threads that miss the same key
-at once both compute it and the later one stores its value (the computations here are deterministic).
+computes). The value is computed outside the lock, so a slow miss (an OCR pass, a detector run) never blocks
+a hit on another key; two threads that miss the same key at once both compute it and the later one stores
+its value (the computations here are deterministic).
 """
 
 from __future__ import annotations

@@ -123,10 +123,10 @@ class Session:
             return {"error": f"no AT-SPI bindings ({e}): install the Debian package python3-pyatspi"}
         self.pyatspi = pyatspi
         # The accessibility bus and its registry are up before the program starts: a program's bridge
-        # registers once, at start (Qt's, when the registry was still being started under load, never did:
-        # "no window showed" in 1 of 3 runs at load 6). Asking the registry for the desktop starts both.
+        # registers once, at start (a Qt program started first never showed in 2 of 8 runs under load,
+        # docs/desktop.md). Asking the registry for the desktop starts both.
         with contextlib.suppress(Exception):
-            pyatspi.Registry.getDesktop(0).childCount  # noqa: B018 - the call starts the registry
+            _ = pyatspi.Registry.getDesktop(0).childCount
         if self.spec.get("events"):
             for state in EVENTS:
                 pyatspi.Registry.registerEventListener(self.on_event, f"object:state-changed:{state}")
