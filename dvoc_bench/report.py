@@ -151,12 +151,14 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
 
     if links := failure_links(t, rep.out):  # the viewer's pages of the failed trials (docs/viewer.md)
         rep.p("Failed trials (linked: their pages in the run viewer):\n\n" + "\n".join(links))
-    t, s, n_dup = honest.without_repeats(t, s)
+    t, s, n_dup = honest.without_repeats(t, s, runs.settings)
     if n_dup:
         rep.p(
-            f"{n_dup} trials are the same trial (same key: model, scene, method, knobs, start "
-            "point, repeat and seed) run again by another job of the sweep, e.g. the one-shot trials of "
-            "every job of an `alphas=` multirun: every table and figure counts each key once (first job)."
+            f"{n_dup} trials are the same trial (same key, which hashes every field of the trial's spec: "
+            "model and its config, scene, method, knobs, settings blocks, start point, repeat and seed; "
+            "same spec, and the same outcome or runs made with the same settings) run again by another job "
+            "of the sweep, e.g. the one-shot trials of every job of an `alphas=` multirun: every table and "
+            "figure counts each key once (first job)."
         )
     if runs.simulated:
         rep.p(SIM_NOTE)
@@ -617,6 +619,7 @@ def _rule_text(rule: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)  # before any pandas import: --help and bad flags stay light
     from dvoc_bench.analysis.export import SchemaError
+    from dvoc_bench.analysis.honest import PoolingError
     from dvoc_bench.analysis.loaders import DuplicateTrials
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -633,7 +636,8 @@ def main(argv: list[str] | None = None) -> int:
             figures=not args.no_figures,
             imports=args.imports,
         )
-    except (FileNotFoundError, DuplicateTrials, SchemaError) as e:  # a wrong path, a doubled run, a bad file
+    except (FileNotFoundError, DuplicateTrials, SchemaError, PoolingError) as e:
+        # a wrong path, a doubled run, a bad file, two runs that disagree on one trial key
         print(f"report: {e}", file=sys.stderr)
         return 2
     print(text)

@@ -19,20 +19,23 @@ successful click (under the rule named in the table) wherever the cost is known.
 
 from __future__ import annotations
 
+import json
 import math
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from dvoc_bench.analysis.clustered import cluster_counts, cluster_keys
+from dvoc_bench.analysis.intervals import PLAIN_INTERVAL, RATE_INTERVAL, Z95, rate_interval, wilson  # noqa: F401
 
 # the one interval function and its names, re-exported (``honest.wilson`` is the plain Wilson interval)
-from dvoc_bench.analysis.intervals import PLAIN_INTERVAL, RATE_INTERVAL, Z95, rate_interval, wilson  # noqa: F401
+from dvoc_bench.analysis.schema import record_columns
 from dvoc_bench.core import scene_check
 from dvoc_bench.core.assumptions import labels_of
+from dvoc_bench.core.records import TrialSpec
 
 RULES = ("hit", "within_eps", "hit_radius")
 """Success rules a table can use (columns of the trials frame)."""
@@ -245,16 +248,33 @@ RUN_KNOBS = ("protocol", "detector", "zoom")
 """Knobs that can split a whole run, every method included (``experiment=frames``, several detectors)."""
 
 
+SETTING_KNOBS = (
+    "adaptive",
+    "sampling",
+    "overlay_style",
+    "image",
+    "retry_rule",
+    "verify_click",
+    "model_config",
+)
+"""Spec fields that carry a settings block (:class:`dvoc_bench.core.records.TrialSpec`; ``-`` is the block at
+its defaults, or a trial the block does not apply to): two values anywhere in the runs split every table."""
+
+
 def headline_keys(trials: pd.DataFrame) -> list[str]:
     """The grouping of a headline table or chart: model and method, then every knob the run varied
     (:func:`varying_knobs` within a model's DVOC trials, plus a protocol or detector that differs anywhere
-    in the run), so settings of a sweep are never pooled into one number."""
+    in the run, plus any settings block of :data:`SETTING_KNOBS` that takes two values), so settings of a
+    sweep are never pooled into one number."""
     keys = ["model", "method", *varying_knobs(trials)]
     for k in RUN_KNOBS:
         if k in trials.columns and k not in keys:
             vals = trials[k].dropna()
             if vals[vals != "-"].nunique() > 1:
                 keys.append(k)
+    for k in SETTING_KNOBS:
+        if k in trials.columns and k not in keys and trials[k].nunique(dropna=True) > 1:
+            keys.append(k)
     return keys
 
 
@@ -267,12 +287,83 @@ def duplicate_keys(trials: pd.DataFrame) -> pd.Series:
     return trials["trial_key"].duplicated(keep="first")
 
 
-def without_repeats(trials: pd.DataFrame, steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+class PoolingError(ValueError):
+    """Two records of one trial key that are not the same trial: pooling them would drop one (one line)."""
+
+
+SPEC_COLUMNS: tuple[str, ...] = tuple(
+    c
+    for c in record_columns(TrialSpec)
+    if c not in ("trial_key", "experiment", "seed", "simulated_assumptions")
+)
+"""The trial columns that come from its spec: two records of one key must agree on every one."""
+
+OUTCOME_COLUMNS = ("status", "stop_reason", "final_x", "final_y", "hit")
+"""What a trial's outcome is: tells a true re-run (same outcome, or same settings) from a setting the key
+did not see."""
+
+
+def _differing(a: pd.Series, b: pd.Series, cols: Sequence[str]) -> list[str]:
+    """The columns of ``cols`` where two rows hold different known values (an unknown value, from a record
+    made before the column existed, differs from nothing)."""
+    out = []
+    for c in cols:
+        if c not in a.index:
+            continue
+        x, y = a[c], b[c]
+        if pd.isna(x) or pd.isna(y):
+            continue
+        if isinstance(x, float | np.floating) and isinstance(y, float | np.floating):
+            if not np.isclose(x, y, rtol=0.0, atol=1e-9):
+                out.append(c)
+        elif x != y:
+            out.append(c)
+    return out
+
+
+def setting_differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> list[str]:
+    """``key: a vs b`` for every setting two runs were made with differently (none when either is unknown)."""
+    if a is None or b is None:
+        return []
+    out = []
+    for k in sorted(set(a) | set(b)):
+        if a.get(k) != b.get(k):
+            out.append(f"{k}: {json.dumps(a.get(k), default=str)} vs {json.dumps(b.get(k), default=str)}")
+    return out
+
+
+def without_repeats(
+    trials: pd.DataFrame, steps: pd.DataFrame, settings: Mapping[str, Mapping[str, Any]] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     """``trials`` and ``steps`` without the trials :func:`duplicate_keys` marks (and their steps), and how
-    many were dropped."""
+    many were dropped.
+
+    Only true re-runs are dropped: a second record of a key must hold the same spec (every
+    :data:`SPEC_COLUMNS`), and either the same outcome or come from a run made with the same settings
+    (``settings``: run directory -> its settings, :attr:`Runs.settings`; a model that answers anew each
+    time). Anything else raises :class:`PoolingError` naming the key, the two runs and what differs: a
+    setting the key did not see would otherwise silently drop half of what was run."""
     dup = duplicate_keys(trials)
     if not dup.any():
         return trials, steps, 0
+    made_with = settings or {}
+    first = trials[~dup].drop_duplicates("trial_key").set_index("trial_key", drop=False)
+    for _, row in trials[dup].iterrows():
+        ref = first.loc[row["trial_key"]]
+        where = f"trial {row['trial_key']} of {ref['run_dir']} and {row['run_dir']}"
+        if cols := _differing(ref, row, SPEC_COLUMNS):
+            what = ", ".join(f"{c} ({ref[c]} vs {row[c]})" for c in cols)
+            raise PoolingError(f"{where}: one key, two specs ({what}); analyse the runs apart")
+        if _differing(ref, row, OUTCOME_COLUMNS):
+            knobs = setting_differences(
+                made_with.get(str(ref["run_dir"])), made_with.get(str(row["run_dir"]))
+            )
+            if knobs:
+                raise PoolingError(
+                    f"{where}: one key, two outcomes, and the runs were made with different settings "
+                    f"({'; '.join(knobs)}): the trial key does not see that setting, so these trials cannot "
+                    "be pooled; analyse the runs apart"
+                )
     kept = trials[~dup]
     keep = pd.MultiIndex.from_frame(kept[["run_dir", "trial_key"]].astype(str))
     sel = pd.MultiIndex.from_frame(steps[["run_dir", "trial_key"]].astype(str)).isin(keep)

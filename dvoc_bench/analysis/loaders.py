@@ -441,8 +441,11 @@ def load_runs(*paths: Path | str, text: bool = False, cache: bool = True) -> Run
     if not paths:
         raise ValueError("load_runs needs at least one run directory")
     parts_t, parts_s, sources = [], [], []
+    settings: dict[str, dict[str, Any]] = {}
     for run_dir in find_run_dirs(paths):
         trials, steps = _read_run(run_dir, cache)
+        if (made_with := read_settings(run_dir)) is not None:
+            settings[str(run_dir)] = made_with
         if not text:
             steps = steps.drop(columns=[c for c in TEXT_COLUMNS if c in steps.columns])
         trials["job"] = pd.array([job_number(run_dir)] * len(trials), dtype="Int64")
@@ -458,4 +461,19 @@ def load_runs(*paths: Path | str, text: bool = False, cache: bool = True) -> Run
     steps = pd.concat(parts_s, ignore_index=True) if parts_s else empty_frame(STEP_COLUMNS)
     if "label_placement" in trials:  # records made before the knob: the authors' corners, the only placement
         trials["label_placement"] = trials["label_placement"].fillna("corner")
-    return Runs(trials, steps, sources)
+    return Runs(trials, steps, sources, settings)
+
+
+RUN_META = "run_meta.json"
+"""The run's fingerprint (written by the runner before its first trial)."""
+
+
+def read_settings(run_dir: Path) -> dict[str, Any] | None:
+    """The settings a run directory was made with (its fingerprint's ``settings``: ``dotted.key -> value``),
+    or ``None`` when it recorded none or the file is unreadable."""
+    try:
+        meta = json.loads((run_dir / RUN_META).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    made_with = meta.get("settings") if isinstance(meta, dict) else None
+    return made_with if isinstance(made_with, dict) else None

@@ -238,6 +238,9 @@ class Runs:
     """One row per model call (columns: :data:`STEP_COLUMNS`, plus :data:`TEXT_COLUMNS` if loaded)."""
     sources: list[str] = field(default_factory=list)
     """The run directories / files the rows came from."""
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Run directory -> the settings it was made with (its fingerprint's ``dotted.key -> value``), for the
+    run directories that recorded them: what names the knob when two runs disagree on one trial key."""
 
     @property
     def simulated(self) -> bool:
@@ -256,7 +259,7 @@ class Runs:
         keys = set(zip(trials["run_dir"], trials["trial_key"], strict=True))
         sk = pd.Series(list(zip(self.steps["run_dir"], self.steps["trial_key"], strict=True)), dtype=object)
         steps = self.steps[sk.isin(keys).to_numpy()].reset_index(drop=True)
-        return Runs(trials, steps, list(self.sources))
+        return Runs(trials, steps, list(self.sources), dict(self.settings))
 
     @staticmethod
     def concat(*parts: Runs) -> Runs:
@@ -265,7 +268,8 @@ class Runs:
             return Runs(empty_frame(TRIAL_COLUMNS), empty_frame(STEP_COLUMNS), [])
         trials = pd.concat([p.trials for p in parts], ignore_index=True)
         steps = pd.concat([p.steps for p in parts], ignore_index=True)
-        return Runs(trials, steps, [s for p in parts for s in p.sources])
+        settings = {k: v for p in parts for k, v in p.settings.items()}
+        return Runs(trials, steps, [s for p in parts for s in p.sources], settings)
 
     def __repr__(self) -> str:
         sim = " SIMULATED" if self.simulated else ""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import hashlib
 import json
 import logging
 import math
@@ -162,11 +163,51 @@ class TrialSpec:
     ``overlay.label_placement``). Part of the trial key only when not ``corner``, so the keys of earlier
     records are unchanged, and a record made before the knob existed reads ``corner``, the only placement
     then. ``corner`` also for trials that draw no labels."""
+    sweep_seed: int = 0
+    """The sweep's ``seed`` (shared by every trial of a sweep; the trial's own ``seed`` derives from the
+    key)."""
+    adaptive: str = "-"
+    """``alpha=adaptive`` trials: the knobs of the ``adaptive:`` block that differ from their defaults, as
+    ``name=value`` pairs (``start=0.25``); ``-`` at the defaults and for every other schedule."""
+    sampling: str = "-"
+    """Trials that call a model: the ``sampling:`` request parameters (``temperature=0.2``); ``-`` when
+    none."""
+    overlay_style: str = "-"
+    """Trials that draw the DVOC overlay: the ``overlay_style:`` sizes and colours that differ from their
+    defaults (``crosshair_width=5``); ``-`` at the defaults and for trials without the overlay knob."""
+    image: str = "-"
+    """Trials that call a model: the global ``image:`` input limits that differ from their defaults
+    (``max_side=1568``); ``-`` at the defaults. A model config's own ``image:`` is part of
+    ``model_config``."""
+    retry_rule: str = "hit"
+    """``oneshot.retry_rule``: which rule tells a one-shot model its answer missed."""
+    verify_click: bool = False
+    """Web and desktop trials: whether the point is also clicked for real (``web.verify_click``,
+    ``desktop.verify_click``), which adds the click's verdict to the record."""
+    model_config: str = "-"
+    """Trials that call a model: ``-`` when the model config is the repository's ``conf/model/<name>.yaml``
+    as shipped; otherwise the digest of the config used (a ``model.*`` override or another file of that
+    name), so trials of two configs under one name never share a key."""
     simulated_assumptions: list[str] = dataclasses.field(default_factory=list)
     """Simulated models only: what this trial's result rests on beyond the profile's fit, one marker per
     knob the profile was not fitted for (``frame request assumed``, ``overlay effect assumed``, ``overlay
     style assumed``; :func:`dvoc_bench.models.simulator.assumed_knobs`). Empty for real models. Not part of
     the trial key (it describes the model, not the trial)."""
+
+    def key(self) -> str:
+        """The trial key: a hash of every field of the spec but the key itself, the experiment's name, the
+        derived seed and the assumption markers (:data:`UNKEYED_SPEC_FIELDS`). A field with a default enters
+        only when it differs from it, so the keys of records made before the field existed are unchanged
+        (:data:`ALWAYS_KEYED_SPEC_FIELDS` were keyed before that rule)."""
+        fields: dict[str, Any] = {}
+        for f in dataclasses.fields(TrialSpec):
+            if f.name in UNKEYED_SPEC_FIELDS:
+                continue
+            value = getattr(self, f.name)
+            if f.name not in ALWAYS_KEYED_SPEC_FIELDS and _is_default(f, value):
+                continue
+            fields[f.name] = value
+        return key_of(fields)
 
     @property
     def loop(self) -> LoopConfig:
@@ -180,6 +221,28 @@ class TrialSpec:
             alpha_constant=self.alpha_constant,
             hit_radius_min=self.hit_radius_min,
         )
+
+
+UNKEYED_SPEC_FIELDS = frozenset({"trial_key", "experiment", "seed", "simulated_assumptions"})
+"""Spec fields outside the key: the key itself, the preset's name (two presets may plan the same trial), the
+seed derived from the key, and the assumption markers (they describe the model, not the trial)."""
+
+ALWAYS_KEYED_SPEC_FIELDS = frozenset({"hit_radius_min", "detector", "sweep_seed"})
+"""Fields with a default that were in every key before the default rule of :meth:`TrialSpec.key`."""
+
+
+def _is_default(f: dataclasses.Field[Any], value: object) -> bool:
+    if f.default is not dataclasses.MISSING:
+        return bool(value == f.default)
+    if f.default_factory is not dataclasses.MISSING:
+        return bool(value == f.default_factory())
+    return False
+
+
+def key_of(fields: dict[str, Any]) -> str:
+    """Hash of a trial's keyed fields (20 hex digits)."""
+    blob = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
 @dataclass

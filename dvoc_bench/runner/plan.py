@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -9,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel
 
 from dvoc_bench.core.geometry import Point, Size
 from dvoc_bench.core.records import TrialSpec
@@ -30,10 +32,79 @@ NA = "-"
 """Value of a knob that does not apply to a method (so the trial is planned once, not per value)."""
 
 
-def trial_key(fields: Mapping[str, object]) -> str:
-    """Hash of every outcome-relevant field (20 hex digits)."""
-    blob = json.dumps(fields, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+_SCENE = (
+    "what is rendered, or which samples: a trial keys its task id and its rendered scene's content hash "
+    "(scene_hash), so a setting that changes the screen moves the key through it"
+)
+_WAIT = "how long to wait for a page or a program: a timeout fails the trial, it never changes an answer"
+
+UNKEYED_SETTINGS: dict[str, str] = {
+    "run.max_in_flight": "how many trials run at once: each trial's requests and seeds are its own",
+    "run.quiet": "terminal output only: the trials are the same",
+    "smoke": "a smaller sweep (two tasks, two starts, one repeat): which trials run, each keyed as usual",
+    "run.render_workers": "where frames are drawn (a pool or inline): the same pixels either way",
+    "run.max_reply_chars": (
+        "a bound against runaway replies (64,000 characters, far above any answer); free on resume like "
+        "every run.* knob"
+    ),
+    "run.plan_only": "prints the plan and runs no trial",
+    "run.plan_from": "which plan file a shard or resume reads: the specs in it carry their own keys",
+    "run.frames": "which images are stored in the run directory, not what a model is sent",
+    "run.max_cost_usd": "the budget may leave a trial unrun (skipped); it never changes one that ran",
+    "run.shard": "which part of the plan this process runs: the keys are the whole plan's",
+    "scheduler": "when calls are made (rate gates, quotas): a trial's answer is the reply it got",
+    "retry": "how often a failed call is retried before a trial is an error: the answer is the reply it got",
+    "resume": "which recorded trials a resume runs again, not what they are",
+    "cache": (
+        "a cached reply is the reply the identical request got (its hash covers the model, prompt, image and "
+        "parameters)"
+    ),
+    "probe": "the frame probe's own knobs: it runs no sweep",
+    "paths.models": (
+        "which folder model files are read from: the model's name and its config (model, model_config) are "
+        "keyed"
+    ),
+    "paths.scenes": _SCENE,
+    "scenes.max_side": _SCENE,
+    "web.chromium": _SCENE,
+    "web.task_files": _SCENE,
+    "web.custom": _SCENE,
+    "web.allow_origins": _SCENE,
+    "web.timeout_s": _WAIT,
+    "desktop.size": _SCENE,
+    "desktop.custom": _SCENE,
+    "desktop.app": _SCENE,
+    "desktop.app_files": _SCENE,
+    "desktop.timeout_s": _WAIT,
+    "dataset": _SCENE,
+}
+"""Settings (a dotted key, or a block's prefix) that cannot change a trial, each with its reason. Every other
+leaf of the settings schema reaches the trial's spec and so its key (``tests/test_trial_key.py`` walks the
+schema: a new setting fails it until it is keyed or listed here)."""
+
+
+def unkeyed_reason(setting: str) -> str | None:
+    """Why ``setting`` (a dotted key) is not part of any trial key, or ``None`` when it is keyed."""
+    parts = setting.split(".")
+    for n in range(len(parts), 0, -1):
+        if (reason := UNKEYED_SETTINGS.get(".".join(parts[:n]))) is not None:
+            return reason
+    return None
+
+
+def changed(block: BaseModel | Mapping[str, Any], defaults: BaseModel | None = None) -> str:
+    """A settings block as the ``name=value`` pairs that differ from its defaults (every pair of a plain
+    mapping), sorted, values as compact JSON; ``-`` when none (the spec fields' default)."""
+    if isinstance(block, BaseModel):
+        now = block.model_dump(mode="json")
+        base = (defaults or type(block)()).model_dump(mode="json")
+        pairs = {k: v for k, v in now.items() if base.get(k) != v}
+    else:
+        pairs = dict(block)
+    if not pairs:
+        return NA
+    compact = {k: json.dumps(v, sort_keys=True, separators=(",", ":")) for k, v in pairs.items()}
+    return ",".join(f"{k}={v}" for k, v in sorted(compact.items()))
 
 
 def _seed_for(key: str) -> int:
@@ -125,6 +196,9 @@ def build_plan(
     det = setup.detector
     detector = f"{det.backend}:{det.digest()}" if det is not None else NA
     default_style = s.overlay_style == type(s.overlay_style)()
+    adaptive, sampling = changed(s.adaptive), changed(s.sampling)
+    style, image = changed(s.overlay_style), changed(s.image)
+    verify = {"web": s.web.verify_click, "desktop": s.desktop.verify_click}
     specs: dict[str, TrialSpec] = {}
     kind, n = swept.starts
     for method in swept.methods:
@@ -164,19 +238,28 @@ def build_plan(
                 labels = _label_placement(s.overlay.label_placement, protocol, overlay)
                 if labels != "corner":  # in the key only then: the keys of the authors' placement stay
                     fields["label_placement"] = labels
-                key = trial_key({**fields, "sweep_seed": s.seed})
-                crops = "zoom" in uses  # crops: no simulated profile was fitted on them
                 scene_kind = (kinds or {}).get(task, "synthetic")
+                # every setting that can change what a trial sends, how its answer is read or what its
+                # record holds is a spec field; at its default it leaves the key as it was (TrialSpec.key)
+                fields.update(
+                    sweep_seed=s.seed,
+                    adaptive=adaptive if alpha == "adaptive" else NA,
+                    sampling=sampling if info.calls_model else NA,
+                    overlay_style=style if "overlay" in uses else NA,
+                    image=image if info.calls_model else NA,
+                    retry_rule=s.oneshot.retry_rule,
+                    verify_click=verify.get(scene_kind, False),
+                    model_config=setup.model_changes.get(model.name, NA) if info.calls_model else NA,
+                )
+                spec = TrialSpec(trial_key="", experiment=setup.experiment, seed=0, **fields)
+                key = spec.key()
+                crops = "zoom" in uses  # crops: no simulated profile was fitted on them
                 drawn = NA if overlay in (NA, "none") else labels
                 assumed = _assumptions(model, protocol, overlay, default_style, crops, scene_kind, drawn)
                 specs.setdefault(
                     key,
-                    TrialSpec(
-                        trial_key=key,
-                        experiment=setup.experiment,
-                        seed=_seed_for(key),
-                        simulated_assumptions=assumed,
-                        **fields,
+                    dataclasses.replace(
+                        spec, trial_key=key, seed=_seed_for(key), simulated_assumptions=assumed
                     ),
                 )
     return list(specs.values())

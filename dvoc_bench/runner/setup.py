@@ -12,7 +12,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
@@ -73,6 +73,9 @@ class SweepSetup:
     """What the run is made with (:mod:`dvoc_bench.runner.runmeta`); checked on resume. ``None``: no check."""
     frames: str = "all"
     """``run.frames`` resolved: ``all | sent | none`` (``auto`` is ``sent`` on a dataset, else ``all``)."""
+    model_changes: Mapping[str, str] = field(default_factory=dict)
+    """Model name -> the digest of its config when it is not the repository's file as shipped (a
+    ``model.*`` override, a file of ``paths.models``); absent when it is. A trial's ``model_config``."""
 
 
 def model_options(s: Settings) -> dict[str, Any]:
@@ -188,6 +191,7 @@ def setup_from_settings(s: Settings, experiment: str, model_choice: str | None =
         "protocols": list(swept.protocols),
         "repeats": list(range(repeats)),
     }
+    changes = {m.name: d for m in models if (d := _unlike_shipped(m, s.declare_frame)) is not None}
     frames = s.run.frames if s.run.frames != "auto" else ("sent" if dataset else "all")
     settings = s.model_dump(mode="json", exclude={"smoke", "starts", "repeats"})
     settings["starts"] = list(starts)  # after smoke=true, which also shortens the start list
@@ -200,7 +204,22 @@ def setup_from_settings(s: Settings, experiment: str, model_choice: str | None =
         detector=detector,
         fingerprint=fingerprint(settings, lists),
         frames=frames,
+        model_changes=changes,
     )
+
+
+def _unlike_shipped(m: ModelConfig, declare_frame: str | None) -> str | None:
+    """``None`` when ``m`` is the repository's ``conf/model/<name>.yaml`` as shipped (read with the same
+    ``declare_frame``), else the digest of ``m``."""
+    shipped = default_conf_dir() / "model" / f"{m.name}.yaml"
+    if shipped.exists():
+        try:
+            ref = load_model_config(m.name, shipped.parent, declare_frame, check_key=False)
+        except ConfigError:
+            ref = None
+        if ref is not None and model_digest(ref) == model_digest(m):
+            return None
+    return model_digest(m)
 
 
 def _composed_from(models_dir: Path, name: str) -> bool:
