@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from dvoc_bench.core.geometry import Size
+from dvoc_bench.core.text import safe_text, safe_value
 
 MAX_REPLY_CHARS = 64000
 """Default bound on a reply's text and on each tool call's arguments (``run.max_reply_chars``)."""
@@ -186,6 +187,10 @@ def bound_reply(
     if clean is not None:
         text = None if text is None else clean(text)
         calls = [ToolCall(None if c.name is None else clean(c.name), clean(c.arguments)) for c in calls]
+    # a lone surrogate (valid JSON, no valid UTF-8) becomes U+FFFD here, where every reply passes, so the
+    # cache, the steps and the records can always be written (core/text.py)
+    text = None if text is None else safe_text(text)
+    calls = [ToolCall(safe_value(c.name), safe_value(c.arguments)) for c in calls]
     return dataclasses.replace(
         reply,
         text=text,

@@ -80,8 +80,8 @@ class ResponseCache:
             entry = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as e:
-            log.warning("ignoring unreadable cache entry %s: %s", path, e)
+        except (OSError, ValueError, RecursionError) as e:  # RecursionError: JSON nested too deep
+            log.warning("ignoring unreadable cache entry %s: %s", path, type(e).__name__)
             return None
         if not isinstance(entry, dict) or entry.get("identity") != identity or entry.get("key") != key:
             return None
@@ -167,7 +167,10 @@ class CachedModel:
         key = self.key(request)
         entry = self.cache.get(self.identity, key)
         if entry is not None:
-            return _reply_from(entry, time.perf_counter() - t0, self.max_reply_chars)
+            try:
+                return _reply_from(entry, time.perf_counter() - t0, self.max_reply_chars)
+            except Exception as e:  # an entry of the wrong shape is a miss, never a failed trial
+                log.warning("ignoring malformed cache entry for %s: %s", self.name, type(e).__name__)
         reply = await self.inner.complete(request)
         try:
             self.cache.put(self.identity, key, reply, self.max_reply_chars)

@@ -33,6 +33,7 @@ import numpy as np
 
 from dvoc_bench.core.declare import ConfigError, Declared, NonNegInt, PosInt
 from dvoc_bench.core.geometry import Box
+from dvoc_bench.core.text import safe_text
 
 FORMATS = ("screenspot", "screenspot_v2", "screenspot_pro", "manifest")
 """Dataset formats accepted in ``dataset=<format>``."""
@@ -247,7 +248,7 @@ def _sample(fmt: str, rec: Any, path: Path, index: int, images: Path) -> Sample:
         id=str(sid) if sid is not None and str(sid) != "" else f"{stem}:{index}",
         image=images / name,
         box=Box(*nums),
-        instruction=instruction.strip(),
+        instruction=safe_text(instruction.strip()),  # a lone surrogate cannot be written: U+FFFD
         img_size=(int(size[0]), int(size[1])) if size is not None else None,
         meta=meta,
     )
