@@ -26,14 +26,40 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+"""``Host`` names ``--serve`` answers (any other is refused: a DNS-rebinding page cannot read the site)."""
+
+
+def _inside(p: Path, allowed: Sequence[Path]) -> bool:
+    return any(p == a or a in p.parents for a in allowed)
+
 
 def _handler(root: Path, allowed: list[Path]) -> type[http.server.SimpleHTTPRequestHandler]:
+    """A handler serving the files under ``allowed`` (resolved: a symlink that leads out of them is not
+    followed out), no directory listings, and only to a loopback ``Host``."""
+
     class Handler(http.server.SimpleHTTPRequestHandler):
         def translate_path(self, path: str) -> str:
-            p = (root / unquote(urlsplit(path).path).lstrip("/")).resolve()
-            if not any(p == a or a in p.parents for a in allowed):
+            p = (root / unquote(urlsplit(path).path).lstrip("/")).resolve()  # symlinks resolved first
+            if not _inside(p, allowed) or not p.is_file():
                 return str(root / ".dvoc-view-not-served")  # answered 404
             return str(p)
+
+        def _loopback(self) -> bool:
+            host = (self.headers.get("Host") or "").strip().lower()
+            name = host[1:].split("]", 1)[0] if host.startswith("[") else host.rsplit(":", 1)[0]
+            if name in LOOPBACK_HOSTS:
+                return True
+            self.send_error(403, "only a loopback Host is served")
+            return False
+
+        def do_GET(self) -> None:  # noqa: N802
+            if self._loopback():
+                super().do_GET()
+
+        def do_HEAD(self) -> None:  # noqa: N802
+            if self._loopback():
+                super().do_HEAD()
 
         def log_message(self, format: str, *args: object) -> None:  # quiet: the console shows the URL
             pass
@@ -97,7 +123,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"site: {index} ({n_trial_files} trial data files; open it in a browser)", flush=True)
     if not args.serve:
         return 0
-    allowed = [out, *((r / "frames").resolve() for r in run_dirs)]  # a linked frames/ too
+    # the site and each run's own frames/: a frames/ (or a frame) linked out of its run directory is not
+    # served, so a run received from someone else cannot expose the filesystem
+    frames = [(r / "frames").resolve() for r in run_dirs]
+    allowed = [out, *(f for f, r in zip(frames, run_dirs, strict=True) if _inside(f, [r.resolve()]))]
     allowed += [t.resolve() for u in args.upstream if (t := _tree(u))]  # the authors' iter_*.png
     root = Path(os.path.commonpath([str(a) for a in allowed]))
     handler = functools.partial(_handler(root, allowed), directory=str(root))

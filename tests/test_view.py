@@ -256,6 +256,50 @@ def test_serve_binds_loopback_and_serves_site_and_frames(default_run: Path, tmp_
         proc.wait(timeout=10)
 
 
+def _get(url: str, host: str | None = None) -> int:
+    """The HTTP status of a GET of ``url`` (with ``Host: host`` when given)."""
+    req = urllib.request.Request(url, headers={"Host": host} if host else {})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+
+
+def test_serve_confines_a_hostile_run_to_its_own_files_and_answers_loopback_hosts_only(
+    default_run: Path, tmp_path: Path
+) -> None:
+    """Issue 51, item 4: a run received from someone else whose ``frames/`` is a symlink to ``/`` (and a frame
+    linked to a file outside) exposes nothing; a DNS-rebinding ``Host`` is refused; no directory is listed."""
+    run = tmp_path / "received"
+    shutil.copytree(default_run, run, ignore=shutil.ignore_patterns("frames", "view", ".analysis_cache"))
+    (run / "frames").symlink_to("/")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the viewer")
+    (run / "frames2").mkdir()
+    (run / "frames2" / "x.png").symlink_to(secret)
+    out = tmp_path / "site"
+    proc = subprocess.Popen(view_cmd(str(run), "--out", str(out), "--serve", "--port", "0"), cwd=ROOT,
+                            env=ENV, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert proc.stdout.readline().startswith("site: ")
+        url = proc.stdout.readline().split()[1]
+        base = url.rsplit("/", 1)[0]
+        rel = os.path.relpath(run, out)
+        assert _get(url) == 200
+        for path in ("etc/passwd", "etc/shadow", f"{rel}/frames/etc/passwd", f"{rel}/frames2/x.png",
+                     f"{rel}/../secret.txt", "..%2F..%2Fetc%2Fpasswd", f"{rel}/frames/", ""):  # fmt: skip
+            assert _get(f"{base}/{path}") == 404, path
+        port = url.split(":")[2].split("/")[0]
+        assert _get(url, host=f"localhost:{port}") == 200
+        assert _get(url, host=f"[::1]:{port}") == 200
+        assert _get(url, host=f"evil.example:{port}") == 403
+        assert _get(url, host="127.0.0.1.evil.example") == 403
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 @pytest.fixture(scope="module")
 def zoom_som_run(tmp_path_factory) -> Path:
     from tests.support import make_run
