@@ -90,12 +90,12 @@ def point_table(main: Runs, predict: Runs | None = None) -> pd.DataFrame:
     """Counts of on-target point answers per model and slice, read as pixels and as 0–1000 units
     (:data:`POINT_COLUMNS`). ``main``: the per-trial tree's main benchmark; ``predict``: the relative vs
     absolute ablation (its absolute-mode answers become rows of their own)."""
+    if not all(Path(src).is_dir() for src in main.sources):  # an aggregate keeps a success's last answer
+        raise ValueError(
+            f"{main.sources}: the one-shot answers need the per-trial tree, not an aggregate file"
+        )
     s = main.steps
     clicks = s[(s["kind"] == "click") & s["model"].isin(list(MAIN_MODELS)) & s["raw_x"].notna()]
-    if clicks["has_task"].isna().any():
-        raise ValueError(
-            "the one-shot answers need their prompts (the per-trial tree), not an aggregate file"
-        )
     slice_of = {False: SLICES[0], True: SLICES[1]}
     rows = _audit_rows(clicks, "one-shot", ("model", "has_task"), slice_of)
     rows += _audit_rows(clicks, "one-shot", ("model",), slice_of)

@@ -47,6 +47,14 @@ def test_every_point_cell_matches_the_independent_count(sources):
             assert row[col] == pytest.approx(v, abs=1e-6), (key, col, row[col], v)
 
 
+def test_an_aggregate_file_is_refused():
+    """The aggregate keeps only the last answer of a successful one-shot trial: counting it would be wrong."""
+    need_upstream()
+    aggregate = load_upstream(discover_upstream(UPSTREAM)["complete_results"])
+    with pytest.raises(ValueError, match="per-trial tree, not an aggregate"):
+        headline.point_table(aggregate)
+
+
 def test_the_headline_figures(sources):
     """The numbers the README's sentences quote, by slice and rule."""
     main, predict, _ = sources
