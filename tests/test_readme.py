@@ -277,6 +277,8 @@ def test_readme_quotes_the_simulated_numbers_exactly(readme_output):
     blocks = readme_numbers.parse(readme_output)
     assert len(blocks) == 6
     for name, block in blocks.items():
+        if block == readme_numbers.NO_RECORDS and not UPSTREAM.is_dir() and not required():
+            continue  # the headline needs the authors' records (tests/analysis/test_headline.py skips too)
         assert any(block in text for text in texts.values()), (
             f"README / docs out of date ({name}); paste `python -m dvoc_bench.bench readme`:\n{block}"
         )

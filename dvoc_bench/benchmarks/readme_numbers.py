@@ -106,6 +106,7 @@ def frames_sentence(d: Path) -> str:
 
 
 HEADLINE = "the authors' records (Coordinate frames; docs/paper.md)"
+NO_RECORDS = "(no authors' records: set DVOC_UPSTREAM to their folder)"
 
 
 def headline_text(upstream: Path | None = None) -> str:
@@ -116,7 +117,7 @@ def headline_text(upstream: Path | None = None) -> str:
 
     where = upstream if upstream is not None else default_upstream_dir()
     if where is None:
-        return "(no authors' records: set DVOC_UPSTREAM to their folder)"
+        return NO_RECORDS
     return headline_block(where)
 
 
