@@ -4,7 +4,7 @@ Figures, not assertions (docs/benchmarks.md lists each target). ``NAME`` picks t
 
 - ``overhead``, ``sweep``, ``scheduler``, ``inflight``, ``loader``, ``dataset``, ``hires``, ``overlay``,
   ``readme``: the harness benchmarks (:mod:`dvoc_bench.benchmarks.harness`; ``readme`` prints the numbers
-  the README quotes from simulated runs);
+  README.md and docs quote: simulated runs, the cross-validation, the authors' records);
 - ``web``, ``desktop``: one-off and per-step costs of page and desktop scenes;
 - ``detect``: detector latency per screenshot; ``recall``: detector recall against the DOM;
   ``ultra-agree``: ``detector=omniparser`` against ultralytics' own boxes on held-out screenshots;

@@ -121,6 +121,10 @@ def test_the_authors_repository_at_any_depth_gives_the_same_tables(tmp_path):
     assert counts == expected  # Tables 4.1, 4.2, 4.4, 4.5, 5.1, 5.2, 5.3
     assert "6 of method `dvoc_full_relative_default`" in texts[0]  # the tree's trials no aggregate lists
     assert "follow from no rule tried" in texts[0]  # Table 5.2's two medians, explained
+    from dvoc_bench.analysis.headline import headline_block
+
+    audit = texts[0].split("### Coordinate-frame audit", 1)[1]
+    assert audit.startswith("\n\nThe headline") and headline_block(UPSTREAM) in audit  # README's table
 
 
 def test_a_doubled_run_is_one_line_and_exit_2(one_trial_run, tmp_path, capsys):

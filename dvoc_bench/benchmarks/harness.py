@@ -1,5 +1,5 @@
 """Benchmarks: ``python -m dvoc_bench.bench overhead|sweep|scheduler|loader|hires``. Figures, not
-assertions. (``readme`` is not a benchmark: it prints the numbers README.md quotes from simulated runs,
+assertions. (``readme`` is not a benchmark: it prints the numbers README.md and docs quote, generated,
 :mod:`dvoc_bench.benchmarks.readme_numbers`.)
 
 - ``overhead``: harness cost of one DVOC step on an 800x600 scene, without the model: draw the overlay,
@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None, also: list[str] | None = None) -> int:
         "--set", action="append", default=[], metavar="KEY=VALUE", help="config override (inflight)"
     )
     args = ap.parse_args(argv)
-    if args.which == "readme":  # not a timing: the README's numbers from simulated runs, regenerated
+    if args.which == "readme":  # not a timing: the numbers README.md and docs quote, regenerated
         from dvoc_bench.benchmarks.readme_numbers import blocks, render
 
         print(render(blocks()), end="")
