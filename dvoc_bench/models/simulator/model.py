@@ -233,7 +233,8 @@ class SimulatedModel:
     ) -> Reply:
         prof = self.profile if prof is None else prof
         t_hat = perceive(truth, centre, aimed, prof.noise, None, prof.outlier, prof.outlier.p, rng)
-        p_hat = crosshair_position(req, self._seen(req, prof, rng))
+        stated = crosshair_position(req) if prof.perception.knows_crosshair else None
+        p_hat = stated if stated is not None else crosshair_position(req, self._seen(req, prof, rng))
         weights = prof.frames.weights(position_stated=position_stated(req.text))
         frame = self._frame(req.text, prof, weights, rng)
         if p_hat is None:

@@ -413,6 +413,11 @@ class PerceptionSpec(Declared):
     min_contrast: Prob = 0.0
     """Below this contrast (0-1) nothing counts as a marker either: long faint crossing lines of a page
     (contrast about 0.17 on S5) are not taken for the crosshair."""
+    knows_crosshair: bool = False
+    """An oracle of the harness, not a model of perception: the crosshair is where the prompt states it
+    (``Crosshair position:``, else the history's last arrow), the pixels only when the prompt does not say
+    (``sim-ideal``: its DVOC converges wherever its one-shot hits, on a red target under the red crosshair
+    too). Profiles fitted to real models keep their localiser (``false``)."""
 
 
 class FittedFor(Declared):
