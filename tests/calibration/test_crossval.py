@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dvoc_bench.calibration import crossval as cv
-from tests.support import UPSTREAM, needs_upstream
+from tests.support import need_upstream, needs_upstream
 
 pytestmark = [pytest.mark.e2e, needs_upstream]
 
@@ -17,7 +17,8 @@ CONF = Path(__file__).resolve().parents[2] / "conf" / "model"
 
 @pytest.fixture(scope="module")
 def records() -> cv.CalibrationData:
-    return cv.load_all_records(UPSTREAM)
+    # a module-scoped fixture runs before the function-scoped `upstream` one: skip here, before reading
+    return cv.load_all_records(need_upstream())
 
 
 def test_every_record_is_loaded_and_every_unit_is_held_out(records: cv.CalibrationData) -> None:
