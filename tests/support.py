@@ -1,6 +1,12 @@
-"""What the tests share, in one place: the repository paths, the authors' records, the command line in a
-subprocess, the simulator behind a real HTTP server, the session's real runs, a Chromium check, and the
-scripted model and trial helpers of the method tests.
+"""What the tests share, in one place: the repository paths, the optional dependencies and the one way to
+skip for one (:func:`need`), the authors' records, the command line in a subprocess, the simulator behind a
+real HTTP server, the session's real runs, a Chromium check, and the scripted model and trial helpers of
+the method tests.
+
+- A missing dependency (:data:`DEPENDENCIES`: a Chromium, Tesseract, the docs pages, ...) skips the test
+  with the reason, or FAILS it under ``DVOC_REQUIRE_<NAME>=1`` (``.ci/run`` sets every one it provides;
+  docs/testing.md lists them). Under ``CI=true``, conftest.py fails any skip whose reason names such a
+  dependency (:func:`ci_dependency_in`).
 
 - The authors' records (``UPSTREAM``): ``$DVOC_UPSTREAM``, else the clone of their repository at
   ``../shared/upstream/DVOC`` beside this one. Tests that need them call :func:`need_upstream` (directly,
