@@ -94,27 +94,42 @@ def test_platform():
 """
 
 
+MODULE_SKIP = """
+import pytest
+
+pytest.skip("needs Xvfb: not on PATH", allow_module_level=True)
+
+def test_never_collected():
+    pass
+"""
+
+
 def _run_hooked(tmp_path: Path, ci: str) -> subprocess.CompletedProcess:
     (tmp_path / "test_skippy.py").write_text(SKIPPY, encoding="utf-8")
+    (tmp_path / "test_modskip.py").write_text(MODULE_SKIP, encoding="utf-8")
     (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "CI": ci, "HOME": str(tmp_path)}
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "tests.conftest", "-p", "no:cacheprovider",
-         "test_skippy.py"],
+         "--continue-on-collection-errors", "test_skippy.py", "test_modskip.py"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env,
     )  # fmt: skip
 
 
 def test_in_ci_a_skip_for_a_provided_dependency_fails(tmp_path):
-    """tests/conftest.py's hook on a real pytest run: CI=true turns the Chromium skip into a failure and
-    leaves the by-design and platform skips alone; without CI all three skip."""
+    """tests/conftest.py's hooks on a real pytest run: CI=true turns the Chromium skip (in a test) and the
+    Xvfb skip (of a whole module) into failures and leaves the by-design and platform skips alone; without
+    CI all four skip."""
     r = _run_hooked(tmp_path, "true")
-    assert r.returncode == 1, r.stdout[-3000:]
+    assert r.returncode in (1, 2), r.stdout[-3000:]
     assert re.search(r"FAILED test_skippy.py::test_hand_skip", r.stdout), r.stdout[-3000:]
     assert "skipped in CI (CI=true), which provides a Chromium" in r.stdout
-    assert "1 failed, 2 skipped" in r.stdout, r.stdout[-2000:]
+    assert re.search(r"ERROR test_modskip.py", r.stdout) and "which provides Xvfb" in r.stdout, r.stdout[
+        -3000:
+    ]
+    assert re.search(r"1 failed, 2 skipped, 1 error", r.stdout), r.stdout[-2000:]
     r = _run_hooked(tmp_path, "")
-    assert r.returncode == 0 and "3 skipped" in r.stdout, r.stdout[-2000:]
+    assert r.returncode == 0 and "4 skipped" in r.stdout, r.stdout[-2000:]
 
 
 ALLOWED = {
