@@ -8,9 +8,12 @@ import pytest
 
 # session-scoped real runs (default, web, alpha multirun, one trial) for the report / notebook / README tests
 from tests.support import (  # noqa: F401
+    DEPENDENCIES,
     UPSTREAM,
     alpha_multirun,
+    ci_dependency_in,
     default_run,
+    in_ci,
     one_trial_run,
     run_cli,
     served_simulator,
@@ -65,3 +68,39 @@ def upstream() -> Path:
     from tests.support import need_upstream
 
     return need_upstream()
+
+
+# ------------------------------------------------------------- in CI, a skip for a dependency CI has fails
+
+
+def _skip_reason(rep) -> str:
+    lr = rep.longrepr
+    return str(lr[2]) if isinstance(lr, tuple) and len(lr) == 3 else str(lr)
+
+
+def _fail_ci_skip(rep) -> None:
+    """Under ``CI=true``, a skip whose reason names a dependency CI is meant to have
+    (:func:`tests.support.ci_dependency_in`) is turned into a failure: a missing ``DVOC_REQUIRE_*`` switch
+    or a new skip that bypasses :func:`tests.support.need` cannot hide a test in CI."""
+    if not rep.skipped or hasattr(rep, "wasxfail") or not in_ci():
+        return
+    reason = _skip_reason(rep)
+    name = ci_dependency_in(reason)
+    if name is None:
+        return
+    rep.outcome = "failed"
+    rep.longrepr = (
+        f"skipped in CI (CI=true), which provides {DEPENDENCIES[name].what} (DVOC_REQUIRE_{name}): {reason}"
+    )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _fail_ci_skip(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    _fail_ci_skip(outcome.get_result())

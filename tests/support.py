@@ -1,6 +1,12 @@
-"""What the tests share, in one place: the repository paths, the authors' records, the command line in a
-subprocess, the simulator behind a real HTTP server, the session's real runs, a Chromium check, and the
-scripted model and trial helpers of the method tests.
+"""What the tests share, in one place: the repository paths, the optional dependencies and the one way to
+skip for one (:func:`need`), the authors' records, the command line in a subprocess, the simulator behind a
+real HTTP server, the session's real runs, a Chromium check, and the scripted model and trial helpers of
+the method tests.
+
+- A missing dependency (:data:`DEPENDENCIES`: a Chromium, Tesseract, the docs pages, ...) skips the test
+  with the reason, or FAILS it under ``DVOC_REQUIRE_<NAME>=1`` (``.ci/run`` sets every one it provides;
+  docs/testing.md lists them). Under ``CI=true``, conftest.py fails any skip whose reason names such a
+  dependency (:func:`ci_dependency_in`).
 
 - The authors' records (``UPSTREAM``): ``$DVOC_UPSTREAM``, else the clone of their repository at
   ``../shared/upstream/DVOC`` beside this one. Tests that need them call :func:`need_upstream` (directly,
@@ -26,10 +32,12 @@ import functools
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -44,6 +52,103 @@ from dvoc_bench.models.base import ModelRequest, Reply, ToolCall
 ROOT = Path(__file__).resolve().parents[1]
 """The repository."""
 
+# ------------------------------------------------------------------------------ optional dependencies
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """Something a test needs that a checkout may lack: without it the test skips with the reason, unless
+    ``DVOC_REQUIRE_<NAME>=1`` is set, where it FAILS (:func:`need`)."""
+
+    what: str
+    """What is needed, in words, and where it comes from."""
+    ci: bool
+    """``.ci/run`` provides it and sets ``DVOC_REQUIRE_<NAME>=1``: a skip naming it fails in CI."""
+    words: tuple[str, ...]
+    """Patterns (regular expressions, lower case) by which a skip reason names it."""
+
+
+DEPENDENCIES: dict[str, Dependency] = {
+    "UPSTREAM": Dependency("the authors' records (../shared/upstream/DVOC or $DVOC_UPSTREAM)", True,
+                           (r"authors' records",)),
+    "CHROMIUM": Dependency("a Chromium (Debian package chromium)", True, (r"chromium",)),
+    "TESSERACT": Dependency("Tesseract with its English data (tesseract-ocr, tesseract-ocr-eng)", True,
+                            (r"tesseract",)),
+    "RAPIDOCR": Dependency("RapidOCR (rapidocr-onnxruntime, the ocr extra)", True, (r"rapidocr",)),
+    "OMNIPARSER": Dependency("OmniParser-v2's icon-detector weights (.ci/run downloads them)", True,
+                             (r"omniparser",)),
+    "ONNX": Dependency("onnx and onnxruntime (the dev and detect extras)", True, (r"\bonnx",)),
+    "JUPYTER": Dependency("nbformat, nbclient, ipykernel, nbconvert and jupyter (the dev extra)", True,
+                          (r"nbformat", r"nbclient", r"ipykernel", r"nbconvert", r"jupyter")),
+    "OPENAI": Dependency("the official openai client (installed with litellm)", True, (r"\bopenai\b",)),
+    "XVFB": Dependency("Xvfb and xdotool for desktop scenes (Debian packages xvfb, xdotool)", True,
+                       (r"xvfb", r"xdotool")),
+    "QT": Dependency("a Qt 5 program (featherpad) and opencv's bundled Qt", True, (r"featherpad", r"\bqt\b")),
+    "NETNS": Dependency("a network namespace: unshare and ip (util-linux, iproute2), root or unprivileged "
+                        "user namespaces, a veth in it", True, (r"namespace", r"\bunshare\b", r"\bveth\b")),
+    "PROC": Dependency("/proc (Linux)", True, (r"/proc\b",)),
+    "DOCS": Dependency("documentation pages of Debian packages (nodejs-doc or nodejs, valgrind, libffi-dev, "
+                       "python3-dev)", True, (r"docs page", r"debian package")),
+    "RUSTDOCS": Dependency("rustup's rust-docs component (no package registry ships it; not in CI)", False,
+                           ()),
+}  # fmt: skip
+"""Every dependency a test may skip on, by the ``<NAME>`` of its ``DVOC_REQUIRE_<NAME>`` switch
+(docs/testing.md)."""
+
+BY_DESIGN = ("README command marked",)
+"""Skip reasons that name a dependency on purpose and stay skips in CI (a README command tagged
+``# needs: xvfb`` is never run by the tests)."""
+
+
+def required(name: str = "UPSTREAM") -> bool:
+    """Whether a missing ``name`` (a key of :data:`DEPENDENCIES`) is a failure (``DVOC_REQUIRE_<NAME>=1``)
+    rather than a skip."""
+    return os.environ.get(f"DVOC_REQUIRE_{name}", "").strip() not in ("", "0")
+
+
+def need(name: str, missing: str | None, *, module: bool = False) -> None:
+    """The one way a test skips for a missing dependency: nothing when ``missing`` is ``None`` (it is
+    here); otherwise skip the caller (the module, with ``module=True``) with a reason naming the dependency
+    and why it is missing, or FAIL when ``DVOC_REQUIRE_<NAME>=1`` is set."""
+    if missing is None:
+        return
+    dep = DEPENDENCIES[name]
+    reason = f"needs {dep.what}: {missing}"
+    if required(name):
+        pytest.fail(f"{reason}; DVOC_REQUIRE_{name} is set, so this is a failure, not a skip", pytrace=False)
+    pytest.skip(f"{reason} (DVOC_REQUIRE_{name}=1 makes this a failure)", allow_module_level=module)
+
+
+def import_or_need(name: str, module: str, hint: str = "", *, at_module_level: bool = False) -> Any:
+    """``import module`` (returned), or :func:`need` ``name`` naming it (``at_module_level``: skip the
+    whole test module)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        need(name, f"cannot import {module} ({e}){'; ' + hint if hint else ''}", module=at_module_level)
+    return None  # pragma: no cover - need() raised
+
+
+def ci_dependency_in(reason: str) -> str | None:
+    """The name of a dependency CI is meant to have that a skip ``reason`` names (``None``: none, or a
+    skip :data:`BY_DESIGN`)."""
+    text = reason.removeprefix("Skipped: ").strip()
+    if text.startswith(BY_DESIGN):
+        return None
+    low = text.lower()
+    for name, dep in DEPENDENCIES.items():
+        if dep.ci and (f"dvoc_require_{name.lower()}" in low or any(re.search(w, low) for w in dep.words)):
+            return name
+    return None
+
+
+def in_ci() -> bool:
+    """Whether the tests run in CI (``CI=true``, as ``.ci/run`` and hosted CI set it)."""
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
 # ---------------------------------------------------------------------------------- the authors' records
 
 UPSTREAM = Path(os.environ.get("DVOC_UPSTREAM") or ROOT.parent / "shared" / "upstream" / "DVOC")
@@ -53,19 +158,11 @@ RECORDS = "artifacts/previous_runs"
 """Where the records lie in the authors' repository."""
 
 
-def required() -> bool:
-    """Whether a missing data folder is a failure (``DVOC_REQUIRE_UPSTREAM=1``) rather than a skip."""
-    return os.environ.get("DVOC_REQUIRE_UPSTREAM", "").strip() not in ("", "0")
-
-
 def need_upstream(sub: str = RECORDS) -> Path:
-    """``UPSTREAM`` when ``UPSTREAM / sub`` exists; otherwise skip (or fail when :func:`required`)."""
-    if (UPSTREAM / sub).exists():
-        return UPSTREAM
-    msg = f"the authors' records are not at {UPSTREAM / sub} (set DVOC_UPSTREAM to their folder)"
-    if required():
-        pytest.fail(f"{msg}; DVOC_REQUIRE_UPSTREAM is set, so this is a failure, not a skip", pytrace=False)
-    pytest.skip(msg)
+    """``UPSTREAM`` when ``UPSTREAM / sub`` exists; else skip (fail under ``DVOC_REQUIRE_UPSTREAM=1``)."""
+    if not (UPSTREAM / sub).exists():
+        need("UPSTREAM", f"not at {UPSTREAM / sub} (set DVOC_UPSTREAM to their folder)")
+    return UPSTREAM
 
 
 needs_upstream = pytest.mark.usefixtures("upstream")
@@ -144,10 +241,9 @@ def chromium_missing() -> str | None:
 
 
 def chromium_or_skip() -> None:
-    """Skip the calling test, with the reason, when there is no Chromium."""
-    why = chromium_missing()
-    if why is not None:
-        pytest.skip(f"needs a Chromium: {why}")
+    """Skip the calling test, with the reason, when there is no Chromium (fail under
+    ``DVOC_REQUIRE_CHROMIUM=1``)."""
+    need("CHROMIUM", chromium_missing())
 
 
 # ---------------------------------------------------------------------------------- real runs

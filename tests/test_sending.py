@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import assume, example, given, settings
+from hypothesis import strategies as st
 
 from dvoc_bench.core.geometry import Box, Offset, Point, Size
 from dvoc_bench.draw.sending import View, resize_image, sent_size, view_of, zoom_window
@@ -105,3 +107,65 @@ def test_zoom_window_halves_keeps_aspect_stays_inside_and_respects_min_crop(cent
         small = zoom_window(centre, small, FOURK, 2.0, 256)
     assert small.h == 256 and abs(small.w / small.h - 16 / 9) < 0.01  # the floor, aspect kept
     assert all(float(v).is_integer() for v in small.as_list())
+
+
+# ------------------------------------------------------------------ sent_size over sizes, under each cap
+
+CAPS = [
+    (1568, None),  # sim-ideal-1568
+    (1568, 1_150_000),  # Claude: both limits
+    (None, 2_073_600),  # openai-computer-use: pixels only
+    (1024, None),
+    (None, 16_777_216),  # the Qwen-VL processors' cap: nothing a screen reaches
+]
+"""``(max_side, max_pixels)`` pairs of the configs and a few more."""
+
+
+def _expected_scale(w: int, h: int, max_side: int | None, max_pixels: int | None) -> float:
+    """The downscale the limits ask for, computed apart from :func:`sent_size`: the smallest of 1, the
+    side ratio and the square root of the pixel ratio."""
+    ratios = [1.0]
+    if max_side is not None:
+        ratios.append(max_side / max(w, h))
+    if max_pixels is not None:
+        ratios.append((max_pixels / (w * h)) ** 0.5)
+    return min(ratios)
+
+
+@pytest.mark.parametrize(("max_side", "max_pixels"), CAPS)
+@example(w=1920, h=1080)  # a Full HD screen: only the long side exceeds 1568
+@example(w=1080, h=1920)  # the same, portrait
+@example(w=3840, h=2160)
+@example(w=2160, h=3840)
+@example(w=1568, h=882)  # exactly at the side limit
+@example(w=1569, h=400)
+@example(w=12, h=7)  # tiny
+@example(w=1, h=1)
+@example(w=2560, h=1440)
+@given(w=st.integers(1, 8000), h=st.integers(1, 8000))
+@settings(max_examples=150, deadline=None)
+def test_sent_size_obeys_each_cap_keeps_aspect_and_is_the_largest(w, h, max_side, max_pixels):
+    assume(max(w, h) <= 8 * min(w, h))  # screens and windows; a 1 x 8000 strip rounds to nothing sensible
+    got = sent_size(Size(w, h), max_side, max_pixels)
+    s = _expected_scale(w, h, max_side, max_pixels)
+    if s >= 1.0:
+        assert got == Size(w, h)  # fits: sent as it is
+        return
+    assert got.width <= w and got.height <= h  # never upscaled
+    if max_side is not None:
+        assert max(got.width, got.height) <= max_side
+    if max_pixels is not None:
+        assert got.width * got.height <= max_pixels
+    # the largest that fits, aspect kept: each side within rounding of the exact downscale. Rounding both
+    # sides up can overshoot the pixel limit by about (w + h) * s / 2 pixels; taking that back off costs
+    # the long side up to about aspect / 4 pixels more.
+    tol = 1.0 + max(w, h) / min(w, h) / 4
+    assert abs(got.width - w * s) <= tol and abs(got.height - h * s) <= tol, (got, w * s, h * s)
+    if max_side is not None and s == max_side / max(w, h):  # the side limit binds: the long side is on it
+        assert max(got.width, got.height) == max_side
+
+
+def test_full_hd_under_the_side_cap_is_downscaled():
+    assert sent_size(Size(1920, 1080), 1568) == Size(1568, 882)
+    assert sent_size(Size(1080, 1920), 1568) == Size(882, 1568)
+    assert sent_size(Size(1920, 1080), 1568, 1_150_000) == Size(1430, 804)  # the pixel limit binds instead

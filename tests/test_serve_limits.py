@@ -17,7 +17,7 @@ import pytest
 
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import ServerLimits, SimBackend, serve_in_thread
-from tests.support import ROOT, body_for
+from tests.support import ROOT, body_for, import_or_need
 
 
 @pytest.fixture(scope="module")
@@ -219,7 +219,7 @@ def test_stream_true_is_answered_as_server_sent_events(backend):
 @pytest.mark.e2e
 def test_stream_true_is_read_by_the_official_openai_client(backend):
     """Before: ``stream=True`` got a plain JSON body: the official client saw 0 chunks and no error."""
-    openai = pytest.importorskip("openai")
+    openai = import_or_need("OPENAI", "openai")
     body = body_for(backend.registry, "S2", seed=7)
     with serve_in_thread(backend=backend) as (url, server):
         client = openai.OpenAI(base_url=url, api_key="none", max_retries=0)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tests.support import ROOT, chromium_or_skip, need_upstream
+from tests.support import ROOT, chromium_or_skip, need, need_upstream
 
 pytestmark = pytest.mark.e2e
 
@@ -403,8 +403,7 @@ def desktop_run(tmp_path_factory) -> Path:
     from tests.support import make_run
 
     for tool in ("Xvfb", "xdotool"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"needs {tool} for desktop scenes")
+        need("XVFB", None if shutil.which(tool) else f"no {tool} on PATH")
     return make_run(tmp_path_factory.mktemp("runs") / "desktop", "tasks=[D1,D2]", "models=[sim-ideal]",
                     "methods=[dvoc,oneshot]", "starts=random:2")  # fmt: skip
 

@@ -7,7 +7,8 @@ varied (``dvoc alpha=decay`` and ``dvoc alpha=adaptive`` are two variants, never
 to every method (the protocol, :data:`COMMON`) split the comparison instead. The interval is
 :func:`dvoc_bench.analysis.intervals.paired_difference_interval` (Newcombe's paired Wilson interval) on the
 effective number of pairs, the samples as clusters (:data:`~dvoc_bench.analysis.intervals.DIFF_INTERVAL`);
-the p-value is McNemar's exact test on the discordant pairs (``scipy.stats.binomtest``). A sample is a win
+the p-value is McNemar's exact two-sided test on the discordant pairs (the package's one,
+:func:`dvoc_bench.analysis.honest.mcnemar_exact`). A sample is a win
 for ``a`` when ``a``'s success rate over its pairs there is higher than ``b``'s.
 """
 
@@ -20,22 +21,14 @@ from typing import Any
 
 import pandas as pd
 
-from dvoc_bench.analysis.honest import assumed_of, check_rule, headline_keys
+from dvoc_bench.analysis.honest import assumed_of, check_rule, headline_keys, mcnemar_exact
 from dvoc_bench.analysis.intervals import DIFF_INTERVAL, paired_difference_interval
 
 COMMON = ("protocol",)
 """Knobs every method has: a comparison is made within one setting of each."""
 PAIR_KEYS = ("task", "start_index", "rep")
 """What makes two trials of one model a pair."""
-__all__ = ["COMMON", "DIFF_INTERVAL", "PAIR_KEYS", "mcnemar_p", "method_pairs", "variants"]
-
-
-def mcnemar_p(a_only: int, b_only: int) -> float:
-    """McNemar's exact two-sided p-value: the binomial test of ``a_only`` out of the discordant pairs."""
-    from scipy.stats import binomtest
-
-    n = int(a_only) + int(b_only)
-    return 1.0 if n == 0 else float(binomtest(int(a_only), n, 0.5).pvalue)
+__all__ = ["COMMON", "DIFF_INTERVAL", "PAIR_KEYS", "method_pairs", "variants"]
 
 
 def variants(trials: pd.DataFrame, split: Sequence[str]) -> pd.Series:
@@ -106,7 +99,7 @@ def _pair(g: pd.DataFrame, a: str, b: str, keys: list[str]) -> dict[str, Any] | 
         "hi": hi,
         "a_only": a_only,
         "b_only": b_only,
-        "mcnemar_p": mcnemar_p(a_only, b_only),
+        "mcnemar_p": mcnemar_exact(a_only, b_only),
         "wins": int((rate["_s_a"] > rate["_s_b"]).sum()),
         "ties": int((rate["_s_a"] == rate["_s_b"]).sum()),
         "losses": int((rate["_s_a"] < rate["_s_b"]).sum()),

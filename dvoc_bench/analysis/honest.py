@@ -84,7 +84,9 @@ def group_rng(seed: int, key: Any) -> np.random.Generator:
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
-    """Two-sided exact McNemar p-value (binomial test on the discordant pairs)."""
+    """Two-sided exact McNemar p-value: twice the smaller binomial tail of the discordant pairs at p = 1/2,
+    capped at 1. The package's one McNemar (:func:`paired` and ``compare.method_pairs``)."""
+    a_only, b_only = int(a_only), int(b_only)
     n = a_only + b_only
     if n == 0:
         return 1.0

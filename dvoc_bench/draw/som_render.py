@@ -25,7 +25,6 @@ Font size, line width and padding scale with ``max(W, H)``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -97,17 +96,6 @@ def marks_from_detections(
         if len(marks) >= max_marks:
             break
     return marks
-
-
-def tag_rect(mark: Mark, text_w: int, text_h: int, size: Size, style: MarkStyle) -> tuple[int, int, int, int]:
-    """Inclusive pixel rectangle ``(x0, y0, x1, y1)`` of a tag holding ``text_w x text_h`` of text."""
-    tw, th = text_w + 2 * style.pad_px, text_h + 2 * style.pad_px
-    bx0, by0 = math.ceil(mark.box.x0), math.ceil(mark.box.y0)
-    x0 = min(max(bx0, 0), max(size.width - tw, 0))
-    y0 = by0 - th  # just above the box's top edge
-    if y0 < 0:  # no room above: inside the corner
-        y0 = max(by0, 0)
-    return x0, y0, x0 + tw - 1, y0 + th - 1
 
 
 def draw_marks(

@@ -30,7 +30,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -341,6 +341,28 @@ def _read_merge(out: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def winners(sources: Sequence[Source]) -> dict[str, Source]:
+    """Per trial key, the input whose record the merge takes: the first (in input order) whose record is
+    finished (``ok``/``error``); a ``skipped`` one, the first, only when no input finished the trial."""
+    best: dict[str, Source] = {}
+    for s in sources:
+        for k, (_, r) in s.trials.items():
+            cur = best.get(k)
+            was = None if cur is None else cur.trials[k][1].get("status")
+            if cur is None or (r.get("status") in FINISHED and was not in FINISHED):
+                best[k] = s
+    return best
+
+
+def superseded_keys(have: dict[str, dict[str, Any]], best: dict[str, Source]) -> set[str]:
+    """The keys whose record already in the output (``have``) the merge replaces: skipped there and
+    finished by the input :func:`winners` chose. A finished record of the output is never replaced."""
+    return {
+        k for k, s in best.items()
+        if k in have and have[k].get("status") not in FINISHED and s.trials[k][1].get("status") in FINISHED
+    }  # fmt: skip
+
+
 def _write(out: Path, sources: list[Source], meta: dict[str, Any], rep: MergeReport) -> None:
     """Trials, steps, superseded lines, frames and the plan of the merge (under the output's lock)."""
     frames = out / FRAMES
@@ -354,17 +376,8 @@ def _write(out: Path, sources: list[Source], meta: dict[str, Any], rep: MergeRep
     if any(r.get("trial_key") not in have for _, r in steps):
         _rewrite_lines(out / STEPS, [raw for raw, r in steps if r.get("trial_key") in have])
         steps = [(raw, r) for raw, r in steps if r.get("trial_key") in have]
-    best: dict[str, Source] = {}
-    for s in sources:  # the first finished record of a key wins; a skipped one only when none finished
-        for k, (_, r) in s.trials.items():
-            cur = best.get(k)
-            was = None if cur is None else cur.trials[k][1].get("status")
-            if cur is None or (r.get("status") in FINISHED and was not in FINISHED):
-                best[k] = s
-    replace = {
-        k for k, s in best.items()
-        if k in have and have[k].get("status") not in FINISHED and s.trials[k][1].get("status") in FINISHED
-    }  # fmt: skip
+    best = winners(sources)
+    replace = superseded_keys(have, best)
     if replace:  # skipped in the output, finished by a shard since: supersede, as a resume does
         _append(out / SUPERSEDED[0], [raw for raw, r in rows if r.get("trial_key") in replace])
         _append(out / SUPERSEDED[1], [raw for raw, r in steps if r.get("trial_key") in replace])
@@ -455,4 +468,7 @@ def _write_accounts(
     os.replace(tmp, out / MERGE_FILE)
 
 
-__all__ = ["MERGE_FILE", "MergeReport", "SHARD_FILE", "differences", "find_inputs", "merge_runs"]
+__all__ = [
+    "MERGE_FILE", "MergeReport", "SHARD_FILE", "differences", "find_inputs", "merge_runs", "superseded_keys",
+    "winners",
+]  # fmt: skip

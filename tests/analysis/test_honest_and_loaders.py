@@ -173,12 +173,6 @@ def test_bootstrap_is_seeded_and_brackets_the_mean():
     assert honest.bootstrap_ci([5.0], np.random.default_rng(0)) == (5.0, 5.0)
 
 
-def test_mcnemar_exact():
-    assert honest.mcnemar_exact(0, 0) == 1.0
-    assert honest.mcnemar_exact(5, 0) == pytest.approx(2 / 32)
-    assert honest.mcnemar_exact(3, 3) == 1.0
-
-
 # ------------------------------------------------------------------------------------------------ tables
 
 

@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import notebook_text, run_notebook
+from tests.support import import_or_need, need, notebook_text, run_notebook
 
 pytestmark = pytest.mark.e2e
 
-nbformat = pytest.importorskip("nbformat", reason="nbformat is in the dev extra: pip install -e '.[dev]'")
-nbclient = pytest.importorskip("nbclient", reason="nbclient is in the dev extra: pip install -e '.[dev]'")
-pytest.importorskip("ipykernel", reason="ipykernel is in the dev extra: pip install -e '.[dev]'")
+DEV = "the dev extra: pip install -e '.[dev]'"
+nbformat = import_or_need("JUPYTER", "nbformat", DEV, at_module_level=True)
+nbclient = import_or_need("JUPYTER", "nbclient", DEV, at_module_level=True)
+import_or_need("JUPYTER", "ipykernel", DEV, at_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "analysis").glob("*.ipynb"))
@@ -82,10 +83,9 @@ def documented_nbconvert() -> str:
 def test_nbconvert_re_executes_a_notebook_as_the_docs_show(default_run, tmp_path):
     """The documented command verbatim (only ``<time>`` filled in), typed in a checkout's root: the kernel
     runs in ``analysis/``, the relative ``DVOC_RUN_DIR`` is read from where the command was typed."""
-    pytest.importorskip("nbconvert", reason="nbconvert is in the dev extra: pip install -e '.[dev]'")
+    import_or_need("JUPYTER", "nbconvert", DEV)
     bin_dir = Path(sys.executable).parent
-    if not (bin_dir / "jupyter").exists():
-        pytest.skip(f"no jupyter beside {sys.executable}")
+    need("JUPYTER", None if (bin_dir / "jupyter").exists() else f"no jupyter beside {sys.executable}")
     command = documented_nbconvert()
     assert command.startswith("DVOC_RUN_DIR=runs/quick/<time> jupyter nbconvert") and "--inplace" in command
     checkout = tmp_path / "checkout"  # --inplace rewrites the notebook: a copy, not the repository's

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import run_notebook
+from tests.support import import_or_need, run_notebook
 
 pytestmark = pytest.mark.e2e
 
-pytest.importorskip("nbclient", reason="nbclient is in the dev extra: pip install -e '.[dev]'")
-pytest.importorskip("ipykernel", reason="ipykernel is in the dev extra: pip install -e '.[dev]'")
+import_or_need("JUPYTER", "nbclient", "the dev extra: pip install -e '.[dev]'", at_module_level=True)
+import_or_need("JUPYTER", "ipykernel", "the dev extra: pip install -e '.[dev]'", at_module_level=True)
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "analysis").glob("*.ipynb"))
 CASES = [(nb, run) for run in ("web_run", "alpha_multirun") for nb in NOTEBOOKS]

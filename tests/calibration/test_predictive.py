@@ -81,22 +81,53 @@ def published_check(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
     return pr.check_published(sims)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="since the simulated stop decision reads only its perception (no truth box), Table 5.3 undamped "
-    "29/30 falls outside the simulator's 95 % interval [22, 28]: the simulator is not validated on that arm "
-    "(cross-validation, docs/simulator.md, is the out-of-sample test)",
-)
-def test_published_ablation_counts_are_inside_the_predictive_interval(published_check: pd.DataFrame) -> None:
+KNOWN_OUTSIDE: dict[tuple[str, str], str] = {
+    ("5.3", "undamped"): "since the simulated stop decision reads only its perception (no truth box), Table "
+    "5.3 undamped 29/30 falls outside the simulator's 95 % interval [22, 28]: the simulator is not validated "
+    "on that arm (cross-validation, docs/simulator.md, is the out-of-sample test)",
+}
+"""(table, condition) of the published ablation counts the committed profiles are known to miss, with the
+reason: a strict xfail of that row alone (a fix must remove the entry; any other exception still fails)."""
+
+
+def _published_case(p: pr.Published) -> object:
+    key = (p.table, p.condition)
+    why = KNOWN_OUTSIDE.get(key)
+    marks = [] if why is None else [pytest.mark.xfail(strict=True, raises=AssertionError, reason=why)]
+    return pytest.param(key, id=f"{p.table}-{p.condition}", marks=marks)
+
+
+def test_the_known_outside_rows_are_published_rows() -> None:
+    assert set(KNOWN_OUTSIDE) <= {(p.table, p.condition) for p in pr.PUBLISHED}
+
+
+def test_every_published_ablation_count_is_checked_and_labelled(published_check: pd.DataFrame) -> None:
     """Tables 5.1 and 5.3 (out of sample: never fitting inputs) and 5.2 (in sample: it set the perception
-    parameters), Gemini 3.1 FL, each count inside the SIMULATED 95 % predictive interval for the published
-    n."""
+    parameters), Gemini 3.1 FL: one row per published count, each with the count as published."""
     got = published_check
-    assert set(got["table"]) == {"5.1", "5.2", "5.3"} and len(got) == 8, got.to_string()
+    assert len(got) == len(pr.PUBLISHED) == 8, got.to_string()
+    assert set(got["table"]) == {"5.1", "5.2", "5.3"}
     assert set(got.loc[got["table"] == "5.2", "sample"]) == {"in-sample"}
     assert set(got.loc[got["table"] != "5.2", "sample"]) == {"out-of-sample"}
-    bad = got[~got["inside"]]
-    assert bad.empty, "outside the SIMULATED predictive interval:\n" + bad.to_string()
+    for p in pr.PUBLISHED:
+        (row,) = got[(got["table"] == p.table) & (got["condition"] == p.condition)].to_dict("records")
+        assert (row["k"], row["n"]) == (p.k, p.n), row
+
+
+@pytest.mark.parametrize("key", [_published_case(p) for p in pr.PUBLISHED])
+def test_a_published_ablation_count_is_inside_the_predictive_interval(
+    published_check: pd.DataFrame, key: tuple[str, str]
+) -> None:
+    """One published count (table, condition) inside the SIMULATED 95 % predictive interval for the
+    published n."""
+    table, condition = key
+    (r,) = published_check[
+        (published_check["table"] == table) & (published_check["condition"] == condition)
+    ].to_dict("records")
+    assert r["lo"] <= r["k"] <= r["hi"] and r["inside"], (
+        f"Table {table} {condition}: published {r['k']} of {r['n']} ({r['sample']}), outside the SIMULATED "
+        f"95 % predictive interval [{r['lo']}, {r['hi']}]"
+    )
 
 
 def test_a_broken_gain_fails_the_check(data: cal.CalibrationData, tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from dvoc_bench.detect.helper_protocol import (
 )
 from dvoc_bench.detect.service import own_helper_command
 from dvoc_bench.detect.types import Detection, DetectionRun, TimedDetector
+from tests.support import import_or_need
 
 # ------------------------------------------------------------------------------------------ protocol
 
@@ -91,8 +92,8 @@ def test_server_loop_in_process():
 
 # ------------------------------------------------------------------------------- real processes
 
-onnx = pytest.importorskip("onnx", reason="the onnx package (dev/detect extra) builds the test model")
-pytest.importorskip("onnxruntime", reason="our helper server's onnx backend needs onnxruntime")
+onnx = import_or_need("ONNX", "onnx", "the onnx package builds the test model", at_module_level=True)
+import_or_need("ONNX", "onnxruntime", "our helper server's onnx backend runs on it", at_module_level=True)
 
 from dvoc_bench.detect.onnx_backend import OnnxDetector  # noqa: E402
 from dvoc_bench.detect.synth_models import plant_box, planted_model  # noqa: E402

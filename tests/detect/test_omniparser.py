@@ -29,17 +29,14 @@ from dvoc_bench.detect.omniparser import (
     letterbox_geometry,
     postprocess,
 )
+from tests.support import need
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "omniparser_reference.json"
 
 
 def _weights() -> Path:
     p = default_weights()
-    if not p.is_file():
-        why = f"needs: OmniParser-v2 weights at {p} (set {WEIGHTS_ENV}; .ci/run downloads them)"
-        if os.environ.get("DVOC_REQUIRE_OMNIPARSER") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
+    need("OMNIPARSER", None if p.is_file() else f"not at {p} (set {WEIGHTS_ENV})")
     return p
 
 

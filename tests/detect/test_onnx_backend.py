@@ -8,8 +8,10 @@ import json
 import numpy as np
 import pytest
 
-pytest.importorskip("onnx", reason="the onnx package (dev/detect extra) builds the test models")
-pytest.importorskip("onnxruntime", reason="the onnx backend needs onnxruntime (dev/detect extra)")
+from tests.support import import_or_need
+
+import_or_need("ONNX", "onnx", "the onnx package builds the test models", at_module_level=True)
+import_or_need("ONNX", "onnxruntime", "the onnx backend runs on it", at_module_level=True)
 
 from dvoc_bench.core.geometry import Frame, Size  # noqa: E402
 from dvoc_bench.detect.onnx_backend import OnnxDetector  # noqa: E402

@@ -15,7 +15,7 @@ from dvoc_bench.core.geometry import box_iou as iou
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
 from dvoc_bench.detect.types import Detection, TimedDetector
 from dvoc_bench.draw.render import decode_png
-from tests.support import chromium_or_skip
+from tests.support import chromium_or_skip, import_or_need
 
 pytestmark = pytest.mark.e2e
 
@@ -128,7 +128,7 @@ def test_recall_bad_arguments_are_one_line_exit_2(capsys):
 def test_recall_with_an_onnx_model(chromium, tmp_path):
     """The onnx detector joins when a model is given: a planted model boxes exactly the page's Save button
     (CSS [100, 100, 300, 160] -> input pixels x 0.75 + 210 px of top padding at 1280x720)."""
-    pytest.importorskip("onnxruntime")
+    import_or_need("ONNX", "onnxruntime")
     from dvoc_bench.detect.synth_models import plant_box, planted_model
     from dvoc_bench.detect.yolo import DEFAULT_ANCHORS, format_anchors
 

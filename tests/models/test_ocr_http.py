@@ -11,12 +11,12 @@ from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.ocr.tesseract import find_tesseract
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.sweep import run_sweep
-from tests.support import served_simulator
+from tests.support import need, served_simulator
 
 try:
     find_tesseract()
-except ConfigError as e:  # pragma: no cover - CI installs it
-    pytest.skip(str(e), allow_module_level=True)
+except ConfigError as e:  # pragma: no cover - CI installs it (.ci/run)
+    need("TESSERACT", str(e), module=True)
 
 
 # what must agree between the two transports, trial by trial (timing and cost bookkeeping may differ)

@@ -20,11 +20,12 @@ from dvoc_bench.protocol import paper, prompts
 from dvoc_bench.protocol.som import som_prompt, som_tools
 from dvoc_bench.protocol.tools import tools_for
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
+from tests.support import need
 
 try:
     find_tesseract()
 except ConfigError as e:  # pragma: no cover - CI installs it (.ci/run)
-    pytest.skip(str(e), allow_module_level=True)
+    need("TESSERACT", str(e), module=True)
 
 
 @pytest.fixture(scope="module")

@@ -13,12 +13,16 @@ from dvoc_bench.models.ocr.tesseract import find_tesseract
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.sweep import run_sweep
 from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
+from tests.support import need
 
 try:
     find_tesseract()
+except ConfigError as e:  # pragma: no cover - CI installs both
+    need("TESSERACT", str(e), module=True)
+try:
     find_chromium()
-except (ConfigError, ChromiumNotFoundError) as e:  # pragma: no cover - CI installs both
-    pytest.skip(str(e), allow_module_level=True)
+except ChromiumNotFoundError as e:  # pragma: no cover
+    need("CHROMIUM", str(e), module=True)
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><style>
 body { margin: 0; font-family: "DVOC Sans"; background: #f8fafc; }

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 
 import pytest
@@ -27,26 +26,16 @@ from dvoc_bench.protocol import prompts
 from dvoc_bench.protocol.som import som_prompt, som_tools
 from dvoc_bench.protocol.tools import tools_for
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
-
-
-def _need(what: str, ok: bool) -> None:
-    if not ok:
-        why = f"needs: {what}"
-        if os.environ.get("DVOC_REQUIRE_OMNIPARSER") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
+from tests.support import import_or_need, need
 
 
 def _rapidocr() -> None:
-    try:
-        import rapidocr_onnxruntime  # noqa: F401
-    except ImportError:
-        _need("rapidocr-onnxruntime (pip install -e '.[ocr]')", False)
+    import_or_need("RAPIDOCR", "rapidocr_onnxruntime", "pip install -e '.[ocr]'")
 
 
 def _weights() -> None:
     p = default_weights()
-    _need(f"OmniParser-v2 weights at {p} (set {WEIGHTS_ENV}; .ci/run downloads them)", p.is_file())
+    need("OMNIPARSER", None if p.is_file() else f"not at {p} (set {WEIGHTS_ENV})")
 
 
 @pytest.fixture(scope="module")

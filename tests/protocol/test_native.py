@@ -90,6 +90,6 @@ def test_every_prompt_names_the_task_the_frame_and_the_format(style):
     assert "open the Save dialog" in text
     assert ("1288x728" in text) if rule.units == "pixel" else ("0-1000" in text)
     again = native_prompt(
-        style, instruction="x", seen=Size(1288, 728), rule=rule, previous=Point(643.5, 363.5)
-    )
-    assert "last answer" in again and ("(644, 364)" in again or "(500, 500)" in again)
+        style, instruction="x", seen=Size(1288, 728), rule=rule, previous=Point(200.0, 600.0)
+    )  # off-centre: 200 / 1287 * 1000 = 155, 600 / 727 * 1000 = 825 (every frame: test_native_retry.py)
+    assert "last answer" in again and ("(200, 600)" if rule.units == "pixel" else "(155, 825)") in again

@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 
 from tests.scenes.test_desktop_procs import gone_within
-from tests.support import run_cli
+from tests.support import import_or_need, need, run_cli
 
-# .ci/run installs featherpad; elsewhere the test skips rather than fails (the GTK tests cover the path).
-pytestmark = pytest.mark.skipif(
-    shutil.which("featherpad") is None,
-    reason="featherpad (Debian package featherpad, a Qt 5 editor) is not installed",
-)
+
+@pytest.fixture(autouse=True)
+def _needs_featherpad() -> None:
+    """.ci/run installs featherpad (and sets DVOC_REQUIRE_QT); elsewhere the test skips rather than fails
+    (the GTK tests cover the path)."""
+    need("QT", None if shutil.which("featherpad") else "featherpad (Debian package featherpad) not installed")
 
 
 def _trials(run_dir: Path) -> list[dict]:
@@ -29,10 +30,9 @@ def _trials(run_dir: Path) -> list[dict]:
 def cv2_qt_env() -> dict[str, str]:
     """What ``import cv2`` (opencv-python, the ocr extra) leaves in a process's environment: its bundled Qt's
     plugin and font folders. A test process that imported it passes them to every command it starts."""
-    cv2 = pytest.importorskip("cv2")
+    cv2 = import_or_need("QT", "cv2", "opencv-python, the ocr extra")
     qt = Path(cv2.__file__).parent / "qt"
-    if not (qt / "plugins").is_dir():
-        pytest.skip("this opencv wheel bundles no Qt")
+    need("QT", None if (qt / "plugins").is_dir() else "this opencv wheel bundles no Qt")
     return {"QT_QPA_PLATFORM_PLUGIN_PATH": str(qt / "plugins"), "QT_QPA_FONTDIR": str(qt / "fonts")}
 
 

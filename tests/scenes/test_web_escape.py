@@ -20,13 +20,14 @@ import pytest
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
 from dvoc_bench.scenes.web.source import WebOptions
+from tests.support import need
 
 pytestmark = pytest.mark.e2e
 
 try:
     find_chromium()
 except ChromiumNotFoundError as e:  # pragma: no cover - CI always has one
-    pytest.skip(f"web tests need a Chromium: {e}", allow_module_level=True)
+    need("CHROMIUM", str(e), module=True)
 
 
 def _channels(tcp: int, udp: int) -> str:

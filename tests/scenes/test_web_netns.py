@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.scenes.netns_page_run import REMOTE
-from tests.support import chromium_or_skip
+from tests.support import chromium_or_skip, need
 
 pytestmark = pytest.mark.e2e
 
@@ -56,13 +56,12 @@ def _namespace_command() -> list[str]:
     """``unshare -n`` as root, ``unshare -rn`` otherwise; skips naming the need when neither works."""
     missing = [b for b in ("unshare", "ip") if shutil.which(b) is None]
     if missing:
-        need = " and ".join(missing)
-        pytest.skip(f"needs: {need} (util-linux, iproute2) to run the page in a network namespace")
+        need("NETNS", f"no {' and '.join(missing)} on PATH")
     cmd = ["unshare", "-n"] if os.geteuid() == 0 else ["unshare", "-rn"]
     probe = subprocess.run([*cmd, "true"], capture_output=True, text=True)
     if probe.returncode != 0:
         why = f"`{' '.join(cmd)} true`: {probe.stderr.strip()}"
-        pytest.skip(f"needs: root or unprivileged user namespaces ({why})")
+        need("NETNS", f"neither root nor unprivileged user namespaces ({why})")
     return cmd
 
 
@@ -79,7 +78,7 @@ def test_a_webrtc_page_sends_no_packet_off_loopback(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr[-3000:]
     got = json.loads(out.read_text())
     if "setup_error" in got:
-        pytest.skip(f"needs: a veth interface in the namespace ({got['setup_error']})")
+        need("NETNS", f"no veth interface in the namespace ({got['setup_error']})")
     assert got["control_seen"], "the capture missed the control datagram: it is not live"
     assert got["packets"] == [], f"packets left loopback during the page run: {got['packets']}"
 
@@ -91,8 +90,7 @@ def test_the_launched_browser_keeps_playwrights_disabled_features() -> None:
     from dvoc_bench.scenes.web.browser import WebBrowser, process_argv
     from dvoc_bench.scenes.web.chromium import dropped_features
 
-    if not Path("/proc/self/cmdline").is_file():
-        pytest.skip("needs: /proc (Linux) to read the browser's command line")
+    need("PROC", None if Path("/proc/self/cmdline").is_file() else "no /proc/self/cmdline to read argv from")
     browser = WebBrowser()
     try:
         argv = browser.run(lambda session: process_argv(session.pid))

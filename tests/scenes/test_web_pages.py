@@ -18,13 +18,14 @@ from dvoc_bench.runner.sweep import run_sweep
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
 from dvoc_bench.scenes.web.source import SceneError, WebOptions, WebScenes, task_from_mapping
+from tests.support import need
 
 pytestmark = pytest.mark.e2e
 
 try:
     find_chromium()
 except ChromiumNotFoundError as e:  # pragma: no cover - CI always has one
-    pytest.skip(f"web tests need a Chromium: {e}", allow_module_level=True)
+    need("CHROMIUM", str(e), module=True)
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><style>
 body { margin: 0; font-family: "DVOC Sans"; } button, a { font: inherit; }
