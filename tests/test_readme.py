@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 
 from dvoc_bench.benchmarks import readme_numbers
-from tests.support import UPSTREAM, need
+from tests.support import UPSTREAM, need, required
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
