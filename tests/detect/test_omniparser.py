@@ -25,6 +25,7 @@ from dvoc_bench.detect.omniparser import (
     OMNIPARSER_SHA256,
     WEIGHTS_ENV,
     OmniparserDetector,
+    cache_dir,
     default_weights,
     letterbox_geometry,
     postprocess,
@@ -123,6 +124,32 @@ def test_config_builds_the_real_model() -> None:
     det = OmniparserDetector(weights, imgsz=320)
     run = det.run(np.full((200, 300, 3), 255, np.uint8))
     assert run.backend == "omniparser" and run.inference_ms is not None
+
+
+def test_without_detector_model_the_weights_are_found_where_ci_puts_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 52, item 6: ``detector=omniparser`` with no ``detector.model`` takes
+    ``$DVOC_OMNIPARSER_WEIGHTS``, else ``<XDG cache>/dvoc_bench/weights/icon_detect/model.pt`` (where
+    ``.ci/run`` extracts them); with neither, one line that lists every place looked."""
+    weights = _weights()
+    converted = cache_dir()  # the ONNX conversion stays where it is (no second conversion)
+    monkeypatch.delenv(WEIGHTS_ENV, raising=False)
+    monkeypatch.delenv("DVOC_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty"))
+    with pytest.raises(ConfigError) as e:
+        detector_config({"backend": "omniparser"})
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("detector.model: ")
+    assert str(tmp_path / "empty" / "dvoc_bench" / "weights" / "icon_detect" / "model.pt") in msg
+    monkeypatch.setenv("DVOC_CACHE_DIR", str(converted.parent))
+    cache = tmp_path / "xdg" / "dvoc_bench" / "weights" / "icon_detect"
+    cache.mkdir(parents=True)
+    (cache / "model.pt").symlink_to(weights)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert detector_config({"backend": "omniparser"}).omniparser.model == str(cache / "model.pt")
+    monkeypatch.setenv(WEIGHTS_ENV, str(weights))
+    assert detector_config({"backend": "omniparser"}).omniparser.model == str(weights)
 
 
 def _bad(tmp_path: Path, name: str, data: bytes, **extra: object) -> str:
