@@ -139,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         echo_key=args.echo_key,
         pad_chars=max(0, args.pad_chars),
     )
+    if not 0 <= args.port <= 65535:
+        print(f"serve: --port: a port is 0-65535 (0: any free one), got {args.port}", file=sys.stderr)
+        return 2
     if args.browser_idle <= 0:
         print("serve: --browser-idle must be > 0", file=sys.stderr)
         return 2

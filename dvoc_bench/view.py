@@ -107,6 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if not args.runs and not args.upstream:
         p.error("give at least one RUN_DIR or --upstream PATH")
+    if args.serve and not 0 <= args.port <= 65535:
+        print(f"view: --port: a port is 0-65535 (0: any free one), got {args.port}", file=sys.stderr)
+        return 2
 
     from dvoc_bench.analysis.loaders import DuplicateTrials, find_run_dirs
     from dvoc_bench.analysis.viewer import build_site, write_site
@@ -130,7 +133,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     allowed += [t.resolve() for u in args.upstream if (t := _tree(u))]  # the authors' iter_*.png
     root = Path(os.path.commonpath([str(a) for a in allowed]))
     handler = functools.partial(_handler(root, allowed), directory=str(root))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", args.port), handler) as httpd:
+    try:
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), handler)
+    except OSError as e:  # the port is taken, or not ours to bind
+        print(f"view: --port {args.port}: cannot serve there ({e.strerror or e})", file=sys.stderr)
+        return 2
+    with httpd:
         port = httpd.server_address[1]
         print(
             f"serving http://127.0.0.1:{port}/{quote(str(index.relative_to(root)))} (Ctrl-C stops)",

@@ -542,3 +542,20 @@ def test_the_authors_clone_as_run_dir_says_to_pass_upstream() -> None:
     p = subprocess.run(view_cmd(str(clone)), cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert f"pass it as --upstream {clone}" in p.stderr
+
+
+def test_a_bad_port_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 52, item 8: ``--port 70000`` (and a port in use) end in one line naming --port, exit 2."""
+    from dvoc_bench.view import main
+
+    assert main([str(tmp_path), "--serve", "--port", "70000"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("view: --port: ") and "\n" not in err
+
+
+def test_serve_door_refuses_a_port_outside_the_range(capsys: pytest.CaptureFixture[str]) -> None:
+    from dvoc_bench.serve import main
+
+    assert main(["--port", "70000"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("serve: --port: ") and "\n" not in err
