@@ -529,13 +529,14 @@ def test_all_four_profiles_exist() -> None:
 # The digests of the committed profiles: the digest seeds every call, so a change here changes every
 # simulated reply of that model. Simulator v2 (issue 16): profiles re-fitted (repeat rate from identical-input
 # pairs) and written exactly as `python -m dvoc_bench.calibrate` writes them; then sim.perception (the
-# localiser of the crosshair, set by hand: calibration/overlay.py).
+# localiser of the crosshair, set by hand: calibration/overlay.py); then sim-ideal's
+# perception.knows_crosshair (issue 52: it reads the crosshair where the prompt states it).
 COMMITTED_DIGESTS = {
     "sim-gemini-3.1-flash-lite": "c16cbcf04511081f",
     "sim-gemma-4-26b": "f25caab8a7ef9003",
     "sim-gemma-4-31b": "ee7aba7735a4851d",
-    "sim-ideal": "aa45aac9192bd0a9",
-    "sim-ideal-1568": "aa45aac9192bd0a9",  # the same profile behind a 1568-px input limit
+    "sim-ideal": "d13c0094f0d7b4fe",
+    "sim-ideal-1568": "d13c0094f0d7b4fe",  # the same profile behind a 1568-px input limit
 }
 
 

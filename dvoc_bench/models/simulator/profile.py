@@ -527,6 +527,8 @@ class SimProfile(Declared):
             d.pop("obeys_requested_frame")
         if self.perception == PerceptionSpec():
             d.pop("perception")
+        elif not self.perception.knows_crosshair:
+            d["perception"].pop("knows_crosshair")  # the default: fitted profiles keep their digest
         for drop in [d["axis_drop"], *(c["axis_drop"] for c in d["canvas"] if c.get("axis_drop"))]:
             if drop.get("max_axis_px") == math.inf:
                 drop.pop("max_axis_px")  # the default: older profiles keep their digest
