@@ -79,15 +79,39 @@ def _job_sort_key(p: Path) -> tuple[str, int, str]:
     return (str(p.parent), int(p.name) if p.name.isdigit() else -1, p.name)
 
 
+def _has_a_finished_trial(trials: Path) -> bool:
+    """Whether a ``trials.jsonl`` holds a trial of status ``ok`` (read up to the first one)."""
+    try:
+        with trials.open(encoding="utf-8", errors="replace") as f:
+            for line in f:
+                try:
+                    if json.loads(line).get("status") == "ok":
+                        return True
+                except (ValueError, AttributeError, RecursionError):
+                    continue
+    except OSError:
+        return False
+    return False
+
+
 def newest_run(root: Path | str = "runs") -> Path | None:
-    """The run directory under ``root`` whose ``trials.jsonl`` changed last (``None`` if there is none)."""
+    """The run directory under ``root`` whose ``trials.jsonl`` changed last and holds a finished trial
+    (``None`` if there is none). A newer run in which every trial failed (a one-task probe that could not
+    render) is passed over and named in a warning; when no run has a finished trial, the newest is taken."""
     root = Path(root)
     if not root.is_dir():
         return None
     files = [t for t in root.rglob("trials.jsonl") if CACHE_DIR not in t.parts]
     if not files:
         return None
-    return max(files, key=lambda t: t.stat().st_mtime_ns).parent
+    files.sort(key=lambda t: t.stat().st_mtime_ns, reverse=True)
+    for i, t in enumerate(files):
+        if _has_a_finished_trial(t):
+            if i:
+                skipped = ", ".join(str(f.parent) for f in files[:i])
+                log.warning("newest run with a trial ok: %s (passed over, none ok: %s)", t.parent, skipped)
+            return t.parent
+    return files[0].parent
 
 
 def user_path(value: str | Path) -> Path:

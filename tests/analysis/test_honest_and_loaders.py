@@ -462,3 +462,22 @@ def test_pandas_and_matplotlib_stay_out_of_the_cli_paths():
     )
     assert m.returncode == 0
     assert "pandas" not in m.stderr and "matplotlib" not in m.stderr
+
+
+def test_the_newest_run_passes_over_a_run_whose_every_trial_failed(tmp_path, caplog):
+    """Issue 52, item 8: a one-task probe that could not render leaves a newer run of errored trials; the
+    notebooks' "newest run" is the newest with a finished trial, and the one passed over is named."""
+    import json as _json
+    import os as _os
+
+    good, bad = tmp_path / "quick" / "a", tmp_path / "probe" / "b"
+    for d, status in ((good, "ok"), (bad, "error")):
+        d.mkdir(parents=True)
+        (d / "trials.jsonl").write_text(_json.dumps({"trial_key": "k", "status": status}) + "\n")
+    _os.utime(good / "trials.jsonl", (1_000_000, 1_000_000))
+    with caplog.at_level("WARNING"):
+        assert newest_run(tmp_path) == good
+    assert str(bad) in caplog.text
+    (good / "trials.jsonl").write_text(_json.dumps({"trial_key": "k", "status": "error"}) + "\n")
+    _os.utime(good / "trials.jsonl", (1_000_000, 1_000_000))
+    assert newest_run(tmp_path) == bad  # none finished: the newest, as before
