@@ -8,7 +8,11 @@ request, plus the scene registry for ground truth:
   of kind ``simulator``, e.g. ``sim-gemma-4-26b``; LiteLLM's ``openai/`` prefix is stripped by LiteLLM
   itself). The user turn's text and its ``data:image/png`` URL are the prompt and the image; ``tools``,
   ``tool_choice``, ``seed`` and a zoom round's ``dvoc_crop`` (which the client sends for simulated configs
-  only) are passed to the simulator. The scene is identified from the prompt (the
+  only) are passed to the simulator. The task is read from the prompt however it is worded: the scene's
+  instruction (any spacing, case or punctuation), or words that name its target by its label and no other
+  element; a prompt that asks for nothing recognised is answered by the profile's ``no_task`` rule and the
+  reply's text begins ``[simulator] no task recognised`` (never a silent click elsewhere). The scene is
+  identified from the prompt (the
   scene whose instruction occurs in the text; the longest such instruction wins), failing that from the
   image: the sha256 of the clean screenshot's PNG, then the clean screenshot with the most identical pixels
   (the annotated frame differs from it only under the overlay; a downscaled image is compared with the

@@ -218,3 +218,26 @@ def test_a_zoom_crop_in_the_body_reaches_the_simulator(backend, registry):
         for bad in ([1, 2, 3], [10, 10, 5, 20], "x", [0, 0, True, 5], [0, 0, float("inf"), 5]):
             status, _, err = post(url, {**body, "dvoc_crop": bad})
             assert status == 400 and "dvoc_crop" in err["error"]["message"], bad
+
+
+def test_the_task_is_read_however_it_is_worded_and_a_prompt_without_one_is_said(backend, registry):
+    """Issue 52, item 5: S3's instruction is "Click the button labeled 'Submit'"; a prompt that words it
+    otherwise but names the target ("Find the button labeled 'Submit'") is answered on Submit, not on
+    Cancel (the first element); a prompt that names no target says so in the reply, never a silent click."""
+    snap = registry.snapshot("S3")
+    submit = next(e for e in snap.truth.elements if e.id == "submit").box
+    cancel = next(e for e in snap.truth.elements if e.id == "cancel").box
+    with serve_in_thread(backend=backend) as (url, _):
+        for text in ("Find the button labeled 'Submit' and click it.", "click the BUTTON labeled submit"):
+            status, _, out = post(url, body_for(registry, "S3", text=text, model="sim-ideal"))
+            assert status == 200
+            msg = out["choices"][0]["message"]
+            args = json.loads(msg["tool_calls"][0]["function"]["arguments"])
+            assert submit.contains(Point(args["x"], args["y"])), (text, args)
+            assert not (msg.get("content") or "").startswith("[simulator] no task")
+        for text in ("Click on the element.", "Click Submit or Cancel"):  # no target, or two named
+            status, _, out = post(url, body_for(registry, "S3", text=text, model="sim-ideal"))
+            msg = out["choices"][0]["message"]
+            assert msg["content"].startswith("[simulator] no task recognised"), text
+            args = json.loads(msg["tool_calls"][0]["function"]["arguments"])
+            assert cancel.contains(Point(args["x"], args["y"]))  # the profile's no_task pick, said above

@@ -9,6 +9,7 @@ up among the registry's files, never taken for a path.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import threading
@@ -27,6 +28,7 @@ from dvoc_bench.draw.render import encode_png
 from dvoc_bench.models.base import CROP_FIELD, ModelRequest
 from dvoc_bench.models.config import default_conf_dir, load_model_config
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel
+from dvoc_bench.models.simulator.behaviour import task_given
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 
 log = logging.getLogger(__name__)
@@ -36,6 +38,9 @@ BROWSER_IDLE_S = 60.0
 SERVED_KINDS = ("simulator", "ocr", "parse")
 """Model kinds the server answers as: simulator profiles, the OCR model (``conf/model/ocr-*.yaml``) and the
 screen parser (``conf/model/omniparser-parse.yaml``)."""
+NO_TASK_NOTE = "[simulator] no task recognised"
+"""How a served simulated reply begins when the prompt asked for nothing the simulator recognises."""
+
 MIN_PIXEL_MATCH = 0.5
 """Share of identical pixels needed to take an image for a scene's (annotated) screenshot."""
 
@@ -265,4 +270,12 @@ class SimBackend:
             image_rgb=image,
             crop=wire.crop(body.get(CROP_FIELD)),
         )
-        return wire.completion(model.name, model.respond(req), req.sha(model.name))
+        reply = model.respond(req)
+        if model.simulated and sid and not task_given(self.registry.snapshot(sid).truth, text):
+            # never a silent click elsewhere: the reply says the prompt asked for nothing it recognised
+            note = (
+                f"{NO_TASK_NOTE} (neither scene {sid}'s instruction nor its target's label is in the "
+                "prompt): this answer follows the profile's no_task rule, not the target."
+            )
+            reply = dataclasses.replace(reply, text=f"{note}\n{reply.text}" if reply.text else note)
+        return wire.completion(model.name, reply, req.sha(model.name))

@@ -5,6 +5,7 @@ near-target behaviour and axis dropping, the gain jitter and the rounding (steps
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 
 import numpy as np
@@ -51,11 +52,34 @@ def _interactive(truth: SceneTruth) -> list[Element]:
     return [e for e in truth.elements if e.interactive]
 
 
+def _words(s: str) -> str:
+    return " ".join(re.findall(r"\w+", s.casefold()))
+
+
+def task_given(truth: SceneTruth, text: str) -> bool:
+    """Whether ``text`` asks for the scene's target: it holds the scene's instruction (exactly, or with
+    other spacing, case or punctuation), or it names the target by its label and names no other interactive
+    element (``Find the button labeled 'Submit'`` on S3, whose instruction is worded otherwise)."""
+    if not truth.instruction:
+        return False
+    if truth.instruction in text:
+        return True
+    words = f" {_words(text)} "
+    if f" {_words(truth.instruction)} " in words:
+        return True
+    labels = {e.id: _words(e.label) for e in _interactive(truth) if _words(e.label)}
+    mine = labels.get(truth.target_id)
+    if not mine or f" {mine} " not in words:
+        return False
+    others = [lab for eid, lab in labels.items() if eid != truth.target_id and lab != mine]
+    return not any(f" {lab} " in words for lab in others)
+
+
 def _intended(
     truth: SceneTruth, text: str, no_task: str, rng: np.random.Generator
 ) -> tuple[Point, str | None]:
     """Centre of the element the model aims at, and its id (``None`` for a bare target box)."""
-    if truth.instruction and truth.instruction in text:
+    if task_given(truth, text):
         return truth.target_box.centre, truth.target_id
     elems = _interactive(truth)
     if not elems:
@@ -68,8 +92,7 @@ def aim(truth: SceneTruth, text: str, prof: SimProfile, rng: np.random.Generator
     """Centre and id of the element aimed at: the target when the task is in the text, else ``no_task``'s
     pick, except that a prompt without the task aims at the target with ``no_task_target`` (no extra draw
     when it is 0, so older profiles keep their random stream)."""
-    task_given = bool(truth.instruction) and truth.instruction in text
-    if prof.no_task_target > 0 and not task_given and rng.random() < prof.no_task_target:
+    if prof.no_task_target > 0 and not task_given(truth, text) and rng.random() < prof.no_task_target:
         return truth.target_box.centre, truth.target_id
     return _intended(truth, text, prof.no_task, rng)
 
