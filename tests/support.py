@@ -71,6 +71,21 @@ def need_upstream(sub: str = RECORDS) -> Path:
 needs_upstream = pytest.mark.usefixtures("upstream")
 """Marker for a test (or, as ``pytestmark``, a module) that needs the authors' records."""
 
+THIRDPARTY = Path(os.environ.get("DVOC_THIRDPARTY") or ROOT.parent / "shared" / "thirdparty")
+"""Real third-party records and screens (``$DVOC_THIRDPARTY``, else ``../shared/thirdparty`` beside this
+repository; its README says what each folder is)."""
+
+
+def need_thirdparty(sub: str) -> Path:
+    """``THIRDPARTY / sub`` when it exists; otherwise skip, or fail under ``DVOC_REQUIRE_THIRDPARTY=1``."""
+    path = THIRDPARTY / sub
+    if path.exists():
+        return path
+    msg = f"the third-party records are not at {path} (set DVOC_THIRDPARTY to their folder)"
+    if os.environ.get("DVOC_REQUIRE_THIRDPARTY", "").strip() not in ("", "0"):
+        pytest.fail(f"{msg}; DVOC_REQUIRE_THIRDPARTY is set, so this is a failure, not a skip", pytrace=False)
+    pytest.skip(msg)
+
 
 # ------------------------------------------------------------------------------------- the command line
 
