@@ -251,6 +251,7 @@ def sspro_rows(
                         "size unknown", where, instr, r.get("application"))  # fmt: skip
         joined += ann is not None
         row = _base(path, fmt, i)
+        row["paper_trial_id"] = str(r.get("idx", i))  # the row as the source numbers it
         row.update(**_sample(ann, r, instr), **_box_fields(box), model=model, model_calls=1)
         row["task"] = ann.id if ann else f"{r.get('task_filename') or path.stem}#{r.get('idx', i)}"
         row["method"] = "som" if fmt == "omniparser" else "oneshot"
@@ -409,6 +410,7 @@ def zoom_rows(
                 ("zoom_step1", calls[:1], _step1(calls), None),
             ):
                 row = _base(path, "zoom", i, f":{model}:{method}")
+                row["paper_trial_id"] = str(r["idx"])
                 row.update(**sample, **_box_fields(box), model=model, method=method, task=task,
                            model_calls=len(cs), calls=[dict(c) for c in cs],
                            parse_errors=sum(c["parse_status"] != "ok" for c in cs))  # fmt: skip
@@ -420,6 +422,7 @@ def zoom_rows(
                 rows.append(row)
         if len(picked) == 2:
             rows.append(_router(path, i, picked, sample, box, task))
+            rows[-1]["paper_trial_id"] = str(r["idx"])
     if annotations is not None and joined == 0:
         raise SchemaError(
             f"{path}: no row joins the annotations in {annotations.folder} (field `instruction`)"
