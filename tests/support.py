@@ -524,6 +524,8 @@ class FakeOpenAI(ThreadingHTTPServer):
         self.requests = 0
         self.seen: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.version: str | None = None
+        """What ``GET /version`` answers (``{"version": ...}``, as vLLM does); ``None``: 404."""
 
 
 class _FakeOpenAIHandler(BaseHTTPRequestHandler):
@@ -532,6 +534,15 @@ class _FakeOpenAIHandler(BaseHTTPRequestHandler):
 
     def log_message(self, *args: Any) -> None:  # quiet
         pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        found = self.path == "/version" and self.server.version is not None
+        raw = json.dumps({"version": self.server.version} if found else {"detail": "Not Found"}).encode()
+        self.send_response(200 if found else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
 
     def do_POST(self) -> None:  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")

@@ -89,8 +89,8 @@ def _extras(g: pd.DataFrame, s: pd.DataFrame) -> dict[str, Any]:
     seen = st[["seen_w", "seen_h"]].dropna() if len(st) else pd.DataFrame()
     sizes = sent if len(sent) else seen.rename(columns={"seen_w": "sent_w", "seen_h": "sent_h"})
     engine = {k: _first(g[k]) for k in ("model_id", "provider", "api_base") if k in g}
-    for k in ("engine", "engine_version", "system_fingerprint"):
-        engine[k] = _first(g[k]) if k in g else None
+    for k in ("served_model", "engine", "system_fingerprint"):  # what the server said, per call
+        engine[k] = _first(st[k]) if len(st) and k in st else None
     return {
         "rule": f"{RULE}: the predicted point inside the truth box, edges included",
         "simulated": bool(g["simulated"].any()),

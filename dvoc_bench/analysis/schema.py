@@ -147,6 +147,9 @@ STEP_COLUMNS: dict[str, str] = {
     "cached": BOOL,
     "error_class": STR,
     "error": STR,
+    "served_model": STR,  # the model id the server said answered
+    "system_fingerprint": STR,  # an OpenAI-compatible server's system_fingerprint
+    "engine": STR,  # the serving engine and version the server stated (vLLM's /version)
     # copied from the trial for convenience
     "model": STR,
     "simulated": BOOL,
