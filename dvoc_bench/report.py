@@ -578,6 +578,9 @@ def build_report(
         from dvoc_bench.analysis import import_check
 
         rep.blocks(import_check.blocks(runs.trials))
+        from dvoc_bench.analysis import canary_report
+
+        rep.blocks(canary_report.blocks(runs.sources))
     if upstream:
         _upstream_section(rep, upstream, rule, seed, n_boot)
     text = rep.text()
