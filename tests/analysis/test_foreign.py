@@ -219,3 +219,13 @@ def test_an_import_never_writes_into_a_run_or_beside_the_source(tmp_path):
     assert out is not None and out.parent == run.parent and out.name == "report-r1+logs"
     assert import_out([], ["/shared/x/logs.json"], "omniparser") == Path("runs") / "import-logs"
     assert import_out([str(run)], [], "v1") is None
+
+
+def test_the_viewer_shows_imported_trials(tmp_path):
+    from dvoc_bench.analysis.viewer import build_site
+
+    runs = load_import(need_thirdparty(KV), "zoom")
+    files = build_site([], tmp_path / "view", imported=[runs])
+    chunks = "".join(v for k, v in files.items() if k.startswith("data/trials/"))
+    assert chunks.count('"trial_key":"kv_capture.json#') == len(runs.trials) == 2 * 1581
+    assert "an imported log holds no images" in chunks
