@@ -113,6 +113,9 @@ class Annotations:
                     meta={k: r.get(k) for k in ("ui_type", "group", "platform")},
                 )
                 self.by_key.setdefault((a.instruction, a.application), []).append(a)
+                cn = r.get("instruction_cn")  # the evaluator's lang=cn rows ask in Chinese
+                if isinstance(cn, str) and cn and cn != a.instruction:
+                    self.by_key.setdefault((cn, a.application), []).append(a)
 
     def join(
         self, instruction: str, application: str | None, image: str | None, box: Iterable[float] | None
@@ -233,7 +236,14 @@ def sspro_rows(
     model: str | None = None,
 ) -> list[dict[str, Any]]:
     """Export rows of the evaluator's records (``fmt``: ``sspro`` or ``omniparser``): one trial of one call
-    per record."""
+    per record. Records of negative samples (``gt_type: negative``: no target, the model should decline)
+    have no box to score by this project's rule: they are left out, with one warning."""
+    negative = [r for r in records if r.get("gt_type") == "negative"]
+    if negative:
+        log.warning("%s: %d records of gt_type negative (no target box) left out", path.name, len(negative))
+        records = [r for r in records if r.get("gt_type") != "negative"]
+        if not records:
+            raise SchemaError(f"{path}: every record is gt_type negative: nothing to score by a target box")
     _require(path, records, SSPRO_KEYS, fmt)
     model = model or ("gpt-4o+omniparser-v2" if fmt == "omniparser" else path.stem)
     rows, joined = [], 0

@@ -229,3 +229,17 @@ def test_the_viewer_shows_imported_trials(tmp_path):
     chunks = "".join(v for k, v in files.items() if k.startswith("data/trials/"))
     assert chunks.count('"trial_key":"kv_capture.json#') == len(runs.trials) == 2 * 1581
     assert "an imported log holds no images" in chunks
+
+
+def test_chinese_rows_join_and_negative_rows_are_left_out(tmp_path, caplog):
+    ann = _ann(tmp_path, 2)
+    recs = json.loads((ann / "app_linux.json").read_text())
+    recs[1]["instruction_cn"] = "点击 1"
+    (ann / "app_linux.json").write_text(json.dumps(recs, ensure_ascii=False))
+    cn = dict(_rec(1, [400, 300], "x"), prompt_to_evaluate="点击 1", lang="cn")
+    neg = dict(_rec(0, None, "x", correct="correct"), gt_type="negative")
+    del neg["bbox"]
+    with caplog.at_level(logging.WARNING):
+        runs = load_import(_log(tmp_path, [_rec(0, [400, 300], "x"), cn, neg]), "sspro", ann)
+    assert list(runs.trials["task"]) == ["app_linux_0", "app_linux_1"]
+    assert "1 records of gt_type negative (no target box) left out" in caplog.text
