@@ -75,14 +75,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="FILE",
         help="per-trial export files (.parquet / .jsonl) to report on, ours or another harness's",
     )
-    p.add_argument("--format", default="v1", help="format of the --import files: v1 (the export schema, "
-                   "default), sspro (the ScreenSpot-Pro evaluator's log), omniparser, zoom (docs/imports.md)")
-    p.add_argument("--annotations", default=None, metavar="DIR",
-                   help="ScreenSpot-Pro annotation files the imported rows join (sample ids, image sizes)")
-    p.add_argument("--reread", default=None, metavar="MODEL",
-                   help="read each imported raw reply again as this model config's sweep would")
-    p.add_argument("--leaderboard", type=Path, default=None, metavar="FILE.json",
-                   help="also write the ScreenSpot-Pro results schema of the dataset trials")
+    p.add_argument(
+        "--format",
+        default="v1",
+        help="format of the --import files: v1 (the export schema, "
+        "default), sspro (the ScreenSpot-Pro evaluator's log), omniparser, zoom (docs/imports.md)",
+    )
+    p.add_argument(
+        "--annotations",
+        default=None,
+        metavar="DIR",
+        help="ScreenSpot-Pro annotation files the imported rows join (sample ids, image sizes)",
+    )
+    p.add_argument(
+        "--reread",
+        default=None,
+        metavar="MODEL",
+        help="read each imported raw reply again as this model config's sweep would",
+    )
+    p.add_argument(
+        "--leaderboard",
+        type=Path,
+        default=None,
+        metavar="FILE.json",
+        help="also write the ScreenSpot-Pro results schema of the dataset trials",
+    )
     p.add_argument(
         "--export",
         type=Path,

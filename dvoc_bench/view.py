@@ -78,8 +78,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--serve", action="store_true", help="serve the site on http://127.0.0.1:PORT until Ctrl-C"
     )
     p.add_argument("--port", type=int, default=8765, help="port for --serve (0: any free one; default 8765)")
-    p.add_argument("--import", dest="imports", action="append", default=[], metavar="FILE",
-                   help="another harness's results, as the report imports them (docs/imports.md)")
+    p.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="another harness's results, as the report imports them (docs/imports.md)",
+    )
     p.add_argument("--format", default="v1", help="format of the --import files: v1, sspro, omniparser, zoom")
     p.add_argument("--annotations", default=None, metavar="DIR", help="annotations the imports join")
     args = p.parse_args(argv)
