@@ -243,3 +243,13 @@ def test_chinese_rows_join_and_negative_rows_are_left_out(tmp_path, caplog):
         runs = load_import(_log(tmp_path, [_rec(0, [400, 300], "x"), cn, neg]), "sspro", ann)
     assert list(runs.trials["task"]) == ["app_linux_0", "app_linux_1"]
     assert "1 records of gt_type negative (no target box) left out" in caplog.text
+
+
+def test_an_import_exports_and_reimports_as_v1(omni, tmp_path):
+    from dvoc_bench.analysis.export import export, load_export
+
+    path = export(omni, tmp_path / "omni.jsonl")
+    again = load_export(path)
+    assert counts(again.trials) == counts(omni.trials)
+    rows = sorted(differing(omni.trials)["paper_trial_id"])
+    assert sorted(differing(again.trials)["paper_trial_id"]) == rows and len(rows) == 5
