@@ -76,6 +76,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="per-trial export files (.parquet / .jsonl) to report on, ours or another harness's",
     )
     p.add_argument(
+        "--format",
+        default="v1",
+        help="format of the --import files: v1 (the export schema, "
+        "default), sspro (the ScreenSpot-Pro evaluator's log), omniparser, zoom (docs/imports.md)",
+    )
+    p.add_argument(
+        "--annotations",
+        default=None,
+        metavar="DIR",
+        help="ScreenSpot-Pro annotation files the imported rows join (sample ids, image sizes)",
+    )
+    p.add_argument(
+        "--reread",
+        default=None,
+        metavar="MODEL",
+        help="read each imported raw reply again as this model config's sweep would",
+    )
+    p.add_argument(
+        "--leaderboard",
+        type=Path,
+        default=None,
+        metavar="FILE.json",
+        help="also write the ScreenSpot-Pro results schema of the dataset trials",
+    )
+    p.add_argument(
         "--export",
         type=Path,
         default=None,
@@ -557,17 +582,21 @@ def build_report(
     n_boot: int = 2000,
     figures: bool = True,
     imports: list[str] | None = None,
+    import_opts: dict[str, Any] | None = None,
 ) -> tuple[str, Path]:
     """Build the report; returns the markdown and the path of ``report.md``."""
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; allowed: {', '.join(RULES)}")
-    runs = load_all(run_dirs, imports or [])  # bad paths fail here, before anything is written
+    runs = load_all(run_dirs, imports or [], import_opts)  # bad paths fail here, before anything is written
     if upstream:  # a path without the authors' records fails here, naming what was looked for
         from dvoc_bench.analysis.upstream import discover_upstream
 
         for p in upstream:
             discover_upstream(p)
-    out = out or default_out(run_dirs or [str(Path(f).with_suffix("")) for f in imports or []])
+    from dvoc_bench.analysis.foreign import import_out
+
+    fmt = (import_opts or {}).get("fmt", "v1")
+    out = out or import_out(run_dirs, imports or [], fmt) or default_out(run_dirs)
     out.mkdir(parents=True, exist_ok=True)
     for old in (out / "figures").glob("[0-9][0-9]_*.png"):  # a previous report's figures: not this one's
         old.unlink()
@@ -576,6 +605,12 @@ def build_report(
     rep.p(f"Honest tables use the rule **`{rule}`**: {_rule_text(rule)}.")
     if runs is not None:
         _runs_section(rep, runs, rule, seed, n_boot)
+        from dvoc_bench.analysis import import_check
+
+        rep.blocks(import_check.blocks(runs.trials))
+        from dvoc_bench.analysis import canary_report
+
+        rep.blocks(canary_report.blocks(runs.sources))
     if upstream:
         _upstream_section(rep, upstream, rule, seed, n_boot)
     text = rep.text()
@@ -584,23 +619,26 @@ def build_report(
     return text, path
 
 
-def load_all(run_dirs: list[str], imports: list[str]) -> Any:
-    """The trials of the run directories and of the export files, as one ``Runs`` (``None``: neither)."""
+def load_all(run_dirs: list[str], imports: list[str], import_opts: dict[str, Any] | None = None) -> Any:
+    """The trials of the run directories and of the imported files, as one ``Runs`` (``None``: neither)."""
     if not run_dirs and not imports:
         return None
     from dvoc_bench.analysis import Runs, load_runs
-    from dvoc_bench.analysis.export import load_export
+    from dvoc_bench.analysis.foreign import load_import
 
-    parts = ([load_runs(*run_dirs)] if run_dirs else []) + [load_export(f) for f in imports]
+    opts = import_opts or {}
+    parts = ([load_runs(*run_dirs)] if run_dirs else []) + [load_import(f, **opts) for f in imports]
     return parts[0] if len(parts) == 1 else Runs.concat(*parts)
 
 
-def export_runs(run_dirs: list[str], imports: list[str], path: Path) -> str:
+def export_runs(
+    run_dirs: list[str], imports: list[str], path: Path, import_opts: dict[str, Any] | None = None
+) -> str:
     """Write the export of the runs to ``path``; returns the line that says what was written."""
     from dvoc_bench.analysis.budget import lacking
     from dvoc_bench.analysis.export import export
 
-    runs = load_all(run_dirs, imports)
+    runs = load_all(run_dirs, imports, import_opts)
     export(runs, path)
     miss = lacking(runs.trials, runs.steps)
     notes = [f"; no {k} recorded for {', '.join(v)} (null columns)" for k, v in miss.items() if v]
@@ -627,6 +665,18 @@ def _rule_text(rule: str) -> str:
     return RULE_TEXT[rule]
 
 
+def import_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of the ``--import`` files (``--format``, ``--annotations``, ``--reread``)."""
+    opts: dict[str, Any] = {"fmt": args.format, "annotations": args.annotations}
+    if args.reread:
+        from dvoc_bench.runner.reread import reply_reader
+
+        opts["reader"], line = reply_reader(args.reread)
+        opts["model"] = args.reread
+        print(f"re-reading replies as {line}", file=sys.stderr)
+    return opts
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)  # before any pandas import: --help and bad flags stay light
     from dvoc_bench.analysis.export import SchemaError
@@ -634,9 +684,12 @@ def main(argv: list[str] | None = None) -> int:
     from dvoc_bench.analysis.loaders import DuplicateTrials
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from dvoc_bench.core.declare import ConfigError
+
     try:
+        opts = import_options(args)
         if args.export is not None:  # the export first: a file that cannot be written stops before the report
-            print(export_runs(args.runs, args.imports, args.export), file=sys.stderr)
+            print(export_runs(args.runs, args.imports, args.export, opts), file=sys.stderr)
         text, path = build_report(
             args.runs,
             args.upstream,
@@ -646,10 +699,19 @@ def main(argv: list[str] | None = None) -> int:
             n_boot=args.n_boot,
             figures=not args.no_figures,
             imports=args.imports,
+            import_opts=opts,
         )
+        if args.leaderboard is not None:
+            from dvoc_bench.analysis.leaderboard import write_leaderboard
+
+            runs = load_all(args.runs, args.imports, opts)
+            print(write_leaderboard(runs, args.leaderboard), file=sys.stderr)
     except (FileNotFoundError, DuplicateTrials, SchemaError, PoolingError) as e:
         # a wrong path, a doubled run, a bad file, two runs that disagree on one trial key
         print(f"report: {e}", file=sys.stderr)
+        return 2
+    except ConfigError as e:  # --reread: an unknown or bad model config
+        print(f"config error: {e}", file=sys.stderr)
         return 2
     print(text)
     print(f"report written to {path}", file=sys.stderr)

@@ -104,21 +104,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--serve", action="store_true", help="serve the site on http://127.0.0.1:PORT until Ctrl-C"
     )
     p.add_argument("--port", type=int, default=8765, help="port for --serve (0: any free one; default 8765)")
+    p.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="another harness's results, as the report imports them (docs/imports.md)",
+    )
+    p.add_argument("--format", default="v1", help="format of the --import files: v1, sspro, omniparser, zoom")
+    p.add_argument("--annotations", default=None, metavar="DIR", help="annotations the imports join")
     args = p.parse_args(argv)
-    if not args.runs and not args.upstream:
-        p.error("give at least one RUN_DIR or --upstream PATH")
+    if not args.runs and not args.upstream and not args.imports:
+        p.error("give at least one RUN_DIR, --upstream PATH or --import FILE")
     if args.serve and not 0 <= args.port <= 65535:
         print(f"view: --port: a port is 0-65535 (0: any free one), got {args.port}", file=sys.stderr)
         return 2
 
+    from dvoc_bench.analysis.export import SchemaError
+    from dvoc_bench.analysis.foreign import load_import
     from dvoc_bench.analysis.loaders import DuplicateTrials, find_run_dirs
     from dvoc_bench.analysis.viewer import build_site, write_site
 
     try:
         run_dirs = find_run_dirs(args.runs) if args.runs else []
         out = (args.out or (args.runs[0] if args.runs else Path("runs")) / "view").resolve()
-        files = build_site(run_dirs, out, upstream=args.upstream)
-    except (FileNotFoundError, DuplicateTrials) as e:
+        imported = [load_import(f, args.format, args.annotations) for f in args.imports]
+        files = build_site(run_dirs, out, upstream=args.upstream, imported=imported)
+    except (FileNotFoundError, DuplicateTrials, SchemaError) as e:
         print(f"view: {e}{_hint(args.runs)}", file=sys.stderr)
         return 2
     index = write_site(files, out)

@@ -89,6 +89,8 @@ DEPENDENCIES: dict[str, Dependency] = {
     "PROC": Dependency("/proc (Linux)", True, (r"/proc\b",)),
     "DOCS": Dependency("documentation pages of Debian packages (nodejs-doc or nodejs, valgrind, libffi-dev, "
                        "python3-dev)", True, (r"docs page", r"debian package")),
+    "THIRDPARTY": Dependency("third-party records and screens (../shared/thirdparty or $DVOC_THIRDPARTY)", True,
+                             (r"third-party records",)),
     "RUSTDOCS": Dependency("rustup's rust-docs component (no package registry ships it; not in CI)", False,
                            ()),
 }  # fmt: skip
@@ -167,6 +169,18 @@ def need_upstream(sub: str = RECORDS) -> Path:
 
 needs_upstream = pytest.mark.usefixtures("upstream")
 """Marker for a test (or, as ``pytestmark``, a module) that needs the authors' records."""
+
+THIRDPARTY = Path(os.environ.get("DVOC_THIRDPARTY") or ROOT.parent / "shared" / "thirdparty")
+"""Real third-party records and screens (``$DVOC_THIRDPARTY``, else ``../shared/thirdparty`` beside this
+repository; its README says what each folder is)."""
+
+
+def need_thirdparty(sub: str) -> Path:
+    """``THIRDPARTY / sub`` when it exists; otherwise skip, or fail under ``DVOC_REQUIRE_THIRDPARTY=1``."""
+    path = THIRDPARTY / sub
+    missing = None if path.exists() else f"not at {path} (set DVOC_THIRDPARTY to their folder)"
+    need("THIRDPARTY", missing)
+    return path
 
 
 # ------------------------------------------------------------------------------------- the command line
@@ -605,6 +619,8 @@ class FakeOpenAI(ThreadingHTTPServer):
         self.requests = 0
         self.seen: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.version: str | None = None
+        """What ``GET /version`` answers (``{"version": ...}``, as vLLM does); ``None``: 404."""
 
 
 class _FakeOpenAIHandler(BaseHTTPRequestHandler):
@@ -613,6 +629,15 @@ class _FakeOpenAIHandler(BaseHTTPRequestHandler):
 
     def log_message(self, *args: Any) -> None:  # quiet
         pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        found = self.path == "/version" and self.server.version is not None
+        raw = json.dumps({"version": self.server.version} if found else {"detail": "Not Found"}).encode()
+        self.send_response(200 if found else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
 
     def do_POST(self) -> None:  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")

@@ -201,24 +201,23 @@ def _rescore(t: pd.DataFrame) -> pd.DataFrame:
     t.loc[foreign, "hit_radius_min"] = t.loc[foreign, "hit_radius_min"].fillna(loop.hit_radius_min)
     t.loc[foreign, "target_cx"] = (t["target_x0"] + t["target_x1"]) / 2
     t.loc[foreign, "target_cy"] = (t["target_y0"] + t["target_y1"]) / 2
-    for i in t.index[foreign]:
-        r = t.loc[i]
-        box = Box(float(r["target_x0"]), float(r["target_y0"]), float(r["target_x1"]), float(r["target_y1"]))
-        pt = (
-            None
-            if pd.isna(r["final_x"]) or pd.isna(r["final_y"])
-            else Point(float(r["final_x"]), float(r["final_y"]))
-        )
-        sc = score(pt, box, float(r["epsilon"]), float(r["hit_radius_min"]))
-        t.loc[i, ["hit", "within_eps", "hit_radius", "hit_box"]] = [
-            sc.hit,
-            sc.within_eps,
-            sc.hit_radius,
-            sc.hit,
-        ]
-        t.loc[i, "radius_px"] = sc.radius_px
-        t.loc[i, "final_dist_px"] = math.nan if sc.final_dist_px is None else round(sc.final_dist_px, 3)
-        t.loc[i, "hit_rule"] = "box"
+    idx = t.index[foreign]
+    cols = ["final_x", "final_y", "target_x0", "target_y0", "target_x1", "target_y1", "epsilon",
+            "hit_radius_min"]  # fmt: skip
+    out: dict[str, list[Any]] = {k: [] for k in ("hit", "within_eps", "hit_radius", "radius_px",
+                                                 "final_dist_px")}  # fmt: skip
+    for fx, fy, x0, y0, x1, y1, eps, rmin in t.loc[idx, cols].itertuples(index=False):  # one row at a time
+        pt = None if pd.isna(fx) or pd.isna(fy) else Point(float(fx), float(fy))
+        sc = score(pt, Box(float(x0), float(y0), float(x1), float(y1)), float(eps), float(rmin))
+        out["hit"].append(sc.hit)
+        out["within_eps"].append(sc.within_eps)
+        out["hit_radius"].append(sc.hit_radius)
+        out["radius_px"].append(sc.radius_px)
+        out["final_dist_px"].append(math.nan if sc.final_dist_px is None else round(sc.final_dist_px, 3))
+    for k, v in out.items():
+        t.loc[idx, k] = v
+    t.loc[idx, "hit_box"] = out["hit"]
+    t.loc[idx, "hit_rule"] = "box"
     return t
 
 
@@ -229,7 +228,12 @@ def load_export(path: Path | str) -> Runs:
         raise FileNotFoundError(f"{path}: no such export file")
     if path.suffix not in FORMATS:
         raise SchemaError(f"{path}: unknown export format {path.suffix!r}; allowed: {', '.join(FORMATS)}")
-    rows = _read(path)
+    return load_rows(path, _read(path))
+
+
+def load_rows(path: Path, rows: list[dict[str, Any]]) -> Runs:
+    """Validate and score export rows (read from ``path``, or converted from another harness's log by
+    :mod:`dvoc_bench.analysis.foreign`) into :class:`Runs`."""
     if not rows:
         raise SchemaError(f"{path}: no rows")
     _validate(path, rows)

@@ -80,11 +80,13 @@ TRIAL_COLUMNS: dict[str, str] = {
     "image_h": INT,
     "valid": BOOL,  # status == "ok"
     "target_inferred": BOOL,  # True when the target box is inferred (the authors' web scenes)
-    # the authors' own fields (upstream only)
+    # the authors' own fields (upstream only; an imported harness's own verdict and id: analysis/foreign.py)
     "paper_success": NBOOL,  # their stored `success` (a mixed rule: see analysis/honest.py)
     "paper_final_dist": FLOAT,  # their stored `final_dist` (0.1 px; NaN for their 999 error marker)
     "paper_method": STR,  # their method string (dvoc, naive, dvoc_full_absolute, ...)
     "paper_trial_id": STR,
+    "source_x": FLOAT,  # the point an imported harness logged (its `pred`), pixels (imports only)
+    "source_y": FLOAT,
 }
 """Column -> pandas dtype of ``Runs.trials`` (further columns: ``override.<key>`` of Hydra jobs). The
 record's own columns are derived from :class:`~dvoc_bench.core.records.TrialRecord`, so a field added there
@@ -145,6 +147,9 @@ STEP_COLUMNS: dict[str, str] = {
     "cached": BOOL,
     "error_class": STR,
     "error": STR,
+    "served_model": STR,  # the model id the server said answered
+    "system_fingerprint": STR,  # an OpenAI-compatible server's system_fingerprint
+    "engine": STR,  # the serving engine and version the server stated (vLLM's /version)
     # copied from the trial for convenience
     "model": STR,
     "simulated": BOOL,

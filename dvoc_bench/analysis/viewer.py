@@ -172,7 +172,7 @@ UPSTREAM_FRAMES = "upstream"
 
 
 def _sources(
-    paths: Sequence[Path | str], upstream: Sequence[Path | str], out: Path
+    paths: Sequence[Path | str], upstream: Sequence[Path | str], out: Path, imported: Sequence[Runs] = ()
 ) -> tuple[Runs, list[dict[str, Any]]]:
     """Our runs under ``paths`` and the authors' records under ``upstream`` (their clone at any depth, or
     one of their JSON files: :func:`~dvoc_bench.analysis.upstream.discover_upstream`'s ``main``, the
@@ -211,6 +211,11 @@ def _sources(
                 "tree": str(tree) if tree else None,
             }
         )  # fmt: skip
+    for runs in imported:  # another harness's results (report --import): their trials, no images
+        parts.append(runs)
+        for rd in dict.fromkeys(str(r) for r in runs.trials["run_dir"]):
+            sk = Skipped(notes=[f"imported results: {rd} (another harness's log: no images)"])
+            metas.append({"dir": rd, "frames": "none", "sk": sk, "rel": "", "imported": True})
     if not parts:
         raise FileNotFoundError("nothing to show: give a run directory or --upstream PATH")
     return (parts[0] if len(parts) == 1 else Runs.concat(*parts)), metas
@@ -221,6 +226,7 @@ def _frame(m: dict[str, Any], st: dict[str, Any], key: str, exists: dict[str, bo
     if m["frames"] == "none":
         st["frame_state"] = (
             "none: no per-trial tree of the authors' records beside their file" if "upstream" in m
+            else "none: an imported log holds no images" if m.get("imported")
             else "none by design (run.frames=none)"
         )  # fmt: skip
         return
@@ -253,7 +259,12 @@ def _frame(m: dict[str, Any], st: dict[str, Any], key: str, exists: dict[str, bo
         st["frame_state"] = "missing from frames/"
 
 
-def build_site(paths: Sequence[Path | str], out: Path, upstream: Sequence[Path | str] = ()) -> dict[str, str]:
+def build_site(
+    paths: Sequence[Path | str],
+    out: Path,
+    upstream: Sequence[Path | str] = (),
+    imported: Sequence[Runs] = (),
+) -> dict[str, str]:
     """The site of the runs under ``paths`` (and of the authors' records under ``upstream``) written to
     folder ``out``: relative path -> file text.
 
@@ -261,7 +272,7 @@ def build_site(paths: Sequence[Path | str], out: Path, upstream: Sequence[Path |
     :func:`~dvoc_bench.analysis.upstream.discover_upstream` raise (no run directory, no authors' records,
     a trial key twice)."""
     out = Path(out).resolve()
-    runs, meta_runs = _sources(paths, upstream, out)
+    runs, meta_runs = _sources(paths, upstream, out, imported)
     rd_index = {m["dir"]: n for n, m in enumerate(meta_runs)}
     t = runs.trials.reset_index(drop=True)
     s = runs.steps.sort_values(["run_dir", "trial_key", "index"], kind="stable").reset_index(drop=True)

@@ -205,6 +205,12 @@ def _run(cfg: DictConfig, hc: Any) -> int:
             f"shard {settings.run.shard}: {len(summary.specs)} of the sweep's {len(specs)} trials; bring the "
             "shards together with: python -m dvoc_bench.merge SHARD_DIR... --out RUN_DIR"
         )
+    if choices.get("experiment") == "canary":  # the answers against the stored ones (docs/imports.md)
+        from dvoc_bench.runner import canary
+
+        results = canary.check(summary.trials)
+        canary.write(run_dir, results, summary.trials)
+        lines += canary.lines(results, run_dir)
     print("\n" + "\n".join(redact(line) for line in lines))
     print(f"run dir: {run_dir}")
     return exit_code(summary.trials)

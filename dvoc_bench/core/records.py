@@ -356,6 +356,12 @@ class Step:
     reply_truncated: dict[str, dict[str, Any]] | None = None
     """Parts cut to ``run.max_reply_chars``: ``{"text" | "tool_calls[i].arguments": {"chars", "sha256"}}``
     of the original part; ``None`` when nothing was cut."""
+    served_model: str | None = None
+    """The model id the server said answered this call (the response's ``model``), when it said one."""
+    system_fingerprint: str | None = None
+    """The response's ``system_fingerprint`` (OpenAI-compatible servers), when it gave one."""
+    engine: str | None = None
+    """The serving engine and version the server stated (``vllm 0.8.5`` from vLLM's ``/version``)."""
 
 
 @dataclass

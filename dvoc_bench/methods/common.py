@@ -312,6 +312,8 @@ def base_step(
     step.cost_bound_usd, step.usage_fault = reply.cost_bound_usd, reply.usage_fault
     step.reply_chars, step.reply_sha256 = reply.full_chars, reply.full_sha256
     step.reply_truncated = reply.truncated
+    step.served_model, step.system_fingerprint = reply.served_model, reply.system_fingerprint
+    step.engine = reply.engine
     step.attempts, step.attempt_errors = reply.attempts, list(reply.attempt_errors)
     step.retry_wait_s = round(reply.retry_wait_s, 6)
     return step

@@ -126,6 +126,13 @@ class Reply:
     truncated: dict[str, dict[str, Any]] | None = None
     """Parts cut to the bound: ``{"text" | "tool_calls[i].arguments" | "tool_calls[i].name": {"chars": n,
     "sha256": h}}`` with the length and hash of the part as received; ``None`` when nothing was cut."""
+    served_model: str | None = None
+    """The model id the server says answered (the response's ``model``), when it says one."""
+    system_fingerprint: str | None = None
+    """The response's ``system_fingerprint`` (an OpenAI-compatible server's backend configuration)."""
+    engine: str | None = None
+    """The serving engine and its version as the server states them (``vllm 0.8.5``: vLLM's ``/version``),
+    ``None`` when the server does not say."""
 
 
 def _utf8(s: str) -> bytes:

@@ -107,6 +107,9 @@ class ResponseCache:
             "full_chars": reply.full_chars,
             "full_sha256": reply.full_sha256,
             "truncated": reply.truncated,
+            "served_model": reply.served_model,
+            "system_fingerprint": reply.system_fingerprint,
+            "engine": reply.engine,
         }
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
@@ -134,6 +137,9 @@ def _reply_from(entry: dict[str, Any], lookup_s: float, max_chars: int = MAX_REP
         full_chars=entry.get("full_chars"),
         full_sha256=entry.get("full_sha256"),
         truncated=truncated if isinstance(truncated, dict) else None,
+        served_model=entry.get("served_model"),  # who answered when the entry was stored
+        system_fingerprint=entry.get("system_fingerprint"),
+        engine=entry.get("engine"),
     )
     # entries of older versions: unbounded, unredacted
     return bound_reply(reply, max_chars, redact_value, redact_head)

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import logging
 import math
 import os
@@ -307,6 +308,37 @@ class ClientSettings:
         )
 
 
+def _text_or_none(v: Any) -> str | None:
+    return v if isinstance(v, str) and v else None
+
+
+ENGINE_TIMEOUT_S = 3.0
+"""How long the one ``/version`` request of a client may take."""
+
+
+def server_engine(api_base: str, timeout_s: float = ENGINE_TIMEOUT_S) -> str | None:
+    """The serving engine and version an OpenAI-compatible server states: vLLM answers ``GET /version``
+    (beside ``/v1``) with ``{"version": "0.8.5"}``, recorded as ``vllm 0.8.5``. ``None`` when the server
+    does not say (another engine, a hosted API, no answer within ``timeout_s``); never raises. Asked only
+    of a server the config names (``api_base``), with no key."""
+    import urllib.error
+    import urllib.request
+
+    root = api_base.rstrip("/")
+    root = root[: -len("/v1")] if root.endswith("/v1") else root
+    if not root.startswith(("http://", "https://")):
+        return None
+    try:
+        with urllib.request.urlopen(root + "/version", timeout=timeout_s) as r:  # noqa: S310 (config URL)
+            body = json.loads(r.read(4096).decode("utf-8", "replace"))
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+    version = body.get("version") if isinstance(body, dict) else None
+    if not isinstance(version, str) or not version or len(version) > 64:
+        return None
+    return f"vllm {version}"
+
+
 class LiteLLMModel:
     """A real (or HTTP-served) model called through LiteLLM."""
 
@@ -331,6 +363,8 @@ class LiteLLMModel:
         self._key = key or NO_KEY
         register_secret(key)
         install_log_redaction()  # handlers added since the import (a new job's, a test's) get the filter too
+        self._engine: list[str | None] = []
+        """The serving engine and version of ``api_base`` (:func:`server_engine`), asked once."""
 
     def __repr__(self) -> str:  # never show the key
         return f"LiteLLMModel({self.name!r}, {self.identity!r})"
@@ -382,6 +416,8 @@ class LiteLLMModel:
             log.debug("%s: %s", self.name, err)
             raise err from None
         latency = time.perf_counter() - t0
+        if not self._engine and self.settings.api_base:  # once per client: what the server says it runs
+            self._engine.append(await asyncio.to_thread(server_engine, self.settings.api_base))
         try:
             return self._reply(litellm, resp, request, latency)
         except Exception as e:  # a response LiteLLM accepted but that has no readable shape
@@ -438,6 +474,9 @@ class LiteLLMModel:
             full_chars=bounded.full_chars,
             full_sha256=bounded.full_sha256,
             truncated=bounded.truncated,
+            served_model=_text_or_none(getattr(resp, "model", None)),
+            system_fingerprint=_text_or_none(getattr(resp, "system_fingerprint", None)),
+            engine=self._engine[0] if self._engine else None,
         )
 
     def _cost(

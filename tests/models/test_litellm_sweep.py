@@ -12,7 +12,8 @@ from dvoc_bench.runner.sweep import plan, run_sweep
 
 # what legitimately differs between transports: timing, and the cost (the simulator says 0.0 itself;
 # over HTTP LiteLLM does not know the price of a local model, so it is unknown: None)
-VOLATILE = {"wall_s", "finished_at", "latency_s", "retry_wait_s", "cost_usd", "cost_source"}
+VOLATILE = {"wall_s", "finished_at", "latency_s", "retry_wait_s", "cost_usd", "cost_source", "served_model",
+            "system_fingerprint", "engine"}  # fmt: skip
 
 
 def _run(run_dir, setup, specs, factory):
