@@ -89,8 +89,8 @@ DEPENDENCIES: dict[str, Dependency] = {
     "PROC": Dependency("/proc (Linux)", True, (r"/proc\b",)),
     "DOCS": Dependency("documentation pages of Debian packages (nodejs-doc or nodejs, valgrind, libffi-dev, "
                        "python3-dev)", True, (r"docs page", r"debian package")),
-    "THIRDPARTY": Dependency("third-party records and screens (../shared/thirdparty or $DVOC_THIRDPARTY)", True,
-                             (r"third-party records",)),
+    "THIRDPARTY": Dependency("third-party records and screens (../shared/thirdparty, $DVOC_THIRDPARTY)",
+                             True, (r"third-party records",)),
     "RUSTDOCS": Dependency("rustup's rust-docs component (no package registry ships it; not in CI)", False,
                            ()),
 }  # fmt: skip
