@@ -103,8 +103,11 @@ def test_several_images_draw_into_a_folder(shot, tmp_path, capsys) -> None:
         (["--detector", "cv", "MISSING"], "config error: MISSING: file not found"),
     ],
 )
-def test_bad_input_is_one_line_exit_2_nothing_run(args, says, shot, tmp_path, capsys) -> None:
+def test_bad_input_is_one_line_exit_2_nothing_run(args, says, shot, tmp_path, capsys, monkeypatch) -> None:
     path, _ = shot
+    for var in ("DVOC_OMNIPARSER_WEIGHTS", "DVOC_CACHE_DIR"):  # no weights where omniparser looks by default
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     bad = tmp_path / "model.pt"
     bad.write_text("not weights")
     trunc = tmp_path / "trunc.pt"
