@@ -1,7 +1,9 @@
 """Typed records of a sweep: what was planned, what each model call did, how each trial ended.
 
 This module is the one list of the values records may take: :data:`Status`, :data:`StopReason`,
-:data:`ErrorClass`, :data:`SceneKind`, :data:`StepKind`, :data:`ParseStatus`. Every later feature that
+:data:`ErrorClass`, :data:`SceneKind`, :data:`StepKind`, :data:`ParseStatus`, :data:`AnswerKind` and
+:data:`Decision` (the stop policy's, declared beside it in :mod:`dvoc_bench.core.control`), as ``Literal``
+types that the signatures passing them use. Every later feature that
 needs a new value (a stop reason, an error class, a scene kind) adds it here, and everything that checks
 or groups by them (config validation, the summary, the analysis schema) reads it from here.
 
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from dvoc_bench.core.control import LoopConfig
+from dvoc_bench.core.control import Decision, LoopConfig
 from dvoc_bench.core.geometry import Box, Point
 from dvoc_bench.core.scoring import score
 
@@ -81,12 +83,17 @@ ParseStatus = Literal["ok", "text_fallback", "parse_error", "out_of_frame", "cal
 numbers outside the declared frame's range (kept in ``values_raw``, never clamped, not used), or no reply
 at all."""
 
+AnswerKind = Literal["offset", "point"]
+"""What an answer's numbers are: an ``offset`` (``dx, dy``: a DVOC report) or a ``point`` (``x, y``: a
+click, a zoom round, an absolute check)."""
+
 TRIAL_STATUSES: tuple[str, ...] = get_args(Status)
 STOP_REASONS: tuple[str, ...] = get_args(StopReason)
 ERROR_CLASSES: tuple[str, ...] = get_args(ErrorClass)
 SCENE_KINDS: tuple[str, ...] = get_args(SceneKind)
 STEP_KINDS: tuple[str, ...] = get_args(StepKind)
 PARSE_STATUSES: tuple[str, ...] = get_args(ParseStatus)
+ANSWER_KINDS: tuple[str, ...] = get_args(AnswerKind)
 
 
 @dataclass(kw_only=True)
@@ -225,7 +232,7 @@ class Step:
     """Offset the loop uses (absolute answers are turned into ``answer - draft``)."""
     alpha: float | None = None
     """Gain applied to the reported offset."""
-    decision: str | None = None
+    decision: Decision | None = None
     """Policy decision after this report: ``refine | act | abort_oscillation | abort_stuck``."""
     step_raw: list[float] | None = None
     """``alpha * offset`` before clamping."""

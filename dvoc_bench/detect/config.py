@@ -197,7 +197,7 @@ DETECTOR_SETTINGS: dict[str, type[Declared]] = {
 }
 """The settings of each backend (the ``detector`` group's options)."""
 
-_OPTIONS = {
+_OPTIONS: dict[str, type[Declared]] = {
     "oracle": OracleOptions,
     "cv": CvOptions,
     "onnx": YoloOptions,
@@ -256,7 +256,7 @@ def detector_config(node: Mapping[str, Any] | str | None = None) -> DetectorConf
     if backend not in DETECTOR_SETTINGS:
         raise ConfigError(f"detector: unknown value {backend!r}; allowed: {', '.join(BACKENDS)}")
     s = validate(DETECTOR_SETTINGS[backend], dict(node), "detector.")
-    opts = _OPTIONS[backend](**s.model_dump(include=set(_OPTIONS[backend].model_fields)))
+    opts: Any = _OPTIONS[backend](**s.model_dump(include=set(_OPTIONS[backend].model_fields)))
     return DetectorConfig(
         backend=backend,
         max_area_frac=s.max_area_frac,  # type: ignore[attr-defined]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from dvoc_bench.core.geometry import Size
+from dvoc_bench.core.records import ErrorClass
 
 MAX_REPLY_CHARS = 64000
 """Default bound on a reply's text and on each tool call's arguments (``run.max_reply_chars``)."""
@@ -199,7 +200,7 @@ def bound_reply(
 class ModelCallError(Exception):
     """A call that failed on the transport or provider side. Its message must never contain a key."""
 
-    def __init__(self, error_class: str, message: str, retry_after: float | None = None):
+    def __init__(self, error_class: ErrorClass, message: str, retry_after: float | None = None):
         super().__init__(message)
         self.error_class = error_class
         """``rate_limit | timeout | server | connection | auth | quota | bad_request | unknown``."""
@@ -207,7 +208,7 @@ class ModelCallError(Exception):
         """Seconds the provider asked us to wait, when it said."""
         self.attempts = 1
         """Attempts made before giving up (set by the retry layer)."""
-        self.attempt_errors: list[str] = [error_class]
+        self.attempt_errors: list[ErrorClass] = [error_class]
         """Error class of every failed attempt (set by the retry layer)."""
         self.retry_wait_s = 0.0
         """Seconds spent waiting in the gate and in backoff (set by the retry layer)."""

@@ -11,6 +11,7 @@ methods, protocols) are checked against their registries when the sweep is set u
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -329,8 +330,9 @@ class Settings(Declared):
         raise ValueError(f"unknown value {v!r}; allowed: {', '.join(STARTS)}, random:N (N >= 1)")
 
 
-def load_settings(cfg: dict[str, Any]) -> Settings:
-    """Validate a composed, resolved config (the ``hydra`` node left out); raises ``ConfigError``."""
+def load_settings(cfg: Mapping[Any, Any]) -> Settings:
+    """Validate a composed, resolved config (OmegaConf's container of it; the ``hydra`` node left out);
+    raises ``ConfigError``."""
     return validate(Settings, {k: v for k, v in cfg.items() if k != "hydra"})
 
 

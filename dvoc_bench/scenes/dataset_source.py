@@ -22,7 +22,7 @@ from PIL import Image
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.geometry import Point, Size
 from dvoc_bench.core.memo import Memo
-from dvoc_bench.core.records import Probe
+from dvoc_bench.core.records import Probe, SceneKind
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
 from dvoc_bench.scenes import sources as registry
 from dvoc_bench.scenes.datasets import FORMATS, DatasetSettings, DatasetSpec, Sample, load_samples, select
@@ -77,7 +77,7 @@ class LazySnapshot(Snapshot):
         object.__setattr__(self, "path", path)
         object.__setattr__(self, "_cache", cache)
 
-    @property  # type: ignore[override]
+    @property
     def image(self) -> np.ndarray:
         return self._cache.get(self.path)  # type: ignore[attr-defined]
 
@@ -136,7 +136,7 @@ class DatasetScenes:
     """The selected samples of one dataset: a :class:`~dvoc_bench.scenes.sources.TaskSource` whose tasks
     run in the dataset's order."""
 
-    kind = "dataset"
+    kind: SceneKind = "dataset"
     ordered = True
     live = False
 

@@ -207,7 +207,7 @@ class Instance:
         if "error" in ready or not ready.get("ready"):
             self.close()
             raise SceneError(f"{task.id}: {ready.get('error', 'the Tk app did not start')} ({task.where})")
-        self.screen = tuple(ready["screen"])  # type: ignore[assignment]
+        self.screen = tuple(ready["screen"])
 
     @property
     def pid(self) -> int:
