@@ -284,7 +284,7 @@ class Step:
     """True when the reply came from the response cache."""
     attempts: int = 1
     """Attempts the call took (each retry after a 429, timeout or 5xx counts)."""
-    attempt_errors: list[str] = field(default_factory=list)
+    attempt_errors: list[ErrorClass] = field(default_factory=list)
     """Error class of every failed attempt of this call, in order."""
     retry_wait_s: float = 0.0
     """Seconds this call waited in its provider's gate and in backoff."""
@@ -342,7 +342,7 @@ class SomRecord:
     """Why there are no marks (the detector failed, or found nothing to mark), as stated to the model in
     ``grounding.error``; the trial then fell back (``som``: one ``click_at`` on the plain screenshot;
     ``som_dvoc``: plain DVOC) and ended ``grounding_error``. ``None`` when marks were shown."""
-    fallback_stop_reason: str | None = None
+    fallback_stop_reason: StopReason | None = None
     """``som_dvoc`` after a grounding error: how its plain DVOC loop ended (``act``, ...)."""
     tag_layout: str | None = None
     """Tag placement used (``avoid | spec``, ``detector.tag_layout``)."""

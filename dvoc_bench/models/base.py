@@ -112,7 +112,7 @@ class Reply:
     """True when served from the response cache."""
     attempts: int = 1
     """Attempts this reply took (retries after 429s, timeouts or 5xx add to it)."""
-    attempt_errors: list[str] = field(default_factory=list)
+    attempt_errors: list[ErrorClass] = field(default_factory=list)
     """Error class of every failed attempt before this reply."""
     retry_wait_s: float = 0.0
     """Seconds spent waiting in the gate and in backoff for this call."""

@@ -71,6 +71,10 @@ def _decode(path: Path) -> np.ndarray:
 class LazySnapshot(Snapshot):
     """A :class:`Snapshot` whose pixels are decoded on use (:class:`ImageCache`), not held."""
 
+    path: Path
+    """The sample's image file."""
+    _cache: ImageCache
+
     def __init__(self, truth: SceneTruth, content_hash: str, path: Path, cache: ImageCache) -> None:
         object.__setattr__(self, "truth", truth)
         object.__setattr__(self, "content_hash", content_hash)
@@ -79,10 +83,10 @@ class LazySnapshot(Snapshot):
 
     @property
     def image(self) -> np.ndarray:
-        return self._cache.get(self.path)  # type: ignore[attr-defined]
+        return self._cache.get(self.path)
 
     def __repr__(self) -> str:
-        return f"LazySnapshot({self.truth.scene_id!r}, {self.path})"  # type: ignore[attr-defined]
+        return f"LazySnapshot({self.truth.scene_id!r}, {self.path})"
 
 
 def _file_digest(path: Path) -> str:

@@ -180,6 +180,9 @@ class PageRender:
 class PageError(ValueError):
     """The page cannot serve as a task (it hangs, navigates away, crashes, or has no valid target)."""
 
+    blocked: tuple[str, ...] = ()
+    """URLs the guard blocked while the page loaded, said with the failure (set where it is raised)."""
+
 
 # ------------------------------------------------------------------------------------------- fonts
 
@@ -507,7 +510,7 @@ def render(session: Session, task: WebTask, keep: bool = True) -> tuple[PageRend
                 .element_handle(timeout=live.timeout_ms)
             )
     except PageError as e:
-        e.blocked = tuple(live.guard.blocked)  # type: ignore[attr-defined]  # said with the failure
+        e.blocked = tuple(live.guard.blocked)
         live.close()
         raise
     except BaseException:
