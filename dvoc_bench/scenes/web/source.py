@@ -46,7 +46,7 @@ from urllib.parse import urlsplit
 
 from dvoc_bench.core.declare import ConfigError, validate
 from dvoc_bench.core.geometry import Point, Size
-from dvoc_bench.core.records import Probe
+from dvoc_bench.core.records import ErrorClass, Probe
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
 from dvoc_bench.scenes.sources import SceneFolder
 from dvoc_bench.scenes.synthetic import DIFFICULTIES, content_hash, read_task_yaml
@@ -74,7 +74,7 @@ class SceneError(ConfigError):
     """A page that cannot be a scene (hangs, navigates away, crashes, no valid target). The sweep records
     its trials as ``status=error`` with ``error_class`` :attr:`error_class` and goes on with the rest."""
 
-    error_class = "scene"
+    error_class: ErrorClass = "scene"
     size: Size | None = None
     """The frame size the scene would have had (plans its start points)."""
 
