@@ -97,6 +97,7 @@ def _dejavu(size: int, thread: int) -> ImageFont.FreeTypeFont:
     return ImageFont.truetype(dejavu_path(), size, layout_engine=ImageFont.Layout.BASIC)
 
 
+# the cache is the per-thread helper's; a function attribute is not something mypy models
 dejavu.cache_clear = _dejavu.cache_clear  # type: ignore[attr-defined]
 
 

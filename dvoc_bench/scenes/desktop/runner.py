@@ -380,6 +380,7 @@ def main(argv: list[str]) -> int:
         root = roots[0] if roots else tkinter._get_default_root("run the main loop")  # type: ignore[attr-defined]
         server.serve(root, real, n)
 
+    # the harness hooks Tk on purpose: every root is remembered, every main loop serves the pipe
     tkinter.Tk.__init__ = init  # type: ignore[method-assign]
     tkinter.Misc.mainloop = hooked  # type: ignore[method-assign]
     tkinter.mainloop = hooked_module
