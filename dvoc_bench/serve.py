@@ -160,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"serve: {e}", file=sys.stderr)
         return 2
     host, port = server.server_address[:2]
+    assert isinstance(host, str)  # a TCP address (a Unix socket's would be bytes)
     # said at once, on stderr (stdout's first line stays the serving line): rendering takes seconds
     print(
         f"serve: rendering the scenes, then serving on http://{host}:{port}/v1 ...",

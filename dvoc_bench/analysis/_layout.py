@@ -123,10 +123,9 @@ def renderer(fig: Figure) -> Any:
     """An Agg renderer for ``fig`` after a layout pass (attaches an Agg canvas when it has none)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    if not isinstance(fig.canvas, FigureCanvasAgg):
-        FigureCanvasAgg(fig)
-    fig.canvas.draw()
-    return fig.canvas.get_renderer()
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    canvas.draw()
+    return canvas.get_renderer()
 
 
 def overlaps(boxes: Sequence[Bbox], pad: float = 0.0) -> list[tuple[int, int]]:

@@ -438,11 +438,11 @@ def paired(
     cols = [*keys, rule, "final_dist_px", "simulated"]
     side_a = trials[(trials[factor] == a) & trials["valid"]][cols]
     side_b = trials[(trials[factor] == b) & trials["valid"]][cols]
-    for name, side in (("a", side_a), ("b", side_b)):
+    for which, side in (("a", side_a), ("b", side_b)):
         dup = side.duplicated(subset=keys, keep=False)
         if dup.any():
             raise ValueError(
-                f"paired: {int(dup.sum())} trials with {factor}={a if name == 'a' else b!r} share a key "
+                f"paired: {int(dup.sum())} trials with {factor}={a if which == 'a' else b!r} share a key "
                 f"({', '.join(keys)}); select one value of the other knobs first"
             )
     m = side_a.merge(side_b, on=keys, suffixes=("_a", "_b"))
@@ -459,7 +459,7 @@ def paired(
         dlo, dhi = bootstrap_ci(diff, rng, n_boot=n_boot)
         xlo, xhi = bootstrap_ci(dd, rng, n_boot=n_boot)
         a_only, b_only = int((sa & ~sb).sum()), int((~sa & sb).sum())
-        row = dict(zip(bykeys, name, strict=True))
+        row: dict[str, Any] = dict(zip(bykeys, name, strict=True))
         row.update(
             factor=factor,
             a=a,

@@ -71,7 +71,9 @@ def wilson(k: Any, n: Any, z: float = Z95) -> tuple[Any, Any]:
     return lo, hi
 
 
-def design_effect(k_per_cluster: Sequence[float], n_per_cluster: Sequence[float]) -> float:
+def design_effect(
+    k_per_cluster: Sequence[float] | np.ndarray, n_per_cluster: Sequence[float] | np.ndarray
+) -> float:
     """Variance of the clustered ratio estimator over the binomial variance (>= 1); ``nan`` with fewer than
     two clusters or at the edges (rate 0 or 1)."""
     ys = np.asarray(k_per_cluster, dtype=float)
@@ -84,7 +86,9 @@ def design_effect(k_per_cluster: Sequence[float], n_per_cluster: Sequence[float]
     return max(1.0, var / (p * (1 - p) / n))
 
 
-def _clustered(k: float, n: float, kc: Sequence[float], nc: Sequence[float], z: float) -> tuple[float, float]:
+def _clustered(
+    k: float, n: float, kc: Sequence[float] | np.ndarray, nc: Sequence[float] | np.ndarray, z: float
+) -> tuple[float, float]:
     if n <= 0:
         return math.nan, math.nan
     if abs(float(np.sum(kc)) - k) > 1e-9 or abs(float(np.sum(nc)) - n) > 1e-9:
@@ -103,7 +107,7 @@ def rate_interval(
     *,
     level: float = 0.95,
     method: str = "wilson",
-    clusters: tuple[Sequence[float], Sequence[float]] | None = None,
+    clusters: tuple[Sequence[float] | np.ndarray, Sequence[float] | np.ndarray] | None = None,
 ) -> tuple[Any, Any]:
     """The interval of a success rate ``k / n`` used everywhere (see :func:`interval_name`).
 

@@ -181,7 +181,7 @@ def _sources(
 
     run_dirs = find_run_dirs(paths) if paths else []
     parts = [load_runs(*run_dirs, text=True)] if run_dirs else []
-    metas = [
+    metas: list[dict[str, Any]] = [
         {"dir": str(r), "frames": frames_mode(r), "rel": os.path.relpath(r.resolve(), out), "sk": scan_run(r)}
         for r in run_dirs
     ]

@@ -72,7 +72,7 @@ def run_job(cfg: DictConfig) -> int:
     return code
 
 
-def _resume_command(hc: object, run_dir: Path) -> str:
+def _resume_command(hc: Any, run_dir: Path) -> str:
     """The command that resumes this run: the same overrides, pointed at the same run dir."""
     overrides = [o for o in hc.overrides.task if not o.startswith(("hydra.run.dir=", "hydra.sweep."))]
     return " ".join(

@@ -84,9 +84,10 @@ def first_bad_job(config: DictConfig, config_name: str | None) -> str | None:
             except ConfigError as e:
                 line = str(e)
             except Exception as e:
-                line = config_error_line(e)
-                if line is None:
+                said = config_error_line(e)
+                if said is None:
                     raise
+                line = said
             else:
                 continue
             return f"{redact(line)} (job {num}: {' '.join(overrides)})"

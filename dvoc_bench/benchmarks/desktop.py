@@ -43,10 +43,13 @@ def _median_ms(xs: list[float]) -> float:
 def run(steps: int = 200, probes: int = 100, clicks: int = 10) -> dict[str, float]:
     from dvoc_bench.core.geometry import Point
     from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
+    from dvoc_bench.scenes.sources import FolderTasks
 
     out: dict[str, float] = {}
     reg = SceneRegistry(default_scenes_dir(), options={"desktop": {"verify_click": True}})
-    desk = reg.source("desktop").backend
+    src = reg.source("desktop")
+    assert isinstance(src, FolderTasks)
+    desk = src.backend
     try:
         t0 = time.perf_counter()
         desk.display.start()
@@ -99,9 +102,12 @@ APP_IDS = "A01,A09,A11,A15,A18,A22"
 
 def run_apps(ids: list[str]) -> dict[str, float]:
     from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
+    from dvoc_bench.scenes.sources import FolderTasks
 
     reg = SceneRegistry(default_scenes_dir(), options={"apps": {}})
-    apps = reg.source("apps").backend
+    src = reg.source("apps")
+    assert isinstance(src, FolderTasks)
+    apps = src.backend
     hits = []
     try:
         for tid in ids:

@@ -248,6 +248,7 @@ def bench_inflight(n_flight: int = 8, d: Path | None = None, overrides: list[str
     from dvoc_bench.core.records import read_jsonl
     from dvoc_bench.draw.workers import default_workers
     from dvoc_bench.models.factory import build_model
+    from dvoc_bench.models.simulator import SimulatedModel
     from dvoc_bench.runner.compose import quick_setup
     from dvoc_bench.runner.sweep import run_sweep
 
@@ -263,6 +264,7 @@ def bench_inflight(n_flight: int = 8, d: Path | None = None, overrides: list[str
 
     def slow(m, gate):  # sim-ideal's own latency: 50 ms from each call's start, its looking included
         model = build_model(m, setup.registry.truth)
+        assert isinstance(model, SimulatedModel)  # sim-ideal
         model.profile = model.profile.model_copy(update={"latency_s": 0.05})
         return gate(model)
 

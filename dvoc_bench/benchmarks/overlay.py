@@ -22,6 +22,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypedDict
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "sim-gemini-3.1-flash-lite"
@@ -61,7 +62,19 @@ def _sweep(run_dir: Path, repeats: int, overrides: Sequence[str]) -> list[dict]:
     return [t for t in map(json.loads, lines) if t["status"] == "ok"]
 
 
-def condition(trials: list[dict]) -> dict[str, float]:
+class Condition(TypedDict):
+    """One condition's success under the radius rule: trials, hits, rate and its clustered 95 % interval."""
+
+    n: int
+    k: int
+    rate: float
+    lo: float
+    hi: float
+    tag: str
+    """The simulated label (empty for real models)."""
+
+
+def condition(trials: list[dict]) -> Condition:
     """Success (hit radius) and its clustered 95 % interval of one condition's trials."""
     from dvoc_bench.analysis.clustered import clustered_rate_interval
 
@@ -103,8 +116,8 @@ def bench_overlay(repeats: int = 6, out=print) -> dict[str, float]:
     plan += [("size", f"arm={a} width={width0}", (red, a, width0)) for a in ARMS]
     plan += [("width", f"arm={arm0} width={w}", (red, arm0, w)) for w in WIDTHS]
     plan += [("corner", f"arm={a} width={w}", (red, a, w)) for a, w in CORNER]
-    rows: dict[str, list[dict[str, float]]] = {}
-    done: dict[tuple, dict[str, float]] = {}
+    rows: dict[str, list[Condition]] = {}
+    done: dict[tuple, Condition] = {}
     with tempfile.TemporaryDirectory(prefix="dvoc-overlay-") as tmp:
         for i, (kind, label, style) in enumerate(plan):
             if style not in done:

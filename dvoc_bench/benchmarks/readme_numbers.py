@@ -92,7 +92,7 @@ def frames_sentence(d: Path) -> str:
     trials = [json.loads(x) for x in (run / "trials.jsonl").read_text().splitlines() if x.strip()]
     rates = {}
     for proto in ("paper", "v1"):
-        per_model = {}
+        per_model: dict[str, list[bool]] = {}
         for t in trials:
             if t["method"] == "oneshot" and t["protocol"] == proto and t["status"] == "ok":
                 per_model.setdefault(t["model"], []).append(bool(t["hit"]))

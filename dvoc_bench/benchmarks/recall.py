@@ -41,6 +41,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -49,6 +50,9 @@ from dvoc_bench.core.geometry import Box, Point, box_iou
 from dvoc_bench.core.scene import Snapshot
 from dvoc_bench.detect.types import Detector
 from dvoc_bench.draw.som_render import MAX_AREA_FRAC, Mark, marks_from_detections
+
+if TYPE_CHECKING:
+    from dvoc_bench.detect.config import DetectorConfig
 
 IOU_MIN = 0.5
 """A mark matches a DOM element at this IoU or more."""
@@ -355,6 +359,18 @@ def _snapshots(args: argparse.Namespace) -> list[tuple[Snapshot, list[Box] | Non
     return out
 
 
+def _same(det: Detector) -> Callable[[Snapshot], Detector]:
+    """One detector for every page."""
+    return lambda _s: det
+
+
+def _oracle(cfg: DetectorConfig) -> Callable[[Snapshot], Detector]:
+    """The oracle of each page's own truth."""
+    from dvoc_bench.detect.service import build_detector
+
+    return lambda s: build_detector(cfg, s.truth)
+
+
 def _detectors(args: argparse.Namespace) -> dict[str, Callable[[Snapshot], Detector]]:
     from dvoc_bench.detect.config import detector_config
     from dvoc_bench.detect.service import build_detector
@@ -362,21 +378,17 @@ def _detectors(args: argparse.Namespace) -> dict[str, Callable[[Snapshot], Detec
     out: dict[str, Callable[[Snapshot], Detector]] = {}
     for name in args.detectors:
         if name == "oracle":
-            cfg = detector_config("oracle")
-            out[name] = lambda s, cfg=cfg: build_detector(cfg, s.truth)
+            out[name] = _oracle(detector_config("oracle"))
         elif name == "cv":
-            cv = build_detector(detector_config("cv"))
-            out[name] = lambda s, cv=cv: cv
+            out[name] = _same(build_detector(detector_config("cv")))
         elif name == "onnx":
             node = {"backend": "onnx", "model": args.onnx_model, "anchors": args.onnx_anchors}
-            onnx = build_detector(detector_config(node))
-            out[name] = lambda s, onnx=onnx: onnx
+            out[name] = _same(build_detector(detector_config(node)))
         elif name == "omniparser":
             for size in args.imgsz:
                 node = {"backend": "omniparser", "model": args.omniparser_model, "imgsz": size}
-                omni = build_detector(detector_config(node))
                 label = name if len(args.imgsz) == 1 else f"{name}@{size}"
-                out[label] = lambda s, omni=omni: omni
+                out[label] = _same(build_detector(detector_config(node)))
     return out
 
 

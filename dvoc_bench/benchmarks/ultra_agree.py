@@ -140,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         ref = load_reference(args.reference)
-    except ValueError as e:
-        ap.error(str(e))
+    except ValueError as err:
+        ap.error(str(err))
     weights = args.model or default_weights()
     if not weights.is_file():
         ap.error(f"--model: no weights at {weights}")

@@ -33,10 +33,13 @@ def _median_ms(xs: list[float]) -> float:
 def run(repeats: int = 3, steps: int = 200, probes: int = 100, clicks: int = 10) -> dict[str, float]:
     from dvoc_bench.core.geometry import Point
     from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
+    from dvoc_bench.scenes.sources import FolderTasks
 
     out: dict[str, float] = {}
     reg = SceneRegistry(default_scenes_dir(), options={"web": {"verify_click": True}})
-    web = reg.source("web").backend
+    src = reg.source("web")
+    assert isinstance(src, FolderTasks)
+    web = src.backend
     try:
         t0 = time.perf_counter()
         web.browser.run(lambda s: None)

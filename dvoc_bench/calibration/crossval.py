@@ -535,7 +535,7 @@ def verdict(r: Mapping[str, Any]) -> str:
 def cv_table(folds: Sequence[Fold] | Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per held-out unit: recorded count, the simulator's and both baselines' 95 % predictive
     interval, p-value and log score (nats), and the verdict."""
-    recs = fold_records(folds) if folds and isinstance(folds[0], Fold) else list(folds)  # type: ignore[arg-type]
+    recs: list[Mapping[str, Any]] = [fold_records([f])[0] if isinstance(f, Fold) else f for f in folds]
     rows = []
     for r in recs:
         row: dict[str, Any] = {"unit": f"{r['kind']} {r['unit']}", "recorded": f"{r['k']}/{r['n']}"}

@@ -151,7 +151,7 @@ def input_digests(steps: pd.DataFrame) -> pd.Series:
     sent (for a DVOC call the scene, the drawn crosshair and the iteration label; for a one-shot call the
     raw screenshot of the task). Two calls with the same digest had identical inputs; ``None`` when the
     prompt was not recorded."""
-    out = []
+    out: list[str | None] = []
     for r in steps[["model", "task", "kind", "index", "draft_x", "draft_y", "prompt"]].itertuples(
         index=False
     ):

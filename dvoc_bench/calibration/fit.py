@@ -380,7 +380,7 @@ def _weighted_quantiles(x: np.ndarray, w: np.ndarray, qs: Sequence[float]) -> tu
     order = np.argsort(x)
     x, w = x[order], w[order]
     c = np.cumsum(w) / w.sum()
-    return tuple(float(x[min(np.searchsorted(c, q), len(x) - 1)]) for q in qs)
+    return tuple(float(x[min(int(np.searchsorted(c, q)), len(x) - 1)]) for q in qs)
 
 
 # ----------------------------------------------------------------------------------------- confidence
@@ -545,8 +545,9 @@ class ModelFit:
     """Offset fit per canvas (``800x600``, ``1280x720``)."""
     shares: dict[str, dict[str, float]]
     """Plain discrete shares, pooled (``all``) and per canvas."""
-    near: dict[str, dict[str, float]]
-    """Near-target rates and axis drop used in the profile, per canvas and ``all`` (after refinement)."""
+    near: dict[str, dict[str, float | str | None]]
+    """Near-target rates and axis drop used in the profile, per canvas and ``all`` (after refinement), with
+    the ``zero_rule`` (``box`` or ``distance``) and the axis-drop reaches (px; ``None``: no bound)."""
     confidence: dict[str, Any]
     """Confidence fit (:func:`fit_confidence`)."""
     oneshot: dict[str, Any]

@@ -46,7 +46,9 @@ from dvoc_bench.core.geometry import Offset, Point, Size, clamp_point
 AlphaSchedule = Literal["decay", "constant", "undamped", "adaptive"]
 """The alpha schedules (``alphas=[...]``)."""
 ALPHA_SCHEDULES: tuple[str, ...] = get_args(AlphaSchedule)
-DECISIONS = ("refine", "act", "abort_oscillation", "abort_stuck")
+Decision = Literal["refine", "act", "abort_oscillation", "abort_stuck"]
+"""The policy's decision after a report (the rules above; ``decision`` of a DVOC step)."""
+DECISIONS: tuple[str, ...] = get_args(Decision)
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ class AdaptiveConfig(Declared):
     """A report counts as clearly shrinking when ``m_k <= progress * m_{k-1}``."""
 
 
-def decide(reports: Sequence[Report], cfg: LoopConfig) -> str:
+def decide(reports: Sequence[Report], cfg: LoopConfig) -> Decision:
     """The policy decision after the last report (see the module docstring for the rules)."""
     n = len(reports)
     if n >= 3:

@@ -29,6 +29,7 @@ from pydantic import model_validator
 
 from dvoc_bench.core.declare import Declared, PosInt
 from dvoc_bench.core.geometry import Frame, FrameName, Size
+from dvoc_bench.core.records import AnswerKind
 
 Axes = Literal["xy", "yx"]
 """Order of the two numbers of a point as the model writes them: ``xy`` (x first) or ``yx`` (Gemini)."""
@@ -176,7 +177,7 @@ class FrameRule(Declared):
         xm, ym = (seen.width, seen.height) if scale is None else (scale, scale)
         return abs(dx) <= xm and abs(dy) <= ym
 
-    def range_words(self, seen: Size, kind: str = "point") -> str:
+    def range_words(self, seen: Size, kind: AnswerKind = "point") -> str:
         """The declared range in words, for a step's ``parse_detail``: ``0-1000``, ``1288x728 px``; an
         offset's as ``|d| <= 1000``, ``|dx| <= 1288, |dy| <= 728 px``."""
         scale = Frame(self.units).scale

@@ -1,7 +1,9 @@
 """Typed records of a sweep: what was planned, what each model call did, how each trial ended.
 
 This module is the one list of the values records may take: :data:`Status`, :data:`StopReason`,
-:data:`ErrorClass`, :data:`SceneKind`, :data:`StepKind`, :data:`ParseStatus`. Every later feature that
+:data:`ErrorClass`, :data:`SceneKind`, :data:`StepKind`, :data:`ParseStatus`, :data:`AnswerKind` and
+:data:`Decision` (the stop policy's, declared beside it in :mod:`dvoc_bench.core.control`), as ``Literal``
+types that the signatures passing them use. Every later feature that
 needs a new value (a stop reason, an error class, a scene kind) adds it here, and everything that checks
 or groups by them (config validation, the summary, the analysis schema) reads it from here.
 
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from dvoc_bench.core.control import LoopConfig
+from dvoc_bench.core.control import Decision, LoopConfig
 from dvoc_bench.core.geometry import Box, Point
 from dvoc_bench.core.scoring import score
 
@@ -82,12 +84,17 @@ ParseStatus = Literal["ok", "text_fallback", "parse_error", "out_of_frame", "cal
 numbers outside the declared frame's range (kept in ``values_raw``, never clamped, not used), or no reply
 at all."""
 
+AnswerKind = Literal["offset", "point"]
+"""What an answer's numbers are: an ``offset`` (``dx, dy``: a DVOC report) or a ``point`` (``x, y``: a
+click, a zoom round, an absolute check)."""
+
 TRIAL_STATUSES: tuple[str, ...] = get_args(Status)
 STOP_REASONS: tuple[str, ...] = get_args(StopReason)
 ERROR_CLASSES: tuple[str, ...] = get_args(ErrorClass)
 SCENE_KINDS: tuple[str, ...] = get_args(SceneKind)
 STEP_KINDS: tuple[str, ...] = get_args(StepKind)
 PARSE_STATUSES: tuple[str, ...] = get_args(ParseStatus)
+ANSWER_KINDS: tuple[str, ...] = get_args(AnswerKind)
 
 
 @dataclass(kw_only=True)
@@ -288,7 +295,7 @@ class Step:
     """Offset the loop uses (absolute answers are turned into ``answer - draft``)."""
     alpha: float | None = None
     """Gain applied to the reported offset."""
-    decision: str | None = None
+    decision: Decision | None = None
     """Policy decision after this report: ``refine | act | abort_oscillation | abort_stuck``."""
     step_raw: list[float] | None = None
     """``alpha * offset`` before clamping."""
@@ -340,7 +347,7 @@ class Step:
     """True when the reply came from the response cache."""
     attempts: int = 1
     """Attempts the call took (each retry after a 429, timeout or 5xx counts)."""
-    attempt_errors: list[str] = field(default_factory=list)
+    attempt_errors: list[ErrorClass] = field(default_factory=list)
     """Error class of every failed attempt of this call, in order."""
     retry_wait_s: float = 0.0
     """Seconds this call waited in its provider's gate and in backoff."""
@@ -404,7 +411,7 @@ class SomRecord:
     """Why there are no marks (the detector failed, or found nothing to mark), as stated to the model in
     ``grounding.error``; the trial then fell back (``som``: one ``click_at`` on the plain screenshot;
     ``som_dvoc``: plain DVOC) and ended ``grounding_error``. ``None`` when marks were shown."""
-    fallback_stop_reason: str | None = None
+    fallback_stop_reason: StopReason | None = None
     """``som_dvoc`` after a grounding error: how its plain DVOC loop ended (``act``, ...)."""
     tag_layout: str | None = None
     """Tag placement used (``avoid | spec``, ``detector.tag_layout``)."""

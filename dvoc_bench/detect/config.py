@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -106,6 +106,9 @@ class HelperOptions(Declared):
 
 
 class _Area(Declared):
+    if TYPE_CHECKING:  # for the checker only (not a pydantic field): every backend's settings declare it
+        backend: str
+
     max_area_frac: float = Field(0.5, gt=0.0, le=1.0)
     """SoM drops boxes covering more than this share of the screen."""
     tag_layout: Literal["avoid", "spec"] = "avoid"
@@ -129,12 +132,12 @@ class _YoloSettings(_Area, YoloOptions):
     @model_validator(mode="after")
     def _files(self) -> _YoloSettings:
         if not self.model:
-            raise ValueError(f"model: detector={self.backend} needs a model path")  # type: ignore[attr-defined]
+            raise ValueError(f"model: detector={self.backend} needs a model path")
         if not Path(self.model).is_file():
             raise ValueError(f"model: file not found: {self.model}")
         if not self.anchors:
             raise ValueError(
-                f"anchors: detector={self.backend} needs the anchors file shipped with the model "  # type: ignore[attr-defined]
+                f"anchors: detector={self.backend} needs the anchors file shipped with the model "
                 f"(RK_anchors.txt), or detector.anchors={ANCHORS_DEFAULT} to use YOLOv5's default anchors"
             )
         if self.anchors != ANCHORS_DEFAULT and not Path(self.anchors).is_file():
@@ -184,7 +187,7 @@ class HelperSettings(_Area, HelperOptions):
         return self
 
 
-DETECTOR_SETTINGS: dict[str, type[Declared]] = {
+DETECTOR_SETTINGS: dict[str, type[_Area]] = {
     "oracle": OracleSettings,
     "cv": CvSettings,
     "onnx": OnnxSettings,
@@ -194,7 +197,7 @@ DETECTOR_SETTINGS: dict[str, type[Declared]] = {
 }
 """The settings of each backend (the ``detector`` group's options)."""
 
-_OPTIONS = {
+_OPTIONS: dict[str, type[Declared]] = {
     "oracle": OracleOptions,
     "cv": CvOptions,
     "onnx": YoloOptions,
@@ -253,10 +256,10 @@ def detector_config(node: Mapping[str, Any] | str | None = None) -> DetectorConf
     if backend not in DETECTOR_SETTINGS:
         raise ConfigError(f"detector: unknown value {backend!r}; allowed: {', '.join(BACKENDS)}")
     s = validate(DETECTOR_SETTINGS[backend], dict(node), "detector.")
-    opts = _OPTIONS[backend](**s.model_dump(include=set(_OPTIONS[backend].model_fields)))
+    opts: Any = _OPTIONS[backend](**s.model_dump(include=set(_OPTIONS[backend].model_fields)))
     return DetectorConfig(
         backend=backend,
-        max_area_frac=s.max_area_frac,  # type: ignore[attr-defined]
-        tag_layout=s.tag_layout,  # type: ignore[attr-defined]
+        max_area_frac=s.max_area_frac,
+        tag_layout=s.tag_layout,
         **{backend: opts},
     )

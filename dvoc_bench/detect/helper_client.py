@@ -42,6 +42,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from typing import cast
 
 import numpy as np
 
@@ -121,7 +122,7 @@ class _Process:
                     return False
 
     @staticmethod
-    def _lines(out: io.BufferedReader) -> Iterator[bytes | int]:
+    def _lines(out: io.BufferedReader[io.RawIOBase]) -> Iterator[bytes | int]:
         """Lines of at most ``MAX_LINE_BYTES``; a longer line is read past in bounded pieces and reported
         by its size (an ``int``) instead."""
         while True:
@@ -141,7 +142,7 @@ class _Process:
 
     def _read_stdout(self) -> None:
         assert self.popen.stdout is not None
-        out = io.BufferedReader(self.popen.stdout)  # type: ignore[arg-type]
+        out = io.BufferedReader(cast(io.RawIOBase, self.popen.stdout))  # bufsize=0: a raw FileIO
         try:
             for raw in self._lines(out):
                 item = (
@@ -157,7 +158,7 @@ class _Process:
 
     def _read_stderr(self) -> None:
         assert self.popen.stderr is not None
-        err = io.BufferedReader(self.popen.stderr)  # type: ignore[arg-type]
+        err = io.BufferedReader(cast(io.RawIOBase, self.popen.stderr))  # bufsize=0: a raw FileIO
         try:
             for raw in self._lines(err):
                 if isinstance(raw, int):

@@ -178,7 +178,7 @@ def prepare(model: str | Path, sha256: str | None = None, cache: Path | None = N
         net = ckpt.get("model") or ckpt.get("ema")
         if net is None:
             raise PtError(f"no model in the checkpoint (keys {sorted(ckpt)[:8]})")
-        proto, blocks = build_onnx(net)  # type: ignore[arg-type]
+        proto, blocks = build_onnx(net)
     except PtError as e:
         raise WeightsError(f"{p}: not an ultralytics YOLO detection checkpoint: {e}") from None
     except ImportError as e:

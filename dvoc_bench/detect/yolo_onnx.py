@@ -63,7 +63,7 @@ def _conv2d(g: _Graph, x: str, conv: Module, bn: Module | None) -> str:
     a = conv.attrs
     if a.get("padding_mode", "zeros") != "zeros" or a.get("transposed"):
         raise PtError(f"unsupported convolution ({a.get('padding_mode')}, transposed={a.get('transposed')})")
-    w = conv.param("weight").astype(np.float32)
+    w: np.ndarray = conv.param("weight").astype(np.float32)
     b = conv.params.get("bias")
     b = np.zeros(w.shape[0], np.float32) if b is None else b.astype(np.float32)
     if bn is not None:  # fold: y = gamma (conv - mean) / sqrt(var + eps) + beta
@@ -74,7 +74,7 @@ def _conv2d(g: _Graph, x: str, conv: Module, bn: Module | None) -> str:
     if isinstance(pad, str):
         raise PtError(f"unsupported convolution padding {pad!r}")
     ph, pw = _pair(pad)
-    return g.op(  # type: ignore[no-any-return]
+    return g.op(
         "Conv",
         [x, g.const(w.astype(np.float32), "w"), g.const(b.astype(np.float32), "b")],
         kernel_shape=list(w.shape[2:]),
@@ -89,15 +89,15 @@ def _act(g: _Graph, x: str, act: Module | None) -> str:
     if act is None or act.name == "Identity":
         return x
     if act.name == "SiLU":
-        return g.op("Mul", [x, g.op("Sigmoid", [x])])  # type: ignore[no-any-return]
+        return g.op("Mul", [x, g.op("Sigmoid", [x])])
     if act.name == "ReLU":
-        return g.op("Relu", [x])  # type: ignore[no-any-return]
+        return g.op("Relu", [x])
     if act.name == "Sigmoid":
-        return g.op("Sigmoid", [x])  # type: ignore[no-any-return]
+        return g.op("Sigmoid", [x])
     if act.name == "Hardswish":
-        return g.op("HardSwish", [x])  # type: ignore[no-any-return]
+        return g.op("HardSwish", [x])
     if act.name == "LeakyReLU":
-        return g.op("LeakyRelu", [x], alpha=float(act.attrs.get("negative_slope", 0.01)))  # type: ignore[no-any-return]
+        return g.op("LeakyRelu", [x], alpha=float(act.attrs.get("negative_slope", 0.01)))
     raise PtError(f"unsupported activation {act.name}")
 
 
@@ -107,7 +107,7 @@ def _split(g: _Graph, x: str, sizes: list[int], axis: int = 1) -> list[str]:
 
 
 def _cat(g: _Graph, xs: list[str], axis: int = 1) -> str:
-    return g.op("Concat", xs, axis=axis)  # type: ignore[no-any-return]
+    return g.op("Concat", xs, axis=axis)
 
 
 class _Builder:
@@ -120,7 +120,7 @@ class _Builder:
         if fn is None:
             raise PtError(f"unsupported block {m.qual}")
         self.blocks[m.name] += 1
-        return fn(m, x)  # type: ignore[no-any-return]
+        return fn(m, x)
 
     def _seq(self, m: Module, x: str) -> str:
         for c in m.children.values():
@@ -143,7 +143,7 @@ class _Builder:
 
     def _m_Bottleneck(self, m: Module, x: str) -> str:
         y = self.run(m.child("cv2"), self.run(m.child("cv1"), x))
-        return self.g.op("Add", [x, y]) if m.attrs.get("add") else y  # type: ignore[no-any-return]
+        return self.g.op("Add", [x, y]) if m.attrs.get("add") else y
 
     def _m_C2f(self, m: Module, x: str) -> str:  # also C3k2: cv1 -> chunk(2) -> each m on the last -> cv2
         c = int(m.attrs["c"])
@@ -179,7 +179,7 @@ class _Builder:
         y = self.run(m.child("attn"), x)
         x = self.g.op("Add", [x, y]) if add else y
         y = self.run(m.child("ffn"), x)
-        return self.g.op("Add", [x, y]) if add else y  # type: ignore[no-any-return]
+        return self.g.op("Add", [x, y]) if add else y
 
     def _m_Attention(self, m: Module, x: str) -> str:
         g = self.g
@@ -205,7 +205,7 @@ class _Builder:
             else m.attrs["scale_factor"][0]
         )
         scales = self.g.const(np.asarray([1.0, 1.0, s, s], np.float32), "scales")
-        return self.g.op(  # type: ignore[no-any-return]
+        return self.g.op(
             "Resize",
             [x, "", scales],
             mode="nearest",

@@ -97,6 +97,7 @@ def _dejavu(size: int, thread: int) -> ImageFont.FreeTypeFont:
     return ImageFont.truetype(dejavu_path(), size, layout_engine=ImageFont.Layout.BASIC)
 
 
+# the cache is the per-thread helper's; a function attribute is not something mypy models
 dejavu.cache_clear = _dejavu.cache_clear  # type: ignore[attr-defined]
 
 
@@ -458,7 +459,9 @@ def encode_png(image: np.ndarray, *, base: np.ndarray | None = None) -> bytes:
     segs, adler = [], 1
     for i, r in enumerate(range(0, h, BAND_ROWS)):
         band = flat[r : r + BAND_ROWS]
-        if reuse is not None and np.array_equal(band, base.reshape(h, 3 * w)[r : r + BAND_ROWS]):
+        if reuse is not None and base is not None and np.array_equal(
+            band, base.reshape(h, 3 * w)[r : r + BAND_ROWS]
+        ):
             seg, a, n = reuse[i]
         else:
             seg, a, n = _band(band, r + BAND_ROWS >= h)

@@ -212,7 +212,7 @@ def tag_size(text: str, font_px: int) -> tuple[int, int, int]:
     """``(width, height, pad)`` of a tag holding ``text`` at ``font_px``."""
     pad = max(1, round(font_px / 6))
     left, top, right, bottom = dejavu(font_px).getbbox(text)
-    return right - left + 2 * pad, bottom - top + 2 * pad, pad
+    return int(right - left) + 2 * pad, int(bottom - top) + 2 * pad, pad  # FreeType's box is in whole pixels
 
 
 def spec_position(box: Rect, tw: int, th: int, size: Size) -> tuple[int, int]:
@@ -307,6 +307,7 @@ def layout_marks(
     h, w = image.shape[:2]
     size = Size(w, h)
     lum = relative_luminance(image)
+    assert isinstance(lum, np.ndarray)  # an image's luminance is a map, not one value
     ink = ink_integral(lum)
     boxes = [box_rect(m) for m in marks]
     line = style.line_px
@@ -324,6 +325,7 @@ def layout_marks(
         text = str(m.id)
         font = style.font_px
         tw, th, pad = tag_size(text, font)
+        tag: Tag | None
         if mode == "spec":
             x, y = spec_position(b, tw, th, size)
             rect = (x, y, x + tw - 1, y + th - 1)

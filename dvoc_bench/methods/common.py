@@ -13,7 +13,7 @@ import numpy as np
 from dvoc_bench.core.control import AdaptiveConfig
 from dvoc_bench.core.frames import FrameRule, frame_rule_of
 from dvoc_bench.core.geometry import Box, Frame, Offset, Point, Size, offset_to_pixels, point_to_pixels
-from dvoc_bench.core.records import Step, TrialResult, TrialSpec
+from dvoc_bench.core.records import AnswerKind, Step, StepKind, TrialResult, TrialSpec
 from dvoc_bench.core.scene import Snapshot
 from dvoc_bench.draw.render import OverlayStyle, encode_png
 from dvoc_bench.draw.sending import View, model_view, resize_image
@@ -179,7 +179,11 @@ class CallOutcome:
 
 
 async def call_model(
-    env: TrialEnv, req: ModelRequest, kind: str = "offset", *, parser: Callable[[Reply], Parsed] | None = None
+    env: TrialEnv,
+    req: ModelRequest,
+    kind: AnswerKind = "offset",
+    *,
+    parser: Callable[[Reply], Parsed] | None = None,
 ) -> CallOutcome:
     """Call the model and parse the reply (``parse_reply(reply, kind)`` unless a ``parser`` is given);
     a transport/provider failure is returned, never raised."""
@@ -194,7 +198,7 @@ async def call_model(
     return CallOutcome(reply, parsed, None, latency)
 
 
-def to_pixels(parsed: Parsed, kind: str, frame: str, req: ModelRequest) -> Point | Offset | None:
+def to_pixels(parsed: Parsed, kind: AnswerKind, frame: str, req: ModelRequest) -> Point | Offset | None:
     """The parsed numbers converted from the declared frame to pixels of the image sent (``req.image_size``;
     :func:`to_screen` maps them to the screenshot)."""
     if parsed.values is None:
@@ -215,7 +219,7 @@ def read_point(parsed: Parsed, rule: FrameRule, seen: Size) -> tuple[Point | Non
 
 
 def read_value(
-    parsed: Parsed, kind: str, rule: FrameRule, seen: Size
+    parsed: Parsed, kind: AnswerKind, rule: FrameRule, seen: Size
 ) -> tuple[Point | Offset | None, str | None]:
     """A parsed answer (``kind``: ``point`` or ``offset``) in pixels of the image seen, through ``rule``'s
     units; ``(None, "out_of_frame:...")`` when its numbers lie outside the frame's declared range (a point:
@@ -235,7 +239,9 @@ def read_value(
     return point_to_pixels(Point(x, y), fr, seen), None
 
 
-def checked(step: Step, parsed: Parsed, kind: str, rule: FrameRule, seen: Size) -> Point | Offset | None:
+def checked(
+    step: Step, parsed: Parsed, kind: AnswerKind, rule: FrameRule, seen: Size
+) -> Point | Offset | None:
     """:func:`read_value`, recording an answer outside the frame on ``step`` (``parse_status=out_of_frame``,
     the reason in ``parse_detail``; its numbers stay in ``values_raw``)."""
     value, out_of_frame = read_value(parsed, kind, rule, seen)
@@ -255,7 +261,7 @@ def to_screen(value: Point | Offset | None, view: View | None) -> Point | Offset
 def base_step(
     spec: TrialSpec,
     index: int,
-    kind: str,
+    kind: StepKind,
     req: ModelRequest,
     out: CallOutcome,
     frame_sha: str,

@@ -12,7 +12,7 @@ import dataclasses
 from dvoc_bench.core import control
 from dvoc_bench.core.control import Report
 from dvoc_bench.core.geometry import Frame, Offset, Point
-from dvoc_bench.core.records import Step, TrialResult, TrialSpec
+from dvoc_bench.core.records import AnswerKind, Step, TrialResult, TrialSpec
 from dvoc_bench.draw.render import draw_overlay
 from dvoc_bench.draw.sending import View
 from dvoc_bench.methods.common import (
@@ -67,7 +67,7 @@ async def refine(
     size, target = snap.size, snap.target_box.centre
     protocol = get_protocol(spec.protocol)
     frame = Frame(spec.coord_frame)
-    kind = "offset" if spec.predict == "relative" else "point"
+    kind: AnswerKind = "offset" if spec.predict == "relative" else "point"
     policy = spec.loop
     draft = start
     reports: list[Report] = []

@@ -13,9 +13,9 @@ lookup.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from dvoc_bench.core.records import TrialResult, TrialSpec
 from dvoc_bench.methods.common import TrialEnv
@@ -25,7 +25,8 @@ Knob = Literal["protocol", "alpha", "overlay", "predict", "detector", "zoom"]
 
 KNOBS: tuple[str, ...] = get_args(Knob)
 
-MethodFn = Callable[[TrialSpec, TrialEnv], Awaitable[TrialResult]]
+MethodFn = Callable[[TrialSpec, TrialEnv], Coroutine[Any, Any, TrialResult]]
+"""A method: ``async def run(spec, env) -> TrialResult``."""
 MaxCalls = Callable[[TrialSpec], int]
 """The most model calls one trial of a method can make, from its spec (``max_iterations``, ...)."""
 

@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, replace
 
 from dvoc_bench.core.geometry import Frame, Point, clamp_point
-from dvoc_bench.core.records import ErrorClass, SomRecord, Step, TrialResult, TrialSpec
+from dvoc_bench.core.records import ErrorClass, SomRecord, Step, StopReason, TrialResult, TrialSpec
 from dvoc_bench.detect.types import DetectorError
 from dvoc_bench.draw.som_render import Mark, draw_marks, marks_from_detections, plan_marks
 from dvoc_bench.methods.common import (
@@ -59,7 +59,7 @@ class Selection:
     """``som`` filled with the detector and the pick; ``steps`` holds the select call (if one was made)."""
     point: Point | None
     """Centre of the chosen mark, ``None`` when there is none."""
-    stop_reason: str
+    stop_reason: StopReason
     """``selected | no_valid_id | grounding_error | error``."""
     call_error: ModelCallError | None = None
     """The failed call, when the model call failed."""

@@ -32,8 +32,14 @@ DEFAULTS = {"alpha": "decay", "overlay": "full", "predict": "relative"}
 
 def dvoc_spec(spec: TrialSpec, start: list[float]) -> TrialSpec:
     """The spec DVOC runs with: the SoM start, and the default DVOC knobs where the plan has none."""
-    knobs = {k: (v if getattr(spec, k) == NOT_APPLICABLE else getattr(spec, k)) for k, v in DEFAULTS.items()}
-    return dataclasses.replace(spec, start=start, **knobs)
+
+    def knob(name: str) -> str:
+        planned: str = getattr(spec, name)
+        return DEFAULTS[name] if planned == NOT_APPLICABLE else planned
+
+    return dataclasses.replace(
+        spec, start=start, alpha=knob("alpha"), overlay=knob("overlay"), predict=knob("predict")
+    )
 
 
 @method(

@@ -22,7 +22,7 @@ enlarged part of the screen.
 from __future__ import annotations
 
 from dvoc_bench.core.geometry import Frame, Point, clamp_point
-from dvoc_bench.core.records import Step, TrialResult, TrialSpec
+from dvoc_bench.core.records import Step, StopReason, TrialResult, TrialSpec
 from dvoc_bench.core.scoring import score
 from dvoc_bench.draw.sending import View, zoom_window
 from dvoc_bench.methods.common import (
@@ -125,11 +125,11 @@ async def run_zoom_dvoc(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     return await refine(spec, env, point, view, steps)
 
 
-def _done(steps: list[Step], point: Point | None, iterations: int, reason: str) -> TrialResult:
+def _done(steps: list[Step], point: Point | None, iterations: int, reason: StopReason) -> TrialResult:
     return finish(
         TrialResult(
             status="ok",
-            stop_reason=reason,  # type: ignore[arg-type]
+            stop_reason=reason,
             final_point=point.as_list() if point else None,
             iterations=iterations,
             steps=steps,

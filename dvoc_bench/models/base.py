@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from dvoc_bench.core.geometry import Size
+from dvoc_bench.core.records import ErrorClass
 from dvoc_bench.core.text import safe_text, safe_value
 
 MAX_REPLY_CHARS = 64000
@@ -112,7 +113,7 @@ class Reply:
     """True when served from the response cache."""
     attempts: int = 1
     """Attempts this reply took (retries after 429s, timeouts or 5xx add to it)."""
-    attempt_errors: list[str] = field(default_factory=list)
+    attempt_errors: list[ErrorClass] = field(default_factory=list)
     """Error class of every failed attempt before this reply."""
     retry_wait_s: float = 0.0
     """Seconds spent waiting in the gate and in backoff for this call."""
@@ -211,7 +212,7 @@ def bound_reply(
 class ModelCallError(Exception):
     """A call that failed on the transport or provider side. Its message must never contain a key."""
 
-    def __init__(self, error_class: str, message: str, retry_after: float | None = None):
+    def __init__(self, error_class: ErrorClass, message: str, retry_after: float | None = None):
         super().__init__(message)
         self.error_class = error_class
         """``rate_limit | timeout | server | connection | auth | quota | bad_request | unknown``."""
@@ -219,7 +220,7 @@ class ModelCallError(Exception):
         """Seconds the provider asked us to wait, when it said."""
         self.attempts = 1
         """Attempts made before giving up (set by the retry layer)."""
-        self.attempt_errors: list[str] = [error_class]
+        self.attempt_errors: list[ErrorClass] = [error_class]
         """Error class of every failed attempt (set by the retry layer)."""
         self.retry_wait_s = 0.0
         """Seconds spent waiting in the gate and in backoff (set by the retry layer)."""

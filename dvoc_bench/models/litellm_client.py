@@ -52,6 +52,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from dvoc_bench.core.records import ErrorClass
 from dvoc_bench.core.redaction import (
     NO_KEY,
     install_log_redaction,
@@ -225,6 +226,7 @@ def classify_exception(e: BaseException, secrets: set[str] | frozenset[str] | No
     raw = redact_head(f"{type(e).__name__}: {e}", ERROR_SCAN_CHARS, secrets)
     low = raw.lower()
     retry: float | None = None
+    cls: ErrorClass
     if chain & _TIMEOUTS or code == 408:
         cls = "timeout"
     elif code == 429 or "RateLimitError" in names:
@@ -397,7 +399,8 @@ class LiteLLMModel:
         if s.send_seed:
             kw["seed"] = int(req.seed)
         if self.simulated and req.crop is not None:  # the local simulator maps its truth through the crop;
-            extra = kw.get("extra_body") if isinstance(kw.get("extra_body"), dict) else {}
+            extra = kw.get("extra_body")
+            extra = extra if isinstance(extra, dict) else {}
             kw["extra_body"] = {**extra, CROP_FIELD: [float(v) for v in req.crop]}  # never to a real provider
         kw.update(timeout=s.timeout_s, num_retries=0, max_retries=0, drop_params=True)
         return kw

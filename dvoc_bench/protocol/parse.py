@@ -56,6 +56,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dvoc_bench.core.records import ParseStatus
 from dvoc_bench.models.base import Reply
 from dvoc_bench.protocol.tools import FIELDS, TOOL_NAMES, ToolKind
 
@@ -86,7 +87,7 @@ _NAME_RE = re.compile(r"[^A-Za-z0-9_.\-]")
 class Parsed:
     """The outcome of reading one reply."""
 
-    status: str
+    status: ParseStatus
     """``ok`` (from a tool call), ``text_fallback`` (from the free text) or ``parse_error``."""
     detail: str | None
     """Why / which rule: ``None`` or ``;``-separated tags ``category[:argument]`` (see module docs)."""

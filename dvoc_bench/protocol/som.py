@@ -34,6 +34,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from dvoc_bench.core.geometry import Frame, Size
+from dvoc_bench.core.records import ParseStatus
 from dvoc_bench.draw.som_render import Mark
 from dvoc_bench.models.base import Reply
 from dvoc_bench.protocol.parse import (
@@ -233,9 +234,9 @@ def _from_mapping(obj: Mapping[Any, Any]) -> tuple[dict[str, float] | None, floa
                 values, conf, notes, failure = _from_mapping(inner)
                 return values, conf, (["nested_arguments", *notes] if values else notes), failure
         return None, None, [], "missing_field:id"
-    ident, failure, from_string = _id_value(mapping[key])
+    ident, why, from_string = _id_value(mapping[key])
     if ident is None:
-        return None, None, [], failure or "not_a_number:id"
+        return None, None, [], why or "not_a_number:id"
     confidence, notes = _confidence(mapping)
     if from_string:
         notes.insert(0, "numbers_as_strings")
@@ -298,7 +299,7 @@ def _from_text(text: str) -> tuple[dict[str, float] | None, float | None, list[s
 def _parse(reply: Any, valid_ids: Collection[int] | None) -> Parsed:
     calls = _reply_calls(reply)
     first_failure = ""
-    result: tuple[str, dict[str, float], float | None, list[str]] | None = None
+    result: tuple[ParseStatus, dict[str, float], float | None, list[str]] | None = None
     for i, call in enumerate(calls):
         name, raw = _call_parts(call)
         args = _decode_arguments(raw)

@@ -7,10 +7,13 @@ The schemas say nothing about units on purpose: the prompt states the coordinate
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal
+from typing import Any
 
-ToolKind = Literal["offset", "point"]
-"""What a DVOC step or a one-shot attempt asks for: a relative offset or an absolute point."""
+from dvoc_bench.core.records import AnswerKind
+
+ToolKind = AnswerKind
+"""What a DVOC step or a one-shot attempt asks for: a relative offset or an absolute point (the records'
+:data:`~dvoc_bench.core.records.AnswerKind`)."""
 
 _CONFIDENCE = {
     "type": "number",

@@ -13,7 +13,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from dvoc_bench.core.geometry import Point, Size
-from dvoc_bench.core.records import TrialSpec
+from dvoc_bench.core.records import SceneKind, TrialSpec
 from dvoc_bench.methods.registry import method_info
 from dvoc_bench.models.config import ModelConfig
 from dvoc_bench.protocol.protocols import get_protocol
@@ -155,7 +155,7 @@ def _assumptions(
     overlay: str,
     default_style: bool,
     crops: bool,
-    scene_kind: str,
+    scene_kind: SceneKind,
     labels: str = NA,
 ) -> list[str]:
     """The assumption markers of a simulated profile's trial (none for real models): the registered knobs
@@ -176,7 +176,7 @@ NONE_MODEL = ModelConfig(name="none", kind="none", model_id="none", provider="no
 def build_plan(
     setup: SweepSetup,
     scenes: dict[str, tuple[str, Size]],
-    kinds: Mapping[str, str] | None = None,
+    kinds: Mapping[str, SceneKind] | None = None,
 ) -> list[TrialSpec]:
     """Every trial of the sweep, deduplicated by key, in a stable order.
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from dvoc_bench.core.declare import check_list
 from dvoc_bench.core.frames import FrameRule
 from dvoc_bench.core.geometry import Box, Frame, Point, Size, point_to_pixels
+from dvoc_bench.core.records import ParseStatus
 from dvoc_bench.draw.render import encode_png
 from dvoc_bench.draw.sending import model_view, resize_image
 from dvoc_bench.models.base import Model, ModelCallError, ModelRequest
@@ -77,7 +78,7 @@ class ProbeAnswer:
     """Repeat index."""
     raw: list[float] | None
     """``[x, y]`` as the model gave them, ``None`` when the reply had no usable numbers."""
-    parse_status: str
+    parse_status: ParseStatus
     """Parser status (``ok``, ``text_fallback``, ``parse_error``) or ``call_error``."""
     error: str | None = None
     """Redacted error of a failed call."""

@@ -11,6 +11,7 @@ methods, protocols) are checked against their registries when the sweep is set u
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -25,6 +26,8 @@ from dvoc_bench.protocol.prompts import Overlay, Predict
 from dvoc_bench.runner.scheduler import RetryPolicy
 from dvoc_bench.runner.shard import Shard, parse_shard
 from dvoc_bench.scenes.datasets import DatasetSettings
+from dvoc_bench.scenes.desktop.settings import Desktop
+from dvoc_bench.scenes.web.settings import Web
 
 STARTS = ("auto", "paper", "scaled", "centre", "oneshot")
 """Named start lists (besides ``random:N``)."""
@@ -149,88 +152,6 @@ class Paths(Declared):
     """Default: ``conf/model/``."""
 
 
-class WebCustom(Declared):
-    """One inline bring-your-own page (task id ``custom``)."""
-
-    page: str | None = None
-    """A local HTML file, ``file://`` URL, or ``http://127.0.0.1:PORT/path`` (``web.allow_origins``)."""
-    selector: str | None = None
-    """Playwright selector of the target (CSS, ``text=``, ``role=``, ``>> nth=N``...)."""
-    instruction: str | None = None
-    """The task text shown to the model."""
-    setup: list[dict[str, Any]] = []
-    """Actions before the snapshot, e.g. ``[{click: '#menu'}]``."""
-    viewport: list[int] | dict[str, float] = [1280, 720]
-    """``[width, height]``, or ``{width, height, device_scale_factor}`` (2: high-DPI frames)."""
-    root: str | None = None
-    """Asset root: local files resolving inside it load (default: the page's folder)."""
-    wait_for: str | None = None
-    """Selector that must be visible before the snapshot (a JavaScript-built control)."""
-    scroll_to: str | None = None
-    """Selector scrolled into view before the snapshot."""
-
-
-class Web(Declared):
-    """Web scenes W1-W5 and bring-your-own pages (docs/web.md)."""
-
-    verify_click: bool = False
-    """Also click each final point in a fresh load of the page; records ``clicked_target``."""
-    chromium: str | None = None
-    """Chromium binary; default: Playwright's own, ``$DVOC_CHROMIUM``, ``/usr/bin/chromium``, ..."""
-    timeout_s: PosFloat = 30.0
-    """Browser launch, page load and each set-up action, seconds."""
-    task_files: list[str] = []
-    """Your own task YAMLs (schema of ``scenes/web/W1.yaml``); use their ids in ``tasks=[...]``."""
-    custom: WebCustom = WebCustom()
-    """``task=custom web.custom.page=... web.custom.selector=... web.custom.instruction=...``."""
-    allow_origins: list[str] = []
-    """Loopback dev servers pages may load from, e.g. ``[http://127.0.0.1:8000]`` (anything else refused)."""
-
-
-class DesktopCustom(Declared):
-    """One inline bring-your-own Tk app (task id ``desktop_custom``)."""
-
-    script: str | None = None
-    """A Python file that builds a Tk UI (``mainloop`` is hooked by the harness)."""
-    target: str | None = None
-    """``widget:<Tk path>`` (``widget:.dlg.ok``) or ``canvas:<canvas path>:<tag>`` (``canvas:.c:node1``)."""
-    instruction: str | None = None
-    """The task text shown to the model."""
-
-
-class DesktopApp(Declared):
-    """One inline application task (task id ``desktop_app``, docs/desktop.md)."""
-
-    command: str | list[str] | None = None
-    """The application's command line, e.g. ``gtk3-widget-factory`` or ``zenity --question``."""
-    target: str | None = None
-    """``ROLE:NAME`` as AT-SPI names it (``push button:OK``); ``ROLE:NAME#N``: the N-th in reading order."""
-    instruction: str | None = None
-    """The task text shown to the model."""
-    wait_for: str | None = None
-    """``ROLE:NAME`` that must be showing before the frame is grabbed."""
-
-
-class Desktop(Declared):
-    """Desktop scenes D1-D4 (Tk on a private Xvfb display) and bring-your-own Tk apps
-    (docs/desktop.md)."""
-
-    size: list[int] = [1280, 800]
-    """``[width, height]`` of the virtual screen; every desktop frame has this size."""
-    verify_click: bool = False
-    """Also click each final point with the real X pointer in a fresh instance of the scene."""
-    timeout_s: PosFloat = 20.0
-    """Display start, a scene becoming ready, each query and click, seconds."""
-    custom: DesktopCustom = DesktopCustom()
-    """``task=desktop_custom desktop.custom.script=app.py desktop.custom.target=widget:.ok
-    desktop.custom.instruction=...``."""
-    app: DesktopApp = DesktopApp()
-    """``task=desktop_app desktop.app.command=... desktop.app.target='ROLE:NAME'
-    desktop.app.instruction=...``."""
-    app_files: list[str] = []
-    """Your own application task YAMLs (schema of ``scenes/apps/A01.yaml``); use their ids in ``tasks=``."""
-
-
 class ProbeOptions(Declared):
     """The frame probe (``experiment=frame_probe``): which coordinate frame does each model answer in?"""
 
@@ -329,8 +250,9 @@ class Settings(Declared):
         raise ValueError(f"unknown value {v!r}; allowed: {', '.join(STARTS)}, random:N (N >= 1)")
 
 
-def load_settings(cfg: dict[str, Any]) -> Settings:
-    """Validate a composed, resolved config (the ``hydra`` node left out); raises ``ConfigError``."""
+def load_settings(cfg: Mapping[Any, Any]) -> Settings:
+    """Validate a composed, resolved config (OmegaConf's container of it; the ``hydra`` node left out);
+    raises ``ConfigError``."""
     return validate(Settings, {k: v for k, v in cfg.items() if k != "hydra"})
 
 

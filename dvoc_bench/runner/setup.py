@@ -124,11 +124,7 @@ def setup_from_settings(s: Settings, experiment: str, model_choice: str | None =
     else:
         registry = SceneRegistry(
             scenes_dir,
-            options={
-                "web": s.web.model_dump(),
-                "desktop": s.desktop.model_dump(),
-                "apps": s.desktop.model_dump(),
-            },
+            options={"web": s.web, "desktop": s.desktop, "apps": s.desktop},  # validated: used as they are
             max_side=s.scenes.max_side,
         )
         tasks = check_list("task" if s.task else "tasks", [s.task] if s.task else s.tasks, registry.ids())

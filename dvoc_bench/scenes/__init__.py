@@ -116,8 +116,9 @@ class SceneRegistry:
         max_side: int = DEFAULT_MAX_SIDE,
     ) -> None:
         """``root``: the scenes directory the folder sources glob in. ``sources`` replaces the registered
-        ones (:func:`build_sources`); ``options`` maps a source name to its options (``{"web": cfg["web"]}``),
-        validated here (``ConfigError``). ``max_side``: the largest canvas side a scene may have
+        ones (:func:`build_sources`); ``options`` maps a source name to its options: its validated settings
+        block (``{"web": settings.web}``), or a plain mapping the block's model validates here
+        (``ConfigError``). ``max_side``: the largest canvas side a scene may have
         (``scenes.max_side``), checked before rendering."""
         self.root = Path(root)
         """The scenes directory."""

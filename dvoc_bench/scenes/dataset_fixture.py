@@ -127,6 +127,7 @@ def write_fixture(
                 index = len(recs)
                 sid = f"{fmt}_{si}_{c}_{ti}" if with_ids else f"{ann.stem}:{index}"
                 meta: dict[str, Any]
+                rec: dict[str, Any]
                 if fmt in ("screenspot", "screenspot_v2"):
                     source = SOURCES[split][ti % 2]
                     rec = {"img_filename": rel, "bbox": [box.x0, box.y0, box.w, box.h],

@@ -22,7 +22,7 @@ from PIL import Image
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.geometry import Point, Size
 from dvoc_bench.core.memo import Memo
-from dvoc_bench.core.records import Probe
+from dvoc_bench.core.records import ErrorClass, Probe, SceneKind
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
 from dvoc_bench.scenes import sources as registry
 from dvoc_bench.scenes.datasets import FORMATS, DatasetSettings, DatasetSpec, Sample, load_samples, select
@@ -34,7 +34,7 @@ CACHE_IMAGES = 4
 class SampleError(ConfigError):
     """One sample cannot be used (missing image, box outside it, wrong size): its trials are errors."""
 
-    error_class = "scene"
+    error_class: ErrorClass = "scene"
 
     def __init__(self, message: str, size: Size | None = None) -> None:
         super().__init__(message)
@@ -71,18 +71,22 @@ def _decode(path: Path) -> np.ndarray:
 class LazySnapshot(Snapshot):
     """A :class:`Snapshot` whose pixels are decoded on use (:class:`ImageCache`), not held."""
 
+    path: Path
+    """The sample's image file."""
+    _cache: ImageCache
+
     def __init__(self, truth: SceneTruth, content_hash: str, path: Path, cache: ImageCache) -> None:
         object.__setattr__(self, "truth", truth)
         object.__setattr__(self, "content_hash", content_hash)
         object.__setattr__(self, "path", path)
         object.__setattr__(self, "_cache", cache)
 
-    @property  # type: ignore[override]
+    @property
     def image(self) -> np.ndarray:
-        return self._cache.get(self.path)  # type: ignore[attr-defined]
+        return self._cache.get(self.path)
 
     def __repr__(self) -> str:
-        return f"LazySnapshot({self.truth.scene_id!r}, {self.path})"  # type: ignore[attr-defined]
+        return f"LazySnapshot({self.truth.scene_id!r}, {self.path})"
 
 
 def _file_digest(path: Path) -> str:
@@ -136,7 +140,7 @@ class DatasetScenes:
     """The selected samples of one dataset: a :class:`~dvoc_bench.scenes.sources.TaskSource` whose tasks
     run in the dataset's order."""
 
-    kind = "dataset"
+    kind: SceneKind = "dataset"
     ordered = True
     live = False
 

@@ -233,7 +233,8 @@ def _sample(fmt: str, rec: Any, path: Path, index: int, images: Path) -> Sample:
     size = _num_list(rec.get("img_size"), 2)
     stem = path.stem
     if fmt == "manifest":
-        tags = rec.get("tags") if isinstance(rec.get("tags"), Mapping) else {}
+        tags = rec.get("tags")
+        tags = tags if isinstance(tags, Mapping) else {}
         meta = {k: _text(tags.get(k)) for k in META_KEYS if k != "file"}
     elif fmt == "screenspot_pro":
         meta = {k: _text(rec.get(k)) for k in ("ui_type", "platform", "application", "group")}

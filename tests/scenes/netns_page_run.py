@@ -147,7 +147,7 @@ def run_page(page: Path) -> None:
     from dvoc_bench.scenes.web.source import WebOptions
 
     raw = {"custom": {"page": str(page), "selector": "#go", "instruction": "Click Go"}}
-    reg = SceneRegistry(default_scenes_dir(), options={"web": WebOptions.from_mapping(raw)})
+    reg = SceneRegistry(default_scenes_dir(), options={"web": WebOptions.from_settings(raw)})
     try:
         reg.snapshot("custom")
         web = reg.source("web").backend

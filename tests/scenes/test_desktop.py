@@ -120,17 +120,18 @@ def test_bad_desktop_settings_are_one_line_config_errors(tmp_path):
     app.write_text("import tkinter\n")
     for raw, key in [
         ({"size": [10, 10]}, "desktop.size"),
-        ({"verify_click": "yes"}, "desktop.verify_click"),
+        ({"size": [1280, 800, 900]}, "desktop.size: must be [width, height] in 200..4096"),
+        ({"verify_click": "maybe"}, "desktop.verify_click"),
         ({"custom": {"script": str(app), "target": "ok", "instruction": "x"}}, "desktop.custom.target"),
         (
             {"custom": {"script": str(tmp_path / "nope.py"), "target": "widget:.ok", "instruction": "x"}},
             "desktop.custom.script",
         ),  # fmt: skip
         ({"custom": {"script": str(app), "target": "widget:.ok"}}, "desktop.custom.instruction"),
-        ({"colour": 1}, "desktop: unknown key"),
+        ({"colour": 1}, "desktop.colour: unknown key"),
     ]:
         with pytest.raises(ConfigError) as e:
-            DesktopOptions.from_mapping(raw)
+            DesktopOptions.from_settings(raw)
         assert str(e.value).startswith(key) and "\n" not in str(e.value), str(e.value)
 
 

@@ -88,11 +88,11 @@ def test_a_press_names_a_button_whose_release_ends_the_program():
 
 def test_bad_task_definitions_are_one_line_config_errors():
     with pytest.raises(ConfigError, match=r"desktop\.app\.target: must be ROLE:NAME"):
-        AppOptions.from_mapping({"app": {"command": "zenity --info", "target": "OK", "instruction": "x"}})
+        AppOptions.from_settings({"app": {"command": "zenity --info", "target": "OK", "instruction": "x"}})
     with pytest.raises(ConfigError, match=r"desktop\.app\.command: required"):
-        AppOptions.from_mapping({"app": {"target": "push button:OK", "instruction": "x"}})
+        AppOptions.from_settings({"app": {"target": "push button:OK", "instruction": "x"}})
     with pytest.raises(ConfigError, match=r"desktop\.app_files\[0\]: file not found"):
-        AppOptions.from_mapping({"app_files": ["/nonexistent/a.yaml"]})
+        AppOptions.from_settings({"app_files": ["/nonexistent/a.yaml"]})
     t = task_from_mapping({"command": "a 'b c'", "target": "push button:OK#2", "instruction": "i"}, "w", "t")
     assert t.command == ("a", "b c") and t.target == "push button:OK#2"
 

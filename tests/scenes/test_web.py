@@ -296,7 +296,7 @@ def test_network_is_blocked_and_recorded(tmp_path: Path) -> None:
 </body></html>""",
         encoding="utf-8",
     )
-    opts = WebOptions.from_mapping(
+    opts = WebOptions.from_settings(
         {"custom": {"page": str(site / "page.html"), "selector": "#go", "instruction": "Click Go"}}
     )
     reg = SceneRegistry(default_scenes_dir(), options={"web": opts})

@@ -167,7 +167,7 @@ def server(tmp_path: Path):
 
 
 def test_page_from_a_local_dev_server(server: str) -> None:
-    opts = WebOptions.from_mapping(
+    opts = WebOptions.from_settings(
         {
             "allow_origins": [server],
             "custom": {"page": server + "/index.html", "selector": "text=Save", "instruction": "Save",
@@ -191,9 +191,9 @@ def test_page_from_a_local_dev_server(server: str) -> None:
         (["http://127.0.0.1:8000/app"], "must be an origin like"),
     ]:
         with pytest.raises(ConfigError, match=match):
-            WebOptions.from_mapping({"allow_origins": bad})
+            WebOptions.from_settings({"allow_origins": bad})
     with pytest.raises(ConfigError, match=r"web.allow_origins=\[http://127.0.0.1:8001\]"):
-        WebOptions.from_mapping(
+        WebOptions.from_settings(
             {"custom": {"page": "http://127.0.0.1:8001/", "selector": "a", "instruction": "x"}}
         )
 

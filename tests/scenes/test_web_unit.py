@@ -221,30 +221,53 @@ def test_setup_actions_parse() -> None:
 
 
 def test_options_defaults_and_errors(tmp_path: Path) -> None:
-    o = WebOptions.from_mapping(None)
+    o = WebOptions.from_settings(None)
     assert o == WebOptions() and not o.verify_click and o.custom is None
     # the config's empty custom block (viewport only) defines no task
     assert (
-        WebOptions.from_mapping({"custom": {"page": None, "viewport": [1280, 720], "setup": []}}).custom
+        WebOptions.from_settings({"custom": {"page": None, "viewport": [1280, 720], "setup": []}}).custom
         is None
     )
     for raw, match in [
-        ({"verify_click": "yes"}, "web.verify_click"),
+        ({"verify_click": "maybe"}, "web.verify_click: must be true or false"),
         ({"timeout_s": 0}, "web.timeout_s"),
-        ({"speed": 1}, "unknown key"),
+        ({"chromium": " "}, "web.chromium: must be a path to a Chromium binary, got ' '"),
+        ({"speed": 1}, "web.speed: unknown key"),
         ({"task_files": ["nope.yaml"]}, r"web.task_files\[0\]"),
         ({"custom": {"selector": "#go", "instruction": "x"}}, "web.custom.page: required"),
-        ({"custom": {"page": "p.html", "selector": "#go", "colour": 1}}, "unknown key"),
+        ({"custom": {"page": "p.html", "selector": "#go", "colour": 1}}, "web.custom.colour: unknown key"),
     ]:
         with pytest.raises(ConfigError, match=match):
-            WebOptions.from_mapping(raw, cwd=tmp_path)
+            WebOptions.from_settings(raw, cwd=tmp_path)
+
+
+def test_the_settings_block_is_the_web_package_s_and_reaches_the_source_as_validated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dvoc_bench.runner.settings import Settings, load_settings
+    from dvoc_bench.scenes.web import source as web_source_mod
+    from dvoc_bench.scenes.web.settings import Web
+
+    assert Settings.model_fields["web"].annotation is Web  # declared once, by the package that uses it
+    _task(tmp_path)
+    settings = load_settings({"web": {"timeout_s": 12, "custom": {"page": str(tmp_path / "p.html"),
+                                                                  "selector": "#go", "instruction": "Go"}}})
+    assert isinstance(settings.web, Web)
+
+    def again(*a: object, **k: object) -> None:
+        raise AssertionError("the validated web block was validated again")
+
+    monkeypatch.setattr(web_source_mod, "validate", again)
+    reg = SceneRegistry(default_scenes_dir(), options={"web": settings.web})
+    web = reg.source("web").backend
+    assert web.options.timeout_s == 12 and web.task(web.extra[CUSTOM_ID]).selector == "#go"
 
 
 def test_byo_tasks_join_the_registry_without_a_browser(tmp_path: Path) -> None:
     raw = _task(tmp_path)
     (tmp_path / "mine.yaml").write_text(yaml.safe_dump({**raw, "id": "mine"}), encoding="utf-8")
     opts = {"task_files": ["mine.yaml"], "custom": {"page": "p.html", "selector": "#go", "instruction": "Go"}}
-    reg = SceneRegistry(default_scenes_dir(), options={"web": WebOptions.from_mapping(opts, cwd=tmp_path)})
+    reg = SceneRegistry(default_scenes_dir(), options={"web": WebOptions.from_settings(opts, cwd=tmp_path)})
     assert reg.ids()[-7:] == ["W1", "W2", "W3", "W4", "W5", CUSTOM_ID, "mine"]
     web = reg.source("web").backend
     assert isinstance(web, WebScenes) and web.browser.launches == 0 and not web.browser.running
@@ -253,7 +276,7 @@ def test_byo_tasks_join_the_registry_without_a_browser(tmp_path: Path) -> None:
 
 def test_byo_id_clash_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "W1.yaml").write_text(yaml.safe_dump({**_task(tmp_path), "id": "W1"}), encoding="utf-8")
-    opts = WebOptions.from_mapping({"task_files": ["W1.yaml"]}, cwd=tmp_path)
+    opts = WebOptions.from_settings({"task_files": ["W1.yaml"]}, cwd=tmp_path)
     with pytest.raises(ValueError, match="defined twice"):
         SceneRegistry(default_scenes_dir(), options={"web": opts}).ids()
 

@@ -126,7 +126,7 @@ class SimBackend:
                 continue
         return out
 
-    def model(self, name: str) -> Any:
+    def model(self, name: Any) -> Any:
         """The simulator of profile ``name``, or the OCR model of a ``kind: ocr`` config (built once).
         ``name`` is looked up among the registry's files only: a path or a malformed name is a 400, an
         unknown name a 404 :class:`HTTPError`."""

@@ -204,8 +204,8 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body are two writes: without this, +40 ms per reply
 
     def setup(self) -> None:
-        self.timeout = self.server.limits.idle_timeout_s  # socket timeout: reads and writes alike
         super().setup()
+        self.connection.settimeout(self.server.limits.idle_timeout_s)  # reads and writes alike
         self._raw = _Deadline(self.connection, self.server.limits.idle_timeout_s)
         self.rfile = io.BufferedReader(self._raw, 64 * 1024)
         self._arm()

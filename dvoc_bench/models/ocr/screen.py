@@ -125,7 +125,8 @@ def _word_dict(w: Word) -> list[Any]:
 
 
 def _word_of(v: list[Any]) -> Word:
-    return Word(str(v[0]), float(v[1]), Box.from_list(v[2]), tuple(int(x) for x in v[3]), int(v[4]))  # type: ignore[arg-type]
+    page, block, paragraph, line = (int(x) for x in v[3])  # not four numbers: a ValueError, a bad entry
+    return Word(str(v[0]), float(v[1]), Box.from_list(v[2]), (page, block, paragraph, line), int(v[4]))
 
 
 class ScreenParser:

@@ -134,7 +134,7 @@ def _padded_cumsum(m: np.ndarray, axis: int, reach: int, dtype: type) -> np.ndar
     """The dense arms' running sum: ``reach + 1`` zeros before, ``reach`` after, along ``axis``."""
     shape = list(m.shape)
     shape[axis] += 2 * reach + 1
-    z = np.zeros(shape, dtype=dtype)
+    z: np.ndarray = np.zeros(shape, dtype=dtype)
     if axis == 1:
         z[:, reach + 1 : reach + 1 + m.shape[1]] = m
     else:

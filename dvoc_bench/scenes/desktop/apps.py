@@ -46,11 +46,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dvoc_bench.core.declare import ConfigError, check_mapping
+from dvoc_bench.core.declare import ConfigError, check_mapping, validate
 from dvoc_bench.core.geometry import Box, Point, Size
 from dvoc_bench.core.records import Probe
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
 from dvoc_bench.scenes.desktop.display import DesktopUnavailable, XDisplay, spawn, stop
+from dvoc_bench.scenes.desktop.settings import Desktop
 from dvoc_bench.scenes.desktop.source import DesktopOptions
 from dvoc_bench.scenes.sources import SceneFolder
 from dvoc_bench.scenes.synthetic import DIFFICULTIES, content_hash, read_task_yaml
@@ -147,19 +148,16 @@ class AppOptions:
     """``desktop.app_files``."""
 
     @classmethod
-    def from_mapping(cls, raw: Mapping[str, Any] | None) -> AppOptions:
-        raw = dict(raw or {})
-        app, files = raw.pop("app", None), raw.pop("app_files", None) or []
-        base = DesktopOptions.from_mapping({k: v for k, v in raw.items() if k != "custom"})
-        inline = None
-        if app is not None:
-            app = check_mapping("desktop.app", app, APP_KEYS)
-            given = {k: v for k, v in app.items() if v not in (None, "")}
-            if given:
-                inline = task_from_mapping({**given, "id": INLINE_ID}, "desktop.app", INLINE_ID)
+    def from_settings(cls, settings: Desktop | Mapping[str, Any] | None) -> AppOptions:
+        """The options of the validated ``desktop:`` block (a mapping is validated here, once, by
+        :class:`~dvoc_bench.scenes.desktop.settings.Desktop`); ``app_files`` resolve against the CWD."""
+        s = settings if isinstance(settings, Desktop) else validate(Desktop, settings, "desktop.")
+        base = DesktopOptions.from_settings(s, custom=False)
+        given = {k: v for k, v in s.app.model_dump().items() if v not in (None, "")}
+        inline = task_from_mapping({**given, "id": INLINE_ID}, "desktop.app", INLINE_ID) if given else None
         paths = []
-        for i, f in enumerate(files):
-            p = Path(str(f)).expanduser().resolve()
+        for i, f in enumerate(s.app_files):
+            p = Path(f).expanduser().resolve()
             if not p.is_file():
                 raise ConfigError(f"desktop.app_files[{i}]: file not found: {p}")
             paths.append(p)
@@ -508,6 +506,6 @@ def snapshot(task: AppTask, reply: dict[str, Any], image: Any) -> Snapshot:
     return Snapshot(truth=truth, image=image, content_hash=content_hash(image, truth))
 
 
-def apps_source(options: Mapping[str, Any] | None = None) -> SceneFolder:
+def apps_source(options: Desktop | Mapping[str, Any] | None = None) -> SceneFolder:
     """A fresh application-task source (one per registry)."""
-    return AppScenes(AppOptions.from_mapping(options)).source()
+    return AppScenes(AppOptions.from_settings(options)).source()

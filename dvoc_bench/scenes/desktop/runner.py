@@ -141,7 +141,7 @@ class Server:
                     if box is None:
                         continue
                     text = w.itemcget(item, "text") if w.type(item) == "text" else ""
-                    role = "text" if w.type(item) == "text" else "button"
+                    role: str | None = "text" if w.type(item) == "text" else "button"
                     elements.append(
                         dict(id=eid, label=text or tag, role=role, interactive=role != "text", box=box)
                     )
@@ -376,12 +376,14 @@ def main(argv: list[str]) -> int:
         server.serve(self._root(), real, n)
 
     def hooked_module(n: int = 0) -> None:
-        root = roots[0] if roots else tkinter._get_default_root("run the main loop")
+        # tkinter's own default-root lookup (private, so typeshed does not declare it)
+        root = roots[0] if roots else tkinter._get_default_root("run the main loop")  # type: ignore[attr-defined]
         server.serve(root, real, n)
 
+    # the harness hooks Tk on purpose: every root is remembered, every main loop serves the pipe
     tkinter.Tk.__init__ = init  # type: ignore[method-assign]
     tkinter.Misc.mainloop = hooked  # type: ignore[method-assign]
-    tkinter.mainloop = hooked_module  # type: ignore[assignment]
+    tkinter.mainloop = hooked_module
     sys.argv = [script, *argv[1:]]
     sys.path.insert(0, os.path.dirname(script))
     try:

@@ -45,11 +45,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dvoc_bench.core.declare import ConfigError, check_mapping
+from dvoc_bench.core.declare import ConfigError, check_mapping, validate
 from dvoc_bench.core.geometry import Box, Point, Size
 from dvoc_bench.core.records import Probe
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
 from dvoc_bench.scenes.desktop.display import DesktopUnavailable, XDisplay, spawn, stop
+from dvoc_bench.scenes.desktop.settings import Desktop, DesktopCustom
 from dvoc_bench.scenes.sources import SceneFolder
 from dvoc_bench.scenes.synthetic import DIFFICULTIES, content_hash, read_task_yaml
 from dvoc_bench.scenes.web.source import SceneError
@@ -67,8 +68,6 @@ TARGET_RE = re.compile(r"^(widget:\.[\w.\-]*|canvas:\.[\w.\-]+:[^\s:]+)$")
 """``widget:<Tk path>`` or ``canvas:<canvas path>:<tag or item id>``."""
 
 _TASK_KEYS = ("id", "name", "difficulty", "script", "target", "instruction")
-_CUSTOM_KEYS = ("script", "target", "instruction")
-_OPTION_KEYS = ("size", "verify_click", "timeout_s", "custom", "app", "app_files")
 """``app`` and ``app_files`` belong to the application tasks (:mod:`dvoc_bench.scenes.desktop.apps`)."""
 
 
@@ -133,7 +132,8 @@ def load_task(path: Path) -> DesktopTask:
 
 @dataclass(frozen=True)
 class DesktopOptions:
-    """The ``desktop:`` block of the config."""
+    """What the desktop source runs with: the ``desktop:`` block
+    (:class:`~dvoc_bench.scenes.desktop.settings.Desktop`) with its inline app read."""
 
     size: Size = DEFAULT_SIZE
     """Screen (root window) size of the display; every desktop frame has this size."""
@@ -145,36 +145,20 @@ class DesktopOptions:
     """The inline bring-your-own app (id ``desktop_custom``), if ``desktop.custom.script`` is set."""
 
     @classmethod
-    def from_mapping(cls, raw: Mapping[str, Any] | None, cwd: Path | None = None) -> DesktopOptions:
-        raw = dict(raw or {})
-        unknown = sorted(set(raw) - set(_OPTION_KEYS))
-        if unknown:
-            raise ConfigError(f"desktop: unknown key(s) {unknown}; allowed: {', '.join(_OPTION_KEYS)}")
-        size = raw.get("size") or [DEFAULT_SIZE.width, DEFAULT_SIZE.height]
-        try:
-            w, h = (int(v) for v in size)
-            ok = all(float(v) == int(v) for v in size) and 200 <= w <= 4096 and 200 <= h <= 4096
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            raise ConfigError(f"desktop.size: must be [width, height] in 200..4096, got {size!r}")
-        verify = raw.get("verify_click", False)
-        if not isinstance(verify, bool):
-            raise ConfigError(f"desktop.verify_click: must be true or false, got {verify!r}")
-        try:
-            timeout = float(raw.get("timeout_s") or 20.0)
-        except (TypeError, ValueError):
-            timeout = -1.0
-        if timeout <= 0:
-            raise ConfigError(f"desktop.timeout_s: must be a positive number, got {raw.get('timeout_s')!r}")
-        return cls(Size(w, h), verify, timeout, _custom(raw.get("custom"), cwd or Path.cwd()))
+    def from_settings(
+        cls, settings: Desktop | Mapping[str, Any] | None, cwd: Path | None = None, custom: bool = True
+    ) -> DesktopOptions:
+        """The options of the validated ``desktop:`` block (a mapping is validated here, once, by
+        :class:`~dvoc_bench.scenes.desktop.settings.Desktop`); ``desktop.custom``'s script resolves against
+        ``cwd`` (default: the CWD); ``custom=False`` leaves the inline app out (the application tasks)."""
+        s = settings if isinstance(settings, Desktop) else validate(Desktop, settings, "desktop.")
+        w, h = s.size or [DEFAULT_SIZE.width, DEFAULT_SIZE.height]
+        inline = _custom(s.custom, cwd or Path.cwd()) if custom else None
+        return cls(Size(w, h), s.verify_click, s.timeout_s, inline)
 
 
-def _custom(raw: Any, cwd: Path) -> DesktopTask | None:
-    if raw is None:
-        return None
-    raw = check_mapping("desktop.custom", raw, _CUSTOM_KEYS)
-    given = {k: v for k, v in raw.items() if v not in (None, "")}
+def _custom(custom: DesktopCustom, cwd: Path) -> DesktopTask | None:
+    given = {k: v for k, v in custom.model_dump().items() if v not in (None, "")}
     if not given:
         return None
     return task_from_mapping({**given, "id": CUSTOM_ID}, cwd, "desktop.custom", CUSTOM_ID)
@@ -207,7 +191,7 @@ class Instance:
         if "error" in ready or not ready.get("ready"):
             self.close()
             raise SceneError(f"{task.id}: {ready.get('error', 'the Tk app did not start')} ({task.where})")
-        self.screen = tuple(ready["screen"])  # type: ignore[assignment]
+        self.screen = tuple(ready["screen"])
 
     @property
     def pid(self) -> int:
@@ -475,8 +459,8 @@ def _snapshot(task: DesktopTask, reply: dict[str, Any], image: Any) -> Snapshot:
     return Snapshot(truth=truth, image=image, content_hash=content_hash(image, truth))
 
 
-def desktop_source(options: Mapping[str, Any] | DesktopOptions | None = None) -> SceneFolder:
+def desktop_source(options: Desktop | Mapping[str, Any] | DesktopOptions | None = None) -> SceneFolder:
     """A fresh desktop :class:`~dvoc_bench.scenes.sources.SceneFolder` with its own display (one per
     registry)."""
-    opts = options if isinstance(options, DesktopOptions) else DesktopOptions.from_mapping(options)
+    opts = options if isinstance(options, DesktopOptions) else DesktopOptions.from_settings(options)
     return DesktopScenes(opts).source()

@@ -255,7 +255,7 @@ class WebBrowser:
             msg = f"a browser call did not return within {limit:.0f} s; Chromium was killed"
             raise BrowserHung(msg) from None
 
-    def _abandon(self, jobs: Any) -> None:
+    def _abandon(self, jobs: queue.SimpleQueue[Any]) -> None:
         """Kill the browser of the thread serving ``jobs`` and forget that thread (it ends when its stuck
         call fails on the dead connection)."""
         with self._lock:

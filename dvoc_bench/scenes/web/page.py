@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -180,6 +180,9 @@ class PageRender:
 class PageError(ValueError):
     """The page cannot serve as a task (it hangs, navigates away, crashes, or has no valid target)."""
 
+    blocked: tuple[str, ...] = ()
+    """URLs the guard blocked while the page loaded, said with the failure (set where it is raised)."""
+
 
 # ------------------------------------------------------------------------------------------- fonts
 
@@ -287,7 +290,14 @@ def new_task_page(session: Session, task: WebTask) -> LivePage:
         raise
 
 
-def prepare(live: LivePage, task: WebTask) -> tuple[dict[str, float], tuple[tuple[str, ...], ...]]:
+def _faces(raw: Any) -> tuple[tuple[str, str, str, str], ...]:
+    """``SETTLE_JS``'s answer: the pinned faces as ``(family, weight, style, status)``."""
+    return tuple((f[0], f[1], f[2], f[3]) for f in raw)
+
+
+def prepare(
+    live: LivePage, task: WebTask
+) -> tuple[dict[str, float], tuple[tuple[str, str, str, str], ...]]:
     """(Re)load the task in ``live`` as a user would see it: loaded, network idle (bounded), fonts pinned
     and loaded, ``wait_for`` visible, set-up done, ``scroll_to`` in view. Every call is bounded.
 
@@ -313,7 +323,7 @@ def prepare(live: LivePage, task: WebTask) -> tuple[dict[str, float], tuple[tupl
     origin = None if task.remote is None else origin_of(task.remote)
     with _step(task, "pinning the fonts", s):
         evaluate(page, STYLE_JS, font_css(origin), ms)
-        faces = tuple(tuple(f) for f in evaluate(page, SETTLE_JS, None, ms))
+        faces = _faces(evaluate(page, SETTLE_JS, None, ms))
     timings["fonts"] = time.perf_counter() - t
     failed = [f for f in faces if f[3] not in ("loaded", "unloaded")]
     if failed or len(faces) != len(_FACES):
@@ -329,7 +339,7 @@ def prepare(live: LivePage, task: WebTask) -> tuple[dict[str, float], tuple[tupl
             _locate(page, task.scroll_to, task, "scroll_to").first.scroll_into_view_if_needed(timeout=ms)
     if task.setup or task.wait_for or task.scroll_to:
         with _step(task, "settling after set-up", s):
-            faces = tuple(tuple(f) for f in evaluate(page, SETTLE_JS, None, ms))
+            faces = _faces(evaluate(page, SETTLE_JS, None, ms))
     timings["setup"] = time.perf_counter() - t
     if not _same_document(page.url, task.url):
         raise PageError(f"{task.id}: the page navigated away from {task.url} to {page.url}")
@@ -462,6 +472,12 @@ def screenshot(page: Any, size: Size, timeout_ms: float = 30000) -> np.ndarray:
     return image
 
 
+@overload
+def render(session: Session, task: WebTask, keep: Literal[True] = True) -> tuple[PageRender, LivePage]: ...
+@overload
+def render(session: Session, task: WebTask, keep: Literal[False]) -> tuple[PageRender, None]: ...
+
+
 def render(session: Session, task: WebTask, keep: bool = True) -> tuple[PageRender, LivePage | None]:
     """Load, set up, measure and screenshot ``task`` in a fresh context.
 
@@ -494,7 +510,7 @@ def render(session: Session, task: WebTask, keep: bool = True) -> tuple[PageRend
                 .element_handle(timeout=live.timeout_ms)
             )
     except PageError as e:
-        e.blocked = tuple(live.guard.blocked)  # type: ignore[attr-defined]  # said with the failure
+        e.blocked = tuple(live.guard.blocked)
         live.close()
         raise
     except BaseException:

@@ -44,14 +44,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from dvoc_bench.core.declare import ConfigError, check_mapping
+from dvoc_bench.core.declare import ConfigError, validate
 from dvoc_bench.core.geometry import Point, Size
-from dvoc_bench.core.records import Probe
+from dvoc_bench.core.records import ErrorClass, Probe
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
 from dvoc_bench.scenes.sources import SceneFolder
 from dvoc_bench.scenes.synthetic import DIFFICULTIES, content_hash, read_task_yaml
 from dvoc_bench.scenes.web.browser import BrowserHung, WebBrowser, inside, origin_of, url_to_path
 from dvoc_bench.scenes.web.page import IDLE_S, PageError, PageRender, WebTask, setup_actions
+from dvoc_bench.scenes.web.settings import Web, WebCustom
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +67,6 @@ _TASK_KEYS = (
     "scroll_to",
 )  # fmt: skip
 _REQUIRED = ("page", "instruction", "selector")
-_CUSTOM_KEYS = ("page", "selector", "instruction", "setup", "viewport", "root", "wait_for", "scroll_to")
-_OPTION_KEYS = ("verify_click", "chromium", "timeout_s", "task_files", "custom", "allow_origins")
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
@@ -75,7 +74,7 @@ class SceneError(ConfigError):
     """A page that cannot be a scene (hangs, navigates away, crashes, no valid target). The sweep records
     its trials as ``status=error`` with ``error_class`` :attr:`error_class` and goes on with the rest."""
 
-    error_class = "scene"
+    error_class: ErrorClass = "scene"
     size: Size | None = None
     """The frame size the scene would have had (plans its start points)."""
 
@@ -239,7 +238,8 @@ def load_task(path: str | Path, default_id: str | None = None, origins: tuple[st
 
 @dataclass(frozen=True)
 class WebOptions:
-    """The ``web:`` block of the config."""
+    """What the web source runs with: the ``web:`` block (:class:`~dvoc_bench.scenes.web.settings.Web`)
+    with its task files resolved, its inline page read and its origins normalised."""
 
     verify_click: bool = False
     """Also click each trial's final point in a fresh copy of the page (records ``clicked_target``)."""
@@ -255,51 +255,32 @@ class WebOptions:
     """Loopback dev-server origins pages may load from (and be served by), normalised."""
 
     @classmethod
-    def from_mapping(cls, raw: Mapping[str, Any] | None, cwd: Path | None = None) -> WebOptions:
-        """Validate the ``web:`` config block; relative paths resolve against ``cwd`` (default: the CWD)."""
-        raw = dict(raw or {})
+    def from_settings(cls, settings: Web | Mapping[str, Any] | None, cwd: Path | None = None) -> WebOptions:
+        """The options of the validated ``web:`` block (a mapping is validated here, once, by
+        :class:`~dvoc_bench.scenes.web.settings.Web`); relative paths resolve against ``cwd`` (default:
+        the CWD)."""
+        s = settings if isinstance(settings, Web) else validate(Web, settings, "web.")
         cwd = Path.cwd() if cwd is None else cwd
-        unknown = sorted(set(raw) - set(_OPTION_KEYS))
-        if unknown:
-            raise ConfigError(f"web: unknown key(s) {unknown}; allowed: {', '.join(_OPTION_KEYS)}")
-        verify = raw.get("verify_click", False)
-        if not isinstance(verify, bool):
-            raise ConfigError(f"web.verify_click: must be true or false, got {verify!r}")
-        chromium = raw.get("chromium")
-        if chromium is not None and (not isinstance(chromium, str) or not chromium.strip()):
-            raise ConfigError(f"web.chromium: must be a path to a Chromium binary, got {chromium!r}")
-        try:
-            timeout = float(raw.get("timeout_s", 30.0) if raw.get("timeout_s") is not None else 30.0)
-        except (TypeError, ValueError):
-            timeout = -1.0
-        if timeout <= 0:
-            raise ConfigError(f"web.timeout_s: must be a positive number, got {raw.get('timeout_s')!r}")
-        files = raw.get("task_files") or []
-        if isinstance(files, str):
-            files = [files]
         task_files = []
-        for i, f in enumerate(files):
-            p = Path(str(f)).expanduser()
+        for i, f in enumerate(s.task_files):
+            p = Path(f).expanduser()
             p = (p if p.is_absolute() else cwd / p).resolve()
             if not p.is_file():
                 raise ConfigError(f"web.task_files[{i}]: file not found: {p}")
             task_files.append(p)
-        origins = check_origins(raw.get("allow_origins"))
+        origins = check_origins(s.allow_origins)
         return cls(
-            verify_click=verify,
-            chromium=chromium.strip() if chromium else None,
-            timeout_s=timeout,
+            verify_click=s.verify_click,
+            chromium=s.chromium.strip() if s.chromium else None,
+            timeout_s=s.timeout_s,
             task_files=tuple(task_files),
-            custom=_custom_task(raw.get("custom"), cwd, origins),
+            custom=_custom_task(s.custom, cwd, origins),
             allow_origins=origins,
         )
 
 
-def _custom_task(raw: Any, cwd: Path, origins: tuple[str, ...] = ()) -> WebTask | None:
-    if raw is None:
-        return None
-    raw = check_mapping("web.custom", raw, _CUSTOM_KEYS)
-    given = {k: v for k, v in raw.items() if v not in (None, "", [])}
+def _custom_task(custom: WebCustom, cwd: Path, origins: tuple[str, ...] = ()) -> WebTask | None:
+    given = {k: v for k, v in custom.model_dump().items() if v not in (None, "", [])}
     if not given.get("page"):
         if given.get("selector") or given.get("instruction"):
             raise ConfigError("web.custom.page: required when web.custom.selector/instruction is set")
@@ -528,7 +509,7 @@ def _snapshot(task: WebTask, r: PageRender) -> Snapshot:
     return Snapshot(truth=truth, image=r.image, content_hash=content_hash(r.image, truth))
 
 
-def web_source(options: Mapping[str, Any] | WebOptions | None = None) -> SceneFolder:
+def web_source(options: Web | Mapping[str, Any] | WebOptions | None = None) -> SceneFolder:
     """A fresh web :class:`~dvoc_bench.scenes.sources.SceneFolder` with its own browser (one per registry)."""
-    opts = options if isinstance(options, WebOptions) else WebOptions.from_mapping(options)
+    opts = options if isinstance(options, WebOptions) else WebOptions.from_settings(options)
     return WebScenes(opts).source()
