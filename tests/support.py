@@ -71,6 +71,20 @@ def need_upstream(sub: str = RECORDS) -> Path:
 needs_upstream = pytest.mark.usefixtures("upstream")
 """Marker for a test (or, as ``pytestmark``, a module) that needs the authors' records."""
 
+THIRDPARTY = Path(os.environ.get("DVOC_THIRDPARTY") or ROOT.parent / "shared" / "thirdparty")
+"""Third-party screens with truth and records (``../shared/thirdparty``; its README says what each is)."""
+
+
+def need_thirdparty(sub: str) -> Path:
+    """``THIRDPARTY / sub`` when it exists; otherwise skip, or fail under ``DVOC_REQUIRE_THIRDPARTY=1``."""
+    path = THIRDPARTY / sub
+    if path.exists():
+        return path
+    msg = f"the third-party data is not at {path} (set DVOC_THIRDPARTY to the thirdparty folder)"
+    if os.environ.get("DVOC_REQUIRE_THIRDPARTY", "").strip() not in ("", "0"):
+        pytest.fail(f"{msg}; DVOC_REQUIRE_THIRDPARTY is set, so this is a failure, not a skip", pytrace=False)
+    pytest.skip(msg)
+
 
 # ------------------------------------------------------------------------------------- the command line
 

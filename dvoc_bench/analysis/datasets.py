@@ -26,6 +26,10 @@ SPLITS = {
     "application": "application (ScreenSpot-Pro)",
     "platform": "platform",
     "data_source": "data source (ScreenSpot)",
+    "category": "category (CUActSpot; precision-cua-bench: label type)",
+    "task_kind": "task kind (click, drag, multi)",
+    "lang": "task language",
+    "size_class": "target size (shorter side)",
 }
 """Sample metadata columns (``sample_<key>``) a dataset report splits by, with their titles."""
 

@@ -1,0 +1,420 @@
+"""CUActSpot (microsoft/Phi-Ground, ``benchmark/CUActSpot``, MIT) as a task source:
+``dataset=cuactspot dataset.root=DIR``.
+
+``DIR`` holds ``<id>.json`` + ``<id>.png`` pairs as in the release's ``data/ActSpot/`` (or is the
+benchmark's folder holding ``data/ActSpot/``). An annotation: ``image_id``, ``task`` (Chinese, or English
+when the sample has no ``task_en``), ``task_en``, ``modality`` (the category; else the id's prefix:
+Canvas, GUI, Image, Table, Text), ``polygons`` (``id``, ``type`` = ``Target | Banned``, ``rank``,
+``points`` = ``[[x, y], ...]`` image pixels), ``masks`` (not used by the set's rule, not read).
+
+The set's rule (its ``eval_utils.py``), reproduced by :func:`verdict`: no point in a Banned polygon; with
+numeric ranks ``1..K`` the i-th point lies in a rank-i polygon; with empty ranks every Target polygon holds
+some point. A point on an edge counts as inside. The task kind follows from how many points the rule
+needs: ``click`` (one), ``drag`` (ranks 1 and 2), ``multi`` (more, or several unranked targets).
+
+A trial gives one point: ``hit`` (rule ``polygon``) is that point inside a *first* polygon (rank 1, or the
+first Target polygon of an unranked sample) and in no Banned polygon; the ``box`` rule uses the first
+polygons' bounding box (clipped to the image), the paper's radius and ``eps`` rules its centre.
+
+A sample that cannot be used fails its own trials with one line naming it: unreadable JSON, no task
+text, no Target polygon, a polygon with fewer than 3 points, a self-intersecting one (edges crossing
+away from its corners, :data:`CORNER_SLACK_PX`), one reaching more
+than :data:`EDGE_SLACK_PX` outside the image, ranks that are not ``1..K`` (a drag without rank 2), mixed
+ranked and unranked targets, a missing or unreadable image.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from PIL import Image
+
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Box, Point, Size
+from dvoc_bench.core.polygons import Vertex, bounds, contains, self_intersection
+from dvoc_bench.core.records import Probe, SceneKind
+from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
+from dvoc_bench.scenes import sources as registry
+from dvoc_bench.scenes.dataset_source import (
+    DatasetChoice,
+    ImageCache,
+    LazySnapshot,
+    SampleError,
+    spec_from_options,
+)
+from dvoc_bench.scenes.datasets import DatasetSpec
+from dvoc_bench.scenes.screen_sets import pick, size_class
+
+FORMAT = "cuactspot"
+WHERE_KEYS = ("category", "lang", "task_kind", "size_class")
+"""``dataset.where`` keys."""
+EDGE_SLACK_PX = 4.0
+"""How far a polygon's vertex may lie outside the image (annotators' clicks on the last pixel column land
+at ``width + 1``); further out, the sample fails. The rule scores the polygon as written."""
+CORNER_SLACK_PX = 8.0
+"""A polygon's edges may cross within this distance of a corner (the annotator's closing stroke
+overshooting the first vertex: 17 polygons of the shared 158 samples, all within 7.2 px); a crossing
+further from every corner makes the polygon self-intersecting and fails the sample. The polygon is scored
+as written, by the even-odd rule, as the set's own rule does."""
+CJK = re.compile(r"[\u3400-\u9fff]")
+
+TaskKind = Literal["click", "drag", "multi"]
+
+
+@dataclass(frozen=True)
+class Region:
+    """One annotated polygon."""
+
+    id: str
+    """The annotation's ``id`` (``R1`` ...)."""
+    type: str
+    """``Target`` or ``Banned`` (another type is kept and ignored, as the set's rule does)."""
+    rank: str
+    """``""`` (unranked) or the point's number as text (``"1"``, ``"2"``, ...)."""
+    points: tuple[Vertex, ...]
+    """Vertices, image pixels."""
+
+
+@dataclass(frozen=True)
+class ActSample:
+    """One CUActSpot sample, read without opening its image."""
+
+    id: str
+    """``image_id`` (the file stem): the task id."""
+    image: Path
+    """The screenshot (``<id>.png``)."""
+    instruction: str
+    """The task text in the chosen language (``dataset.lang``), else the one the sample has."""
+    regions: tuple[Region, ...]
+    """Every polygon, in file order."""
+    meta: dict[str, str | None] = field(default_factory=dict)
+    """``category``, ``lang``, ``task_kind`` (and ``size_class`` once the first polygons are known)."""
+    problem: str | None = None
+    """Why the sample cannot be used (raised when its snapshot is built), ``None`` when it can."""
+
+    @property
+    def targets(self) -> list[Region]:
+        return [r for r in self.regions if r.type == "Target"]
+
+    @property
+    def banned(self) -> list[Region]:
+        return [r for r in self.regions if r.type == "Banned"]
+
+
+def required_points(regions: Sequence[Region]) -> int:
+    """How many points the set's rule needs: the largest rank, or the number of unranked targets."""
+    targets = [r for r in regions if r.type == "Target"]
+    ranks = [int(r.rank) for r in targets if r.rank.isdigit()]
+    return max(ranks) if ranks else len(targets)
+
+
+def task_kind(regions: Sequence[Region]) -> TaskKind:
+    """``click`` (one point), ``drag`` (ranks 1 and 2: what to drag, where to drop it), else ``multi``."""
+    targets = [r for r in regions if r.type == "Target"]
+    n = required_points(regions)
+    if n == 1:
+        return "click"
+    if n == 2 and all(r.rank for r in targets):
+        return "drag"
+    return "multi"
+
+
+def first_targets(regions: Sequence[Region]) -> list[Region]:
+    """The polygons the first point must hit: rank 1, or the first Target of an unranked sample."""
+    targets = [r for r in regions if r.type == "Target"]
+    ranked = [r for r in targets if r.rank == "1"]
+    return ranked if ranked else targets[:1]
+
+
+def verdict(points: Sequence[Point | Vertex], regions: Sequence[Region]) -> bool:
+    """The set's own rule on a list of points (its ``eval_utils.evaluate_coordinates``)."""
+    targets = [r for r in regions if r.type == "Target"]
+    if not regions:
+        return False
+    for r in regions:
+        if r.type == "Banned" and any(contains(r.points, p) for p in points):
+            return False
+    if not targets:
+        return True
+    ranked = [r.rank != "" for r in targets]
+    if any(ranked) and not all(ranked):
+        return False
+    if not any(ranked):
+        return all(any(contains(r.points, p) for p in points) for r in targets)
+    k = max((int(r.rank) for r in targets if r.rank.isdigit()), default=0)
+    if len(points) < k:
+        return False
+    for i in range(1, k + 1):
+        polys = [r for r in targets if r.rank == str(i)]
+        if not polys or not any(contains(r.points, points[i - 1]) for r in polys):
+            return False
+    return True
+
+
+def point_verdict(point: Point, regions: Sequence[Region]) -> tuple[bool, str | None]:
+    """The ``polygon`` rule for one point (inside a first polygon, in no Banned one) and the id of what lies
+    under it (``banned:R3`` for a Banned polygon, a Target's id, ``None``: none)."""
+    for r in regions:
+        if r.type == "Banned" and contains(r.points, point):
+            return False, f"banned:{r.id}"
+    first = first_targets(regions)
+    for r in first:
+        if contains(r.points, point):
+            return True, r.id
+    for r in regions:
+        if r.type == "Target" and contains(r.points, point):
+            return False, r.id
+    return False, None
+
+
+def _vertices(raw: Any) -> tuple[Vertex, ...] | None:
+    if not isinstance(raw, list):
+        return None
+    out: list[Vertex] = []
+    for v in raw:
+        if not isinstance(v, list | tuple) or len(v) != 2:
+            return None
+        try:
+            x, y = float(v[0]), float(v[1])
+        except (TypeError, ValueError):
+            return None
+        if not (math.isfinite(x) and math.isfinite(y)):
+            return None
+        out.append((x, y))
+    return tuple(out)
+
+
+def _shape_problem(regions: Sequence[Region]) -> str | None:
+    """What is wrong with the polygons regardless of the image (``None``: nothing)."""
+    targets = [r for r in regions if r.type == "Target"]
+    if not targets:
+        return "no Target polygon"
+    for r in regions:
+        if len(r.points) < 3:
+            return f"polygon {r.id} has {len(r.points)} point(s), fewer than 3"
+        crossing = self_intersection(r.points, CORNER_SLACK_PX)
+        if crossing is not None:
+            return f"polygon {r.id} is self-intersecting (edges {crossing[0]} and {crossing[1]} cross)"
+    ranked = [r.rank != "" for r in targets]
+    if any(ranked) and not all(ranked):
+        return "Target polygons mix ranked and unranked"
+    if all(ranked):
+        bad = [r for r in targets if not r.rank.isdigit() or int(r.rank) < 1]
+        if bad:
+            return f"polygon {bad[0].id} has rank {bad[0].rank!r}, not a positive number"
+        have = {int(r.rank) for r in targets}
+        missing = [i for i in range(1, max(have) + 1) if i not in have]
+        if missing:
+            what = " (a drag without its drop target)" if missing[0] == 2 else ""
+            return f"no Target polygon of rank {missing[0]}{what}"
+    return None
+
+
+def read_sample(path: Path, lang: str) -> ActSample:
+    """One annotation file as a sample (its problems recorded, not raised)."""
+    sid = path.stem
+    image = path.with_suffix(".png")
+    category = sid.split("-")[0] or None
+
+    def broken(why: str) -> ActSample:
+        meta = {"category": category, "lang": None, "task_kind": None}
+        return ActSample(sid, image, "", (), meta, f"sample {sid}: {why}")
+
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        return broken(f"cannot read {path.name}: {e}")
+    except (json.JSONDecodeError, RecursionError) as e:
+        return broken(f"{path.name} is not valid JSON: {e}")
+    if not isinstance(rec, Mapping):
+        return broken(f"{path.name} must hold a JSON object")
+    if isinstance(rec.get("modality"), str) and rec["modality"]:
+        category = str(rec["modality"])
+    regions: list[Region] = []
+    for i, poly in enumerate(rec.get("polygons") or []):
+        pts = _vertices(poly.get("points")) if isinstance(poly, Mapping) else None
+        if pts is None:
+            return broken(f"polygons[{i}]: points must be [x, y] pairs of finite numbers")
+        pid = str(poly.get("id") or f"#{i}")
+        regions.append(Region(pid, str(poly.get("type") or ""), str(poly.get("rank") or "").strip(), pts))
+    zh = rec.get("task") if isinstance(rec.get("task"), str) else None
+    en = rec.get("task_en") if isinstance(rec.get("task_en"), str) else None
+    text = (zh if lang == "zh" else en) or en or zh
+    if not text or not text.strip():
+        return broken("no task text (task, task_en)")
+    text = text.strip()
+    meta: dict[str, str | None] = {
+        "category": category,
+        "lang": "zh" if CJK.search(text) else "en",
+        "task_kind": task_kind(regions) if any(r.type == "Target" for r in regions) else None,
+    }
+    problem = _shape_problem(regions)
+    first = first_targets(regions)
+    if problem is None and first:
+        meta["size_class"] = size_class(_union(first))
+    return ActSample(
+        sid, image, text, tuple(regions), meta, None if problem is None else f"sample {sid}: {problem}"
+    )
+
+
+def _union(regions: Sequence[Region]) -> Box:
+    boxes = [bounds(r.points) for r in regions]
+    return Box(
+        min(b.x0 for b in boxes), min(b.y0 for b in boxes), max(b.x1 for b in boxes), max(b.y1 for b in boxes)
+    )
+
+
+def data_dir(root: Path) -> Path:
+    """The folder of the ``<id>.json`` files: ``root`` itself, or its ``data/ActSpot/``."""
+    if not root.is_dir():
+        raise ConfigError(f"dataset.root: not a directory: {root}")
+    for cand in (root, root / "data" / "ActSpot"):
+        if any(cand.glob("*.json")):
+            return cand
+    raise ConfigError(
+        f"dataset.root: no <id>.json annotations under {root} (dataset={FORMAT}; docs/datasets.md)"
+    )
+
+
+def load(spec: DatasetSpec, lang: str) -> list[ActSample]:
+    """Every sample under the root, by id (images not opened)."""
+    base = data_dir(spec.root)
+    files = sorted(base.glob("*.json"))
+    if spec.files:
+        names = {Path(f).stem for f in spec.files}
+        unknown = sorted(names - {p.stem for p in files})
+        if unknown:
+            raise ConfigError(f"dataset.files: {unknown[0]!r} is not a sample under {base}")
+        files = [p for p in files if p.stem in names]
+    out = [read_sample(p, lang) for p in files]
+    if spec.images is not None:
+        out = [
+            ActSample(s.id, spec.images / s.image.name, s.instruction, s.regions, s.meta, s.problem)
+            for s in out
+        ]
+    return out
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def snapshot_of(
+    sample: ActSample, cache: ImageCache, spec: DatasetSpec, max_side: int | None
+) -> LazySnapshot:
+    """The sample's lazy snapshot, checked (see the module's list); a failure is a one-line
+    :class:`SampleError` naming the sample."""
+    where = f"sample {sample.id}"
+    if sample.problem is not None:
+        raise SampleError(sample.problem)
+    if not spec.inside(sample.image):
+        raise SampleError(f"{where}: image {sample.image} lies outside dataset.root "
+                          "(dataset.allow_outside_root=true reads it)")  # fmt: skip
+    if not sample.image.is_file():
+        raise SampleError(f"{where}: image not found: {sample.image}")
+    try:
+        with Image.open(sample.image) as im:
+            size = Size(*im.size)
+    except (OSError, ValueError, Image.DecompressionBombError) as e:
+        raise SampleError(f"{where}: cannot open {sample.image.name}: {e}".splitlines()[0]) from None
+    if max_side is not None and max(size.width, size.height) > max_side:
+        raise SampleError(
+            f"{where}: image is {size.width}x{size.height}, a side above scenes.max_side {max_side}", size
+        )
+    for r in sample.regions:
+        b = bounds(r.points)
+        s = EDGE_SLACK_PX
+        if b.x0 < -s or b.y0 < -s or b.x1 > size.width + s or b.y1 > size.height + s:
+            raise SampleError(
+                f"{where}: polygon {r.id} reaches outside the {size.width}x{size.height} image "
+                f"(bounds {[round(v, 2) for v in b.as_list()]})",
+                size,
+            )
+    u = _union(first_targets(sample.regions))
+    box = Box(max(u.x0, 0.0), max(u.y0, 0.0), min(u.x1, float(size.width)), min(u.y1, float(size.height)))
+    target = Element("target", "target", box)
+    others = [
+        Element(
+            f"banned:{r.id}" if r.type == "Banned" else r.id,
+            r.type.lower(),
+            _clip(bounds(r.points), size),
+            role="panel",
+            interactive=r.type == "Target",
+        )  # fmt: skip
+        for r in sample.regions
+        if r not in first_targets(sample.regions)
+    ]
+    truth = SceneTruth(sample.id, size, sample.instruction, "target", box, (target, *others))
+    polys = [(r.id, r.type, r.rank, r.points) for r in sample.regions]
+    blob = f"{_digest(sample.image)}|{polys}|{sample.instruction}"
+    return LazySnapshot(truth, hashlib.sha256(blob.encode()).hexdigest()[:16], sample.image, cache)
+
+
+def _clip(b: Box, size: Size) -> Box:
+    return Box(max(b.x0, 0.0), max(b.y0, 0.0), min(b.x1, float(size.width)), min(b.y1, float(size.height)))
+
+
+class ActSpotScenes:
+    """The selected CUActSpot samples: a :class:`~dvoc_bench.scenes.sources.TaskSource` in id order whose
+    probe is the ``polygon`` rule."""
+
+    kind: SceneKind = "dataset"
+    ordered = True
+    live = False
+
+    def __init__(
+        self, spec: DatasetSpec, lang: str = "en", picks: list[str] | None = None, max_side: int | None = None
+    ) -> None:
+        self.spec = spec
+        self.lang = lang
+        self.max_side = max_side
+        self.samples = {s.id: s for s in pick(load(spec, lang), spec, picks, WHERE_KEYS)}
+        """Selected samples by task id."""
+        self.cache = ImageCache()
+
+    def ids(self) -> list[str]:
+        return list(self.samples)
+
+    def snapshot(self, task_id: str) -> Snapshot:
+        return snapshot_of(self.samples[task_id], self.cache, self.spec, self.max_side)
+
+    def meta(self, task_id: str) -> dict[str, Any]:
+        """The trial record's ``sample`` block (:class:`dvoc_bench.core.records.SampleMeta`)."""
+        s = self.samples[task_id]
+        return {
+            "dataset": FORMAT,
+            "file": s.id,
+            **s.meta,
+            "instruction": s.instruction,
+            "image": s.image.name,
+        }
+
+    def probe(self, task_id: str, point: Point) -> Probe:
+        """The ``polygon`` rule's verdict on ``point`` (it decides ``hit``; the box rule stays beside it)."""
+        hit, under = point_verdict(point, self.samples[task_id].regions)
+        return Probe(hit_element=under, hit=hit, hit_rule="polygon")
+
+    def close(self) -> None:
+        return None
+
+
+def cuactspot_source(options: DatasetChoice | None) -> ActSpotScenes | None:
+    """The source of CUActSpot's selected samples; ``None`` without options."""
+    if options is None:
+        return None
+    d = options.settings
+    return ActSpotScenes(spec_from_options(d), d.lang, options.picks, options.max_side)
+
+
+registry.source(FORMAT, kind="dataset")(cuactspot_source)

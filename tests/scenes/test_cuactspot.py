@@ -1,0 +1,128 @@
+"""CUActSpot as a task source (issue 50), on written samples at real size (2560x1400): polygons decide
+``hit`` (rule ``polygon``; a point in a Banned polygon misses even inside the target), the box and the
+paper's rules stand beside it, category / language / task kind reach the record; every kind of bad
+sample fails its own trials with one line naming it while the others run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Point
+from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.sweep import run_sweep
+from dvoc_bench.scenes.cuactspot import ActSpotScenes
+from dvoc_bench.scenes.dataset_source import SampleError, spec_from_options
+from dvoc_bench.scenes.datasets import DatasetSettings
+
+W, H = 2560, 1400
+TARGET = [[1000.0, 500.0], [1400.0, 500.0], [1400.0, 700.0], [1000.0, 700.0]]
+BANNED = [[1150.0, 550.0], [1250.0, 550.0], [1250.0, 650.0], [1150.0, 650.0]]  # inside the target
+DROP = [[200.0, 1000.0], [500.0, 1000.0], [500.0, 1200.0], [200.0, 1200.0]]
+
+
+def poly(pid: str, points, type_: str = "Target", rank: str = "1") -> dict:
+    return {"id": pid, "type": type_, "rank": rank, "points": points, "visible": True}
+
+
+def write(root: Path, sid: str, polygons: list[dict], image: bool = True, **extra) -> None:
+    rec = {"image_id": sid, "task": "点击目标", "task_en": f"Click the target of {sid}", "polygons": polygons,
+           "masks": [], **extra}  # fmt: skip
+    (root / f"{sid}.json").write_text(json.dumps(rec, ensure_ascii=False), encoding="utf-8")
+    if image:
+        arr = np.full((H, W, 3), 240, np.uint8)
+        arr[500:700, 1000:1400] = (30, 90, 200)
+        Image.fromarray(arr).save(root / f"{sid}.png")
+
+
+def fixture(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    write(root, "GUI-good", [poly("R1", TARGET), poly("R2", BANNED, "Banned", "")], modality="GUI")
+    write(root, "Canvas-drag", [poly("R1", TARGET), poly("R2", DROP, rank="2")])
+    write(root, "Text-few", [poly("R1", TARGET[:2])])
+    write(root, "Text-bow", [poly("R1", [[1000, 500], [1400, 700], [1400, 500], [1000, 700]])])
+    write(root, "Image-out", [poly("R1", [[2400, 100], [2700, 100], [2700, 300], [2400, 300]])])
+    write(root, "Canvas-norank2", [poly("R1", TARGET), poly("R3", DROP, rank="3")])
+    write(root, "GUI-noimage", [poly("R1", TARGET)], image=False)
+    return root
+
+
+def scenes(root: Path, **kw) -> ActSpotScenes:
+    d = DatasetSettings(format="cuactspot", root=str(root), **kw)
+    return ActSpotScenes(spec_from_options(d), d.lang)
+
+
+def test_polygon_rule_decides_hit_and_a_banned_point_misses(tmp_path):
+    src = scenes(fixture(tmp_path / "ds"))
+    snap = src.snapshot("GUI-good")
+    assert snap.size.as_list() == [W, H] and snap.target_box.as_list() == [1000, 500, 1400, 700]
+    inside = src.probe("GUI-good", Point(1050, 520))
+    assert inside.hit is True and inside.hit_rule == "polygon" and inside.hit_element == "R1"
+    banned = src.probe("GUI-good", Point(1200, 600))  # inside the target box and polygon, but Banned
+    assert banned.hit is False and banned.hit_element == "banned:R2"
+    assert src.probe("GUI-good", Point(1400, 700)).hit is True  # a corner is on the edge: inside
+    assert src.probe("GUI-good", Point(1401, 700)).hit is False
+    drag = src.probe("Canvas-drag", Point(300, 1100))  # on the drop target: not the first point's target
+    assert drag.hit is False and drag.hit_element == "R2"
+    meta = src.meta("GUI-good")
+    assert meta["category"] == "GUI" and meta["lang"] == "en" and meta["task_kind"] == "click"
+    assert src.meta("Canvas-drag")["task_kind"] == "drag" and src.meta("Canvas-drag")["category"] == "Canvas"
+    assert src.snapshot("GUI-good").instruction == "Click the target of GUI-good"
+    zh = scenes(tmp_path / "ds", lang="zh")
+    assert zh.snapshot("GUI-good").instruction == "点击目标" and zh.meta("GUI-good")["lang"] == "zh"
+
+
+@pytest.mark.parametrize(
+    ("sid", "says"),
+    [
+        ("Text-few", "polygon R1 has 2 point(s), fewer than 3"),
+        ("Text-bow", "polygon R1 is self-intersecting"),
+        ("Image-out", "polygon R1 reaches outside the 2560x1400 image"),
+        ("Canvas-norank2", "no Target polygon of rank 2 (a drag without its drop target)"),
+        ("GUI-noimage", "image not found"),
+    ],
+)
+def test_each_bad_sample_fails_with_one_line_naming_it(tmp_path, sid, says):
+    src = scenes(fixture(tmp_path / "ds"))
+    with pytest.raises(SampleError) as e:
+        src.snapshot(sid)
+    text = str(e.value)
+    assert text.startswith(f"sample {sid}: ") and says in text and "\n" not in text
+    assert e.value.error_class == "scene"
+
+
+def test_a_sweep_runs_the_good_samples_and_fails_the_bad_ones_their_own_trials(tmp_path):
+    root = fixture(tmp_path / "ds")
+    setup = quick_setup(["dataset=cuactspot", f"dataset.root={root}", "models=[sim-ideal]",
+                         "methods=[oneshot]", "run.quiet=true"])  # fmt: skip
+    res = run_sweep(setup, tmp_path / "run")
+    by = {t["task"]: t for t in res.trials}
+    assert set(by) == {"GUI-good", "Canvas-drag", "Text-few", "Text-bow", "Image-out", "Canvas-norank2",
+                       "GUI-noimage"}  # fmt: skip
+    good = by["GUI-good"]
+    assert good["status"] == "ok" and good["hit_rule"] == "polygon"
+    # sim-ideal aims at the box centre, which lies in the Banned square: the box rule hits, the polygon misses
+    assert good["hit_box"] is True and good["hit"] is False and good["hit_radius"] is True
+    assert good["hit_element"] == "banned:R2"
+    assert good["sample"]["category"] == "GUI" and good["sample"]["task_kind"] == "click"
+    assert by["Canvas-drag"]["hit"] is True and by["Canvas-drag"]["sample"]["task_kind"] == "drag"
+    for sid in ("Text-few", "Text-bow", "Image-out", "Canvas-norank2", "GUI-noimage"):
+        t = by[sid]
+        assert t["status"] == "error" and t["error_class"] == "scene"
+        assert t["error"].startswith(f"sample {sid}")
+
+
+def test_bad_settings_are_one_line_config_errors(tmp_path):
+    root = fixture(tmp_path / "ds")
+    base = ["dataset=cuactspot", f"dataset.root={root}", "models=[sim-ideal]", "methods=[oneshot]"]
+    with pytest.raises(ConfigError, match="^dataset.where: unknown key 'ui_type' for dataset=cuactspot"):
+        quick_setup([*base, "dataset.where={ui_type: icon}"])
+    with pytest.raises(ConfigError, match="^dataset.root: no <id>.json annotations under"):
+        quick_setup(["dataset=cuactspot", f"dataset.root={tmp_path}", "models=[sim-ideal]"])
+    picked = quick_setup([*base, "dataset.where={task_kind: drag}"])
+    assert picked.registry.ids() == ["Canvas-drag"]
