@@ -348,7 +348,8 @@ class SampleMeta:
     """What a dataset sample says about itself (the ``sample`` field of dataset trials)."""
 
     dataset: str | None = None
-    """Format it was read as: ``screenspot | screenspot_v2 | screenspot_pro | manifest``."""
+    """Format it was read as: ``screenspot | screenspot_v2 | screenspot_pro | manifest | cuactspot |
+    precision_cua``."""
     file: str | None = None
     """Stem of the annotation file (``screenspot_mobile``, ``photoshop_macos``, ...)."""
     ui_type: str | None = None
