@@ -38,3 +38,16 @@ def test_a_closing_stroke_overshooting_the_first_corner_passes_within_the_slack_
     assert self_intersection(over, slack=1.0) == (0, 3)
     closed = [*L_SHAPE, L_SHAPE[0]]  # a repeated first vertex closing the ring is not an edge
     assert self_intersection(closed) is None
+
+
+def test_inside_point_is_on_the_shape_and_off_what_is_to_be_avoided():
+    from dvoc_bench.core.polygons import inside_point
+
+    p = inside_point(L_SHAPE)
+    assert p is not None and contains(L_SHAPE, p)  # the box centre (50, 50) is in the notch: not that
+    square = [(0.0, 0.0), (100.0, 0.0), (100.0, 100.0), (0.0, 100.0)]
+    assert inside_point(square) == Point(50, 50)
+    hole = [(30.0, 30.0), (70.0, 30.0), (70.0, 70.0), (30.0, 70.0)]
+    q = inside_point(square, [hole])
+    assert q is not None and contains(square, q) and not contains(hole, q)
+    assert inside_point(hole, [square]) is None  # wholly inside what is to be avoided

@@ -115,3 +115,31 @@ def self_intersection(polygon: Sequence[Vertex], slack: float | None = None) -> 
                     continue
             return i, j
     return None
+
+
+def inside_point(polygon: Sequence[Vertex], avoid: Sequence[Sequence[Vertex]] = ()) -> Point | None:
+    """A point inside ``polygon`` and in none of the ``avoid`` polygons: its bounding box's centre when that
+    will do, else the middle of the widest inside stretch of a horizontal line through it, trying lines
+    at the box's middle first and then further out (9 heights); ``None`` when none of those will do."""
+    box = bounds(polygon)
+
+    def fits(p: Point) -> bool:
+        return contains(polygon, p) and not any(contains(a, p) for a in avoid)
+
+    if fits(box.centre):
+        return box.centre
+    n = len(polygon)
+    for f in (0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8, 0.1, 0.9):
+        y = box.y0 + f * (box.y1 - box.y0)
+        xs = sorted(
+            a[0] + (y - a[1]) * (b[0] - a[0]) / (b[1] - a[1])
+            for a, b in ((polygon[i - 1], polygon[i]) for i in range(n))
+            if (a[1] > y) != (b[1] > y)
+        )
+        stretches = sorted(zip(xs[::2], xs[1::2], strict=False), key=lambda s: s[0] - s[1])
+        for lo, hi in stretches:  # widest first
+            for t in (0.5, 0.25, 0.75):
+                p = Point(lo + t * (hi - lo), y)
+                if fits(p):
+                    return p
+    return None

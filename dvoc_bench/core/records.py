@@ -374,6 +374,8 @@ class SampleMeta:
     """Language of the task text (``en | zh``; CUActSpot)."""
     task_kind: str | None = None
     """``click`` (one point), ``drag`` (rank 1 then rank 2) or ``multi`` (more points; CUActSpot)."""
+    endpoint: str | None = None
+    """A drag's endpoint task: ``from`` (what to drag) or ``to`` (where to drop it); ``None`` otherwise."""
     size_class: str | None = None
     """The target's size class by its shorter side (:func:`dvoc_bench.scenes.screen_sets.size_class`)."""
 

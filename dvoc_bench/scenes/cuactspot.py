@@ -12,9 +12,12 @@ numeric ranks ``1..K`` the i-th point lies in a rank-i polygon; with empty ranks
 some point. A point on an edge counts as inside. The task kind follows from how many points the rule
 needs: ``click`` (one), ``drag`` (ranks 1 and 2), ``multi`` (more, or several unranked targets).
 
-A trial gives one point: ``hit`` (rule ``polygon``) is that point inside a *first* polygon (rank 1, or the
-first Target polygon of an unranked sample) and in no Banned polygon; the ``box`` rule uses the first
-polygons' bounding box (clipped to the image), the paper's radius and ``eps`` rules its centre.
+A trial gives one point: ``hit`` (rule ``polygon``) is that point inside its polygon (rank 1, or the
+first Target polygon of an unranked sample) and in no Banned polygon; the ``box`` rule uses that
+polygon's bounding box (clipped to the image), the paper's radius and ``eps`` rules its centre. A drag is
+two tasks, ``<id>:from`` (rank 1) and ``<id>:to`` (rank 2), each with the task text and a line saying
+which end to point at; a drag succeeds when both hit (the analysis pairs them). A multi-point sample runs
+as its first point.
 
 A sample that cannot be used fails its own trials with one line naming it: unreadable JSON, no task
 text, no Target polygon, a polygon with fewer than 3 points, a self-intersecting one (edges crossing
@@ -38,7 +41,7 @@ from PIL import Image
 
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.geometry import Box, Point, Size
-from dvoc_bench.core.polygons import Vertex, bounds, contains, self_intersection
+from dvoc_bench.core.polygons import Vertex, area, bounds, contains, inside_point, self_intersection
 from dvoc_bench.core.records import Probe, SceneKind
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
 from dvoc_bench.scenes import sources as registry
@@ -66,6 +69,16 @@ as written, by the even-odd rule, as the set's own rule does."""
 CJK = re.compile(r"[\u3400-\u9fff]")
 
 TaskKind = Literal["click", "drag", "multi"]
+Endpoint = Literal["from", "to"]
+"""A drag's two points: where it starts (rank 1, what to drag) and where it ends (rank 2, where to drop)."""
+
+ENDPOINT_TEXT = {
+    ("en", "from"): "This is a drag. Point at where the drag starts: the thing to drag.",
+    ("en", "to"): "This is a drag. Point at where the drag ends: where to drop it.",
+    ("zh", "from"): "这是一次拖动。请指出拖动的起点：要拖动的对象。",
+    ("zh", "to"): "这是一次拖动。请指出拖动的终点：放下的位置。",
+}
+"""The line added to a drag's task for each endpoint task, in the task's language."""
 
 
 @dataclass(frozen=True)
@@ -126,11 +139,12 @@ def task_kind(regions: Sequence[Region]) -> TaskKind:
     return "multi"
 
 
-def first_targets(regions: Sequence[Region]) -> list[Region]:
-    """The polygons the first point must hit: rank 1, or the first Target of an unranked sample."""
+def first_targets(regions: Sequence[Region], point_no: int = 1) -> list[Region]:
+    """The polygons point ``point_no`` must hit: those of that rank, or (point 1 of an unranked sample)
+    the first Target."""
     targets = [r for r in regions if r.type == "Target"]
-    ranked = [r for r in targets if r.rank == "1"]
-    return ranked if ranked else targets[:1]
+    ranked = [r for r in targets if r.rank == str(point_no)]
+    return ranked if ranked or point_no != 1 else targets[:1]
 
 
 def verdict(points: Sequence[Point | Vertex], regions: Sequence[Region]) -> bool:
@@ -158,13 +172,14 @@ def verdict(points: Sequence[Point | Vertex], regions: Sequence[Region]) -> bool
     return True
 
 
-def point_verdict(point: Point, regions: Sequence[Region]) -> tuple[bool, str | None]:
-    """The ``polygon`` rule for one point (inside a first polygon, in no Banned one) and the id of what lies
-    under it (``banned:R3`` for a Banned polygon, a Target's id, ``None``: none)."""
+def point_verdict(point: Point, regions: Sequence[Region], point_no: int = 1) -> tuple[bool, str | None]:
+    """The ``polygon`` rule for point ``point_no`` (inside one of its polygons, :func:`first_targets`, and
+    in no Banned one) and the id of what lies under it (``banned:R3`` for a Banned polygon, a Target's id,
+    ``None``: none)."""
     for r in regions:
         if r.type == "Banned" and contains(r.points, point):
             return False, f"banned:{r.id}"
-    first = first_targets(regions)
+    first = first_targets(regions, point_no)
     for r in first:
         if contains(r.points, point):
             return True, r.id
@@ -172,6 +187,12 @@ def point_verdict(point: Point, regions: Sequence[Region]) -> tuple[bool, str | 
         if r.type == "Target" and contains(r.points, point):
             return False, r.id
     return False, None
+
+
+def endpoint_instruction(sample: ActSample, endpoint: Endpoint) -> str:
+    """A drag's task text and the line saying which end to point at (in the task's language)."""
+    lang = "zh" if sample.meta.get("lang") == "zh" else "en"
+    return f"{sample.instruction}\n{ENDPOINT_TEXT[(lang, endpoint)]}"
 
 
 def _vertices(raw: Any) -> tuple[Vertex, ...] | None:
@@ -311,10 +332,15 @@ def _digest(path: Path) -> str:
 
 
 def snapshot_of(
-    sample: ActSample, cache: ImageCache, spec: DatasetSpec, max_side: int | None
+    sample: ActSample,
+    cache: ImageCache,
+    spec: DatasetSpec,
+    max_side: int | None,
+    endpoint: Endpoint | None = None,
 ) -> LazySnapshot:
-    """The sample's lazy snapshot, checked (see the module's list); a failure is a one-line
-    :class:`SampleError` naming the sample."""
+    """The sample's lazy snapshot, checked (see the module's list), for one point: the first, or a drag's
+    ``endpoint`` (its target the polygons of that rank, its instruction the task and which end to point at).
+    A failure is a one-line :class:`SampleError` naming the sample."""
     where = f"sample {sample.id}"
     if sample.problem is not None:
         raise SampleError(sample.problem)
@@ -341,7 +367,9 @@ def snapshot_of(
                 f"(bounds {[round(v, 2) for v in b.as_list()]})",
                 size,
             )
-    u = _union(first_targets(sample.regions))
+    point_no = 2 if endpoint == "to" else 1
+    mine = first_targets(sample.regions, point_no)
+    u = _union(mine)
     box = Box(max(u.x0, 0.0), max(u.y0, 0.0), min(u.x1, float(size.width)), min(u.y1, float(size.height)))
     target = Element("target", "target", box)
     others = [
@@ -353,11 +381,17 @@ def snapshot_of(
             interactive=r.type == "Target",
         )  # fmt: skip
         for r in sample.regions
-        if r not in first_targets(sample.regions)
+        if r not in mine
     ]
-    truth = SceneTruth(sample.id, size, sample.instruction, "target", box, (target, *others))
+    banned = [r.points for r in sample.regions if r.type == "Banned"]
+    aims = [a for r in sorted(mine, key=lambda r: -area(r.points)) if (a := inside_point(r.points, banned))]
+    task_id = sample.id if endpoint is None else f"{sample.id}:{endpoint}"
+    text = sample.instruction if endpoint is None else endpoint_instruction(sample, endpoint)
+    truth = SceneTruth(
+        task_id, size, text, "target", box, (target, *others), target_aim=aims[0] if aims else None
+    )
     polys = [(r.id, r.type, r.rank, r.points) for r in sample.regions]
-    blob = f"{_digest(sample.image)}|{polys}|{sample.instruction}"
+    blob = f"{_digest(sample.image)}|{polys}|{text}"
     return LazySnapshot(truth, hashlib.sha256(blob.encode()).hexdigest()[:16], sample.image, cache)
 
 
@@ -367,7 +401,10 @@ def _clip(b: Box, size: Size) -> Box:
 
 class ActSpotScenes:
     """The selected CUActSpot samples: a :class:`~dvoc_bench.scenes.sources.TaskSource` in id order whose
-    probe is the ``polygon`` rule."""
+    probe is the ``polygon`` rule. A drag sample is two tasks, one per endpoint (``<id>:from``,
+    ``<id>:to``); every method then grounds each end with its own loop, marks or crops, and the analysis
+    pairs them (:func:`dvoc_bench.analysis.datasets.drag_success`). Other samples are one task, their
+    first point."""
 
     kind: SceneKind = "dataset"
     ordered = True
@@ -379,30 +416,42 @@ class ActSpotScenes:
         self.spec = spec
         self.lang = lang
         self.max_side = max_side
-        self.samples = {s.id: s for s in pick(load(spec, lang), spec, picks, WHERE_KEYS)}
-        """Selected samples by task id."""
+        wanted = None if picks is None else [p.removesuffix(":from").removesuffix(":to") for p in picks]
+        chosen = pick(load(spec, lang), spec, wanted, WHERE_KEYS)
+        self.samples = {s.id: s for s in chosen}
+        """Selected samples by sample id."""
         self.cache = ImageCache()
+        self.tasks: dict[str, tuple[ActSample, Endpoint | None]] = {}
+        """Task id -> its sample and endpoint (``None``: the sample's one task)."""
+        for s in chosen:
+            if s.meta.get("task_kind") == "drag" and s.problem is None:
+                for end in ("from", "to"):
+                    self.tasks[f"{s.id}:{end}"] = (s, end)
+            else:
+                self.tasks[s.id] = (s, None)
+        if picks is not None:  # ``tasks=[X:to]`` runs that endpoint only; ``tasks=[X]`` every task of X
+            named = set(picks)
+            self.tasks = {k: v for k, v in self.tasks.items() if k in named or v[0].id in named}
 
     def ids(self) -> list[str]:
-        return list(self.samples)
+        return list(self.tasks)
 
     def snapshot(self, task_id: str) -> Snapshot:
-        return snapshot_of(self.samples[task_id], self.cache, self.spec, self.max_side)
+        sample, end = self.tasks[task_id]
+        return snapshot_of(sample, self.cache, self.spec, self.max_side, end)
 
     def meta(self, task_id: str) -> dict[str, Any]:
         """The trial record's ``sample`` block (:class:`dvoc_bench.core.records.SampleMeta`)."""
-        s = self.samples[task_id]
-        return {
-            "dataset": FORMAT,
-            "file": s.id,
-            **s.meta,
-            "instruction": s.instruction,
-            "image": s.image.name,
-        }
+        s, end = self.tasks[task_id]
+        text = s.instruction if end is None else endpoint_instruction(s, end)
+        return {"dataset": FORMAT, "file": s.id, **s.meta, "endpoint": end, "instruction": text,
+                "image": s.image.name}  # fmt: skip
 
     def probe(self, task_id: str, point: Point) -> Probe:
-        """The ``polygon`` rule's verdict on ``point`` (it decides ``hit``; the box rule stays beside it)."""
-        hit, under = point_verdict(point, self.samples[task_id].regions)
+        """The ``polygon`` rule's verdict on ``point`` for the task's point (it decides ``hit``; the box rule
+        stays beside it)."""
+        s, end = self.tasks[task_id]
+        hit, under = point_verdict(point, s.regions, 2 if end == "to" else 1)
         return Probe(hit_element=under, hit=hit, hit_rule="polygon")
 
     def close(self) -> None:

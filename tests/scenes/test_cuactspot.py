@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from dvoc_bench.core.declare import ConfigError
-from dvoc_bench.core.geometry import Point
+from dvoc_bench.core.geometry import Box, Point
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.sweep import run_sweep
 from dvoc_bench.scenes.cuactspot import ActSpotScenes
@@ -67,14 +67,28 @@ def test_polygon_rule_decides_hit_and_a_banned_point_misses(tmp_path):
     assert banned.hit is False and banned.hit_element == "banned:R2"
     assert src.probe("GUI-good", Point(1400, 700)).hit is True  # a corner is on the edge: inside
     assert src.probe("GUI-good", Point(1401, 700)).hit is False
-    drag = src.probe("Canvas-drag", Point(300, 1100))  # on the drop target: not the first point's target
+    # a drag is two tasks: the drop target is the "to" task's target, not the "from" task's
+    assert src.ids() == ["Canvas-drag:from", "Canvas-drag:to", "Canvas-norank2", "GUI-good", "GUI-noimage",
+                         "Image-out", "Text-bow", "Text-few"]  # fmt: skip
+    drag = src.probe("Canvas-drag:from", Point(300, 1100))
     assert drag.hit is False and drag.hit_element == "R2"
+    assert src.probe("Canvas-drag:to", Point(300, 1100)).hit is True
+    assert src.probe("Canvas-drag:to", Point(1050, 520)).hit is False
+    to = src.snapshot("Canvas-drag:to")
+    assert to.target_box.as_list() == [200, 1000, 500, 1200] and to.scene_id == "Canvas-drag:to"
+    said = "Click the target of Canvas-drag\nThis is a drag. Point at where the drag ends: where to drop it."
+    assert to.instruction == said
+    assert src.snapshot("Canvas-drag:from").target_box.as_list() == [1000, 500, 1400, 700]
     meta = src.meta("GUI-good")
     assert meta["category"] == "GUI" and meta["lang"] == "en" and meta["task_kind"] == "click"
-    assert src.meta("Canvas-drag")["task_kind"] == "drag" and src.meta("Canvas-drag")["category"] == "Canvas"
+    assert meta["endpoint"] is None
+    dm = src.meta("Canvas-drag:to")
+    assert dm["task_kind"] == "drag" and dm["category"] == "Canvas" and dm["endpoint"] == "to"
+    assert dm["file"] == "Canvas-drag"
     assert src.snapshot("GUI-good").instruction == "Click the target of GUI-good"
     zh = scenes(tmp_path / "ds", lang="zh")
     assert zh.snapshot("GUI-good").instruction == "点击目标" and zh.meta("GUI-good")["lang"] == "zh"
+    assert zh.snapshot("Canvas-drag:from").instruction.endswith("请指出拖动的起点：要拖动的对象。")
 
 
 @pytest.mark.parametrize(
@@ -102,15 +116,17 @@ def test_a_sweep_runs_the_good_samples_and_fails_the_bad_ones_their_own_trials(t
                          "methods=[oneshot]", "run.quiet=true"])  # fmt: skip
     res = run_sweep(setup, tmp_path / "run")
     by = {t["task"]: t for t in res.trials}
-    assert set(by) == {"GUI-good", "Canvas-drag", "Text-few", "Text-bow", "Image-out", "Canvas-norank2",
-                       "GUI-noimage"}  # fmt: skip
+    assert set(by) == {"GUI-good", "Canvas-drag:from", "Canvas-drag:to", "Text-few", "Text-bow", "Image-out",
+                       "Canvas-norank2", "GUI-noimage"}  # fmt: skip
     good = by["GUI-good"]
     assert good["status"] == "ok" and good["hit_rule"] == "polygon"
-    # sim-ideal aims at the box centre, which lies in the Banned square: the box rule hits, the polygon misses
-    assert good["hit_box"] is True and good["hit"] is False and good["hit_radius"] is True
-    assert good["hit_element"] == "banned:R2"
+    # the box centre lies in the Banned square: sim-ideal aims at a point of the target outside it
+    assert good["hit"] is True and good["hit_box"] is True and good["hit_element"] == "R1"
+    assert good["hit_radius"] is True and good["final_dist_px"] > 40
     assert good["sample"]["category"] == "GUI" and good["sample"]["task_kind"] == "click"
-    assert by["Canvas-drag"]["hit"] is True and by["Canvas-drag"]["sample"]["task_kind"] == "drag"
+    for end in ("from", "to"):
+        t = by[f"Canvas-drag:{end}"]
+        assert t["hit"] is True and t["sample"]["task_kind"] == "drag" and t["sample"]["endpoint"] == end
     for sid in ("Text-few", "Text-bow", "Image-out", "Canvas-norank2", "GUI-noimage"):
         t = by[sid]
         assert t["status"] == "error" and t["error_class"] == "scene"
@@ -125,4 +141,43 @@ def test_bad_settings_are_one_line_config_errors(tmp_path):
     with pytest.raises(ConfigError, match="^dataset.root: no <id>.json annotations under"):
         quick_setup(["dataset=cuactspot", f"dataset.root={tmp_path}", "models=[sim-ideal]"])
     picked = quick_setup([*base, "dataset.where={task_kind: drag}"])
-    assert picked.registry.ids() == ["Canvas-drag"]
+    assert picked.registry.ids() == ["Canvas-drag:from", "Canvas-drag:to"]
+    one_end = quick_setup([*base, "tasks=[Canvas-drag:to,GUI-good]"])
+    assert one_end.registry.ids() == ["Canvas-drag:to", "GUI-good"]
+
+
+def test_a_drag_succeeds_only_when_both_endpoints_hit_and_each_is_reported(tmp_path):
+    """sim-ideal grounds both ends of a drag (one-shot and DVOC), also a drop polygon shaped like an L whose
+    box centre lies outside it; a drag whose drop polygon lies wholly in a Banned region cannot be done: its
+    "to" end misses, so the drag fails while its "from" end still counts."""
+    from dvoc_bench.analysis import load_runs
+    from dvoc_bench.analysis.datasets import drag_success, tables
+
+    root = tmp_path / "ds"
+    root.mkdir()
+    write(root, "Canvas-drag", [poly("R1", TARGET), poly("R2", DROP, rank="2")])
+    ell = [[200.0, 1000.0], [600.0, 1000.0], [600.0, 1040.0], [240.0, 1040.0], [240.0, 1300.0],
+           [200.0, 1300.0]]  # fmt: skip
+    write(root, "Canvas-ell", [poly("R1", TARGET), poly("R2", ell, rank="2")])
+    cover = [[150.0, 950.0], [650.0, 950.0], [650.0, 1250.0], [150.0, 1250.0]]
+    blocked = [poly("R1", TARGET), poly("R2", DROP, rank="2"), poly("R3", cover, "Banned", "")]
+    write(root, "Canvas-void", blocked)
+    setup = quick_setup(["dataset=cuactspot", f"dataset.root={root}", "models=[sim-ideal]",
+                         "methods=[oneshot,dvoc]", "starts=oneshot", "run.quiet=true"])  # fmt: skip
+    res = run_sweep(setup, tmp_path / "run")
+    by = {(t["task"], t["method"]): t for t in res.trials}
+    assert len(by) == 12
+    assert by[("Canvas-ell:to", "oneshot")]["hit"] is True  # the L's box centre (400, 1150) is off it
+    assert not Box(240, 1040, 600, 1300).contains(Point(*by[("Canvas-ell:to", "oneshot")]["final_point"]))
+    assert by[("Canvas-void:from", "oneshot")]["hit"] is True
+    void_to = by[("Canvas-void:to", "oneshot")]
+    assert void_to["hit"] is False and void_to["hit_box"] and void_to["hit_element"] == "banned:R3"
+    trials = load_runs(tmp_path / "run").trials
+    tab = drag_success(trials).set_index("method")
+    for m in ("oneshot", "dvoc"):
+        row = tab.loc[m]
+        assert row["drags"] == 3 and row["attempts"] == 3 and row["both"] == 2
+        assert row["from_hit"] == 1.0 and row["to_hit"] == 2 / 3 and row["lo"] <= 2 / 3 <= row["hi"]
+    titles = [title for title, _ in tables(trials)]
+    assert "Drags: both points on target (and each endpoint) — rule `hit`" in titles
+    assert "By drag endpoint (from: what to drag; to: where to drop it) — rule `hit`" in titles
