@@ -181,3 +181,29 @@ def test_a_drag_succeeds_only_when_both_endpoints_hit_and_each_is_reported(tmp_p
     titles = [title for title, _ in tables(trials)]
     assert "Drags: both points on target (and each endpoint) — rule `hit`" in titles
     assert "By drag endpoint (from: what to drag; to: where to drop it) — rule `hit`" in titles
+
+
+def test_experiment_real_screens_runs_every_method_and_reports_drags_per_endpoint(tmp_path):
+    """``experiment=real_screens``: oneshot, dvoc, som, zoom and zoom_dvoc on every task; the dataset
+    tables split by category, task kind and endpoint and pair the drag's ends."""
+    from dvoc_bench.analysis import load_runs
+    from dvoc_bench.analysis.datasets import tables
+
+    root = tmp_path / "ds"
+    root.mkdir()
+    write(root, "GUI-good", [poly("R1", TARGET), poly("R2", BANNED, "Banned", "")], modality="GUI")
+    write(root, "Canvas-drag", [poly("R1", TARGET), poly("R2", DROP, rank="2")])
+    setup = quick_setup(["experiment=real_screens", f"dataset.root={root}", "run.quiet=true",
+                         "run.frames=none"])  # fmt: skip
+    res = run_sweep(setup, tmp_path / "run")
+    methods = {"oneshot", "dvoc", "som", "zoom", "zoom_dvoc"}
+    assert {(t["task"], t["method"]) for t in res.trials} == {
+        (task, m) for task in ("GUI-good", "Canvas-drag:from", "Canvas-drag:to") for m in methods
+    }
+    assert all(t["status"] == "ok" and t["hit_rule"] == "polygon" for t in res.trials)
+    tabs = dict(tables(load_runs(tmp_path / "run").trials))
+    drags = tabs["Drags: both points on target (and each endpoint) — rule `hit`"]
+    assert set(drags["method"]) == methods and (drags["drags"] == 1).all()
+    kinds = tabs["By task kind (click, drag, multi) — rule `hit`"]
+    assert set(kinds["task_kind"]) == {"click", "drag"}
+    assert "By category (CUActSpot; precision-cua-bench: label type) — rule `hit`" in tabs
