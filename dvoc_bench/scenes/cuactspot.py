@@ -432,6 +432,12 @@ class ActSpotScenes:
         if picks is not None:  # ``tasks=[X:to]`` runs that endpoint only; ``tasks=[X]`` every task of X
             named = set(picks)
             self.tasks = {k: v for k, v in self.tasks.items() if k in named or v[0].id in named}
+            unknown = [p for p in picks if p not in self.tasks and p not in self.samples]
+            if unknown:
+                raise ConfigError(
+                    f"tasks: {unknown[0]!r} is not a task of dataset={FORMAT} (a drag's ends are <id>:from "
+                    "and <id>:to; other samples have none)"
+                )
 
     def ids(self) -> list[str]:
         return list(self.tasks)

@@ -144,6 +144,8 @@ def test_bad_settings_are_one_line_config_errors(tmp_path):
     assert picked.registry.ids() == ["Canvas-drag:from", "Canvas-drag:to"]
     one_end = quick_setup([*base, "tasks=[Canvas-drag:to,GUI-good]"])
     assert one_end.registry.ids() == ["Canvas-drag:to", "GUI-good"]
+    with pytest.raises(ConfigError, match="^tasks: 'GUI-good:to' is not a task of dataset=cuactspot"):
+        quick_setup([*base, "tasks=[GUI-good:to]"])
 
 
 def test_a_drag_succeeds_only_when_both_endpoints_hit_and_each_is_reported(tmp_path):
