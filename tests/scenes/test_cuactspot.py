@@ -209,3 +209,25 @@ def test_experiment_real_screens_runs_every_method_and_reports_drags_per_endpoin
     kinds = tabs["By task kind (click, drag, multi) — rule `hit`"]
     assert set(kinds["task_kind"]) == {"click", "drag"}
     assert "By category (CUActSpot; precision-cua-bench: label type) — rule `hit`" in tabs
+
+
+def test_the_simulators_aim_on_a_polygon_follows_crops_and_resizes(tmp_path):
+    """An L-shaped target: the aim is on the L (its box centre is not), and stays the same screen point in
+    a crop scaled 2x (what zoom sends) and in a downscaled whole screen."""
+    from dvoc_bench.core.geometry import Size
+    from dvoc_bench.core.polygons import contains
+    from dvoc_bench.models.simulator.reading import truth_in_image
+
+    root = tmp_path / "ds"
+    root.mkdir()
+    ell = [[200.0, 1000.0], [600.0, 1000.0], [600.0, 1040.0], [240.0, 1040.0], [240.0, 1300.0],
+           [200.0, 1300.0]]  # fmt: skip
+    write(root, "GUI-ell", [poly("R1", ell)])
+    truth = scenes(root).snapshot("GUI-ell").truth
+    aim = truth.aim
+    shape = [(x, y) for x, y in ell]
+    assert contains(shape, aim) and not contains(shape, truth.target_box.centre)
+    crop = truth_in_image(truth, Size(800, 700), (100.0, 900.0, 500.0, 1250.0))
+    assert crop.aim.x == pytest.approx((aim.x - 100) * 2) and crop.aim.y == pytest.approx((aim.y - 900) * 2)
+    small = truth_in_image(truth, Size(1280, 700))
+    assert small.aim.x == pytest.approx(aim.x / 2) and small.aim.y == pytest.approx(aim.y / 2)
