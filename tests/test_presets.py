@@ -44,6 +44,13 @@ def test_preset_runs_offline_at_smoke_size(tmp_path, preset):
 
         write_fixture(tmp_path / "ds", "screenspot_pro", screens=1, per_screen=2)
         extra.append(f"dataset.root={tmp_path / 'ds'}")
+    if preset == "real_screens":  # CUActSpot's format: a click and a drag written at real size
+        from tests.scenes.test_cuactspot import DROP, TARGET, poly, write
+
+        (tmp_path / "ds").mkdir()
+        write(tmp_path / "ds", "GUI-a", [poly("R1", TARGET)])
+        write(tmp_path / "ds", "Canvas-b", [poly("R1", TARGET), poly("R2", DROP, rank="2")])
+        extra.append(f"dataset.root={tmp_path / 'ds'}")
     setup, specs, trials = run(tmp_path, f"experiment={preset}", "smoke=true", *extra)
     assert setup.experiment == preset
     assert specs and len(trials) == len(specs)

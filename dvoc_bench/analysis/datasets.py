@@ -26,6 +26,11 @@ SPLITS = {
     "application": "application (ScreenSpot-Pro)",
     "platform": "platform",
     "data_source": "data source (ScreenSpot)",
+    "category": "category (CUActSpot; precision-cua-bench: label type)",
+    "task_kind": "task kind (click, drag, multi)",
+    "lang": "task language",
+    "size_class": "target size (shorter side)",
+    "endpoint": "drag endpoint (from: what to drag; to: where to drop it)",
 }
 """Sample metadata columns (``sample_<key>``) a dataset report splits by, with their titles."""
 
@@ -70,13 +75,55 @@ def accuracy(t: pd.DataFrame, rule: str = "hit", by: str | None = None) -> pd.Da
     return out.drop(columns=["calls"])
 
 
+PAIR_KEYS = [
+    "protocol", "alpha", "overlay", "predict", "start_index", "rep", "detector", "zoom", "start_from"
+]  # fmt: skip
+"""Besides model and method, what makes a drag's two endpoint trials one attempt (same settings, same
+start, same repeat)."""
+
+
+def drag_success(t: pd.DataFrame, rule: str = "hit") -> pd.DataFrame:
+    """Per model x method: drags (samples), attempts (pairs of endpoint trials, ``sample_endpoint`` ``from``
+    and ``to`` of one ``sample_file`` under the same :data:`PAIR_KEYS`), the share with both points on
+    target (with its interval clustered by sample), and each endpoint's own share. A pair missing one end
+    is left out; an endpoint that ended in an error is a miss."""
+    d = dataset_trials(t)
+    if "sample_endpoint" not in d or d["sample_endpoint"].isna().all():
+        return pd.DataFrame()
+    d = d[d["sample_endpoint"].isin(["from", "to"])].copy()
+    d["_hit"] = d[rule].fillna(False).astype(bool) & (d["status"] == "ok")
+    pair = [k for k in PAIR_KEYS if k in d]
+    for k in pair:
+        d[k] = d[k].astype(str)
+    keys = [*KEYS, "sample_file", *pair]
+    wide = d.pivot_table(index=keys, columns="sample_endpoint", values="_hit", aggfunc="max").reset_index()
+    if not {"from", "to"} <= set(wide.columns):
+        return pd.DataFrame()
+    wide = wide.dropna(subset=["from", "to"])
+    if wide.empty:
+        return pd.DataFrame()
+    wide["both"] = wide["from"].astype(bool) & wide["to"].astype(bool)
+    rows = []
+    for (model, sim, method), g in wide.groupby(KEYS, sort=True):
+        lo, hi = clustered_rate_interval(g["both"].to_numpy(), g["sample_file"].to_numpy())
+        rows.append({
+            "model": model, "simulated": sim, "method": method, "rule": rule,
+            "drags": g["sample_file"].nunique(), "attempts": len(g), "both": int(g["both"].sum()),
+            "accuracy": g["both"].mean(), "lo": lo, "hi": hi,
+            "from_hit": g["from"].astype(bool).mean(), "to_hit": g["to"].astype(bool).mean(),
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
 def tables(t: pd.DataFrame, rule: str = "hit") -> list[tuple[str, pd.DataFrame]]:
-    """``(title, table)``: overall, then each split the trials carry (empty splits left out)."""
+    """``(title, table)``: overall, then each split the trials carry (empty splits left out), then the
+    drags with both points on target."""
     out = [(f"Overall — rule `{rule}`", accuracy(t, rule))]
     for key, title in SPLITS.items():
         tab = accuracy(t, rule, key)
         if not tab.empty:
             out.append((f"By {title} — rule `{rule}`", tab))
+    out.append((f"Drags: both points on target (and each endpoint) — rule `{rule}`", drag_success(t, rule)))
     return [(title, tab) for title, tab in out if not tab.empty]
 
 

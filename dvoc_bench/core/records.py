@@ -424,7 +424,8 @@ class SampleMeta:
     """What a dataset sample says about itself (the ``sample`` field of dataset trials)."""
 
     dataset: str | None = None
-    """Format it was read as: ``screenspot | screenspot_v2 | screenspot_pro | manifest``."""
+    """Format it was read as: ``screenspot | screenspot_v2 | screenspot_pro | manifest | cuactspot |
+    precision_cua``."""
     file: str | None = None
     """Stem of the annotation file (``screenspot_mobile``, ``photoshop_macos``, ...)."""
     ui_type: str | None = None
@@ -443,6 +444,16 @@ class SampleMeta:
     """The screenshot's file name."""
     img_size: list[int] | None = None
     """``[w, h]`` the annotation states, when it does."""
+    category: str | None = None
+    """CUActSpot's category (Canvas, GUI, Image, Table, Text); precision-cua-bench's ``label_type``."""
+    lang: str | None = None
+    """Language of the task text (``en | zh``; CUActSpot)."""
+    task_kind: str | None = None
+    """``click`` (one point), ``drag`` (rank 1 then rank 2) or ``multi`` (more points; CUActSpot)."""
+    endpoint: str | None = None
+    """A drag's endpoint task: ``from`` (what to drag) or ``to`` (where to drop it); ``None`` otherwise."""
+    size_class: str | None = None
+    """The target's size class by its shorter side (:func:`dvoc_bench.scenes.screen_sets.size_class`)."""
 
 
 @dataclass(kw_only=True)
@@ -510,9 +521,10 @@ class Probe:
     clicked_element: str | None = None
     """Desktop with ``desktop.verify_click``: the widget or canvas item that received the real click (same
     form as ``hit_element``). ``None`` when no click was made."""
-    hit_rule: Literal["dom", "toolkit", "accessible"] | None = None
+    hit_rule: Literal["dom", "toolkit", "accessible", "polygon"] | None = None
     """What decided ``hit`` when the scene says so itself: ``accessible`` for application tasks (AT-SPI's
-    hit test); ``None``: ``dom`` on web scenes, ``toolkit`` on the Tk scenes."""
+    hit test), ``polygon`` for CUActSpot (inside the rank-1 Target polygon, in no Banned one); ``None``:
+    ``dom`` on web scenes, ``toolkit`` on the Tk scenes."""
 
 
 _PLAIN = frozenset({str, int, bool, type(None)})
@@ -582,10 +594,11 @@ class TrialRecord(TrialOutcome, TrialSpec):
     """Wall time of the trial, seconds."""
     finished_at: str
     """UTC time the trial ended (ISO 8601)."""
-    hit_rule: Literal["box", "dom", "toolkit", "accessible"]
+    hit_rule: Literal["box", "dom", "toolkit", "accessible", "polygon"]
     """What decided ``hit``: the target box, the DOM element under the point (web), the toolkit's hit
-    test (Tk scenes: ``winfo_containing`` / ``canvas.find_overlapping``), or the accessibility tree's
-    (application tasks: AT-SPI's ``getAccessibleAtPoint``, the target or an accessible inside it)."""
+    test (Tk scenes: ``winfo_containing`` / ``canvas.find_overlapping``), the accessibility tree's
+    (application tasks: AT-SPI's ``getAccessibleAtPoint``, the target or an accessible inside it), or the
+    target polygons (CUActSpot: inside a rank-1 Target polygon and in no Banned one)."""
     hit_box: bool
     """The box rule, kept beside ``hit`` when the DOM decided it."""
     hit_element: str | None
@@ -642,7 +655,7 @@ class TrialRecord(TrialOutcome, TrialSpec):
         )
 
 
-def _rule(scene_kind: SceneKind, probe: Probe) -> Literal["dom", "toolkit", "accessible"]:
+def _rule(scene_kind: SceneKind, probe: Probe) -> Literal["dom", "toolkit", "accessible", "polygon"]:
     """The ``hit_rule`` of a probe that decided ``hit``."""
     if probe.hit_rule is not None:
         return probe.hit_rule

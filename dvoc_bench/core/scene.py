@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dvoc_bench.core.geometry import Box, Size
+from dvoc_bench.core.geometry import Box, Point, Size
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,15 @@ class SceneTruth:
     target_full_box: Box | None = None
     """The target element's whole box when ``target_box`` is only its visible part (a web target sticking
     out of the viewport is scored on the part inside it); ``None`` when the two are the same."""
+    target_aim: Point | None = None
+    """Where a model that knows the target points: a point on it when its box's centre is not (a concave
+    or ring-shaped polygon target, one with a Banned region in its middle); ``None``: the box's centre.
+    The simulator aims there; no rule scores by it."""
+
+    @property
+    def aim(self) -> Point:
+        """:attr:`target_aim`, else the target box's centre."""
+        return self.target_aim if self.target_aim is not None else self.target_box.centre
 
 
 @dataclass(frozen=True)

@@ -211,4 +211,6 @@ class SceneRegistry:
             source.close()
 
 
+from dvoc_bench.scenes import cuactspot as _cuactspot  # noqa: E402,F401  registers dataset=cuactspot
 from dvoc_bench.scenes import dataset_source as _dataset_source  # noqa: E402,F401  registers the datasets
+from dvoc_bench.scenes import precision_cua as _precision_cua  # noqa: E402,F401  registers dataset=precision_cua

@@ -46,7 +46,9 @@ class DatasetSettings(Declared):
     """A standard dataset as the task source (docs/datasets.md): ``dataset=<format>
     dataset.root=DIR``; its samples are the tasks (``tasks=[...]`` then picks sample ids)."""
 
-    format: Literal["screenspot", "screenspot_v2", "screenspot_pro", "manifest"] | None = None
+    format: Literal[
+        "screenspot", "screenspot_v2", "screenspot_pro", "manifest", "cuactspot", "precision_cua"
+    ] | None = None
     """Set by ``dataset=<format>`` (the ``conf/dataset/`` group); ``null``: no dataset (S1-S6, web)."""
     root: str | None = None
     """The folder of your local copy (required with a dataset)."""
@@ -65,6 +67,9 @@ class DatasetSettings(Declared):
     allow_outside_root: bool = False
     """Read annotation files and images that lie outside ``root`` (and ``images``), symlinks resolved;
     off, such a file is refused and such an image fails its sample."""
+    lang: Literal["en", "zh"] = "en"
+    """CUActSpot: the task text's language (``en``: its ``task_en``; ``zh``: its Chinese ``task``; a sample
+    written in one language only keeps it, and records which)."""
 
 
 

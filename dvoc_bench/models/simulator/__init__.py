@@ -13,7 +13,8 @@ Mechanism of one call (every random draw comes from a per-call generator, see *D
 2. **Task.** If ``truth.instruction`` occurs in the prompt text, the intended element is the target box.
    Otherwise (a prompt without the task, like the paper's first one-shot call) the model goes for the first
    interactive element in drawing order (``no_task: first_element``) or a random one (``random_element``).
-3. **Perceived target** ``T^`` = the intended element's centre + per-axis inlier noise (Laplace or
+3. **Perceived target** ``T^`` = the intended element's centre (for the target: ``SceneTruth.aim``, a
+   point on a polygon target whose box centre is off it) + per-axis inlier noise (Laplace or
    Student-t, ``noise.scale_px``), clamped to the canvas. With probability ``outlier.p`` the centre is
    replaced first: by another interactive element's centre (share ``outlier.wrong_element_share``) or by a
    displacement of uniform magnitude in ``[min_px, max_px]`` in a uniformly random direction.

@@ -80,10 +80,10 @@ def _intended(
 ) -> tuple[Point, str | None]:
     """Centre of the element the model aims at, and its id (``None`` for a bare target box)."""
     if task_given(truth, text):
-        return truth.target_box.centre, truth.target_id
+        return truth.aim, truth.target_id
     elems = _interactive(truth)
     if not elems:
-        return truth.target_box.centre, truth.target_id
+        return truth.aim, truth.target_id
     e = elems[0] if no_task == "first_element" else elems[int(rng.integers(len(elems)))]
     return e.box.centre, e.id
 
@@ -93,7 +93,7 @@ def aim(truth: SceneTruth, text: str, prof: SimProfile, rng: np.random.Generator
     pick, except that a prompt without the task aims at the target with ``no_task_target`` (no extra draw
     when it is 0, so older profiles keep their random stream)."""
     if prof.no_task_target > 0 and not task_given(truth, text) and rng.random() < prof.no_task_target:
-        return truth.target_box.centre, truth.target_id
+        return truth.aim, truth.target_id
     return _intended(truth, text, prof.no_task, rng)
 
 

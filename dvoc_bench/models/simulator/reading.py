@@ -182,6 +182,9 @@ def truth_in_image(
         truth,
         size=size,
         target_box=_map_box(truth.target_box, x0, y0, sx, sy),
+        target_aim=None
+        if truth.target_aim is None
+        else Point((truth.target_aim.x - x0) * sx, (truth.target_aim.y - y0) * sy),
         elements=tuple(dataclasses.replace(e, box=_map_box(e.box, x0, y0, sx, sy)) for e in truth.elements),
     )
 
