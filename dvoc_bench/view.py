@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
+from dvoc_bench.core.rundir import SHOTS, VIEW
+
 
 def _handler(root: Path, allowed: list[Path]) -> type[http.server.SimpleHTTPRequestHandler]:
     class Handler(http.server.SimpleHTTPRequestHandler):
@@ -72,7 +74,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the authors' records: their repository's clone (any depth) or one of their JSON files",
     )  # fmt: skip
     p.add_argument(
-        "--out", type=Path, default=None, help="site folder (default: <first RUN_DIR>/view, or runs/view)"
+        "--out",
+        type=Path,
+        default=None,
+        help=f"site folder (default: <first RUN_DIR>/{VIEW}, or runs/{VIEW})",
     )
     p.add_argument(
         "--serve", action="store_true", help="serve the site on http://127.0.0.1:PORT until Ctrl-C"
@@ -87,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         run_dirs = find_run_dirs(args.runs) if args.runs else []
-        out = (args.out or (args.runs[0] if args.runs else Path("runs")) / "view").resolve()
+        out = (args.out or (args.runs[0] if args.runs else Path("runs")) / VIEW).resolve()
         files = build_site(run_dirs, out, upstream=args.upstream)
     except (FileNotFoundError, DuplicateTrials) as e:
         print(f"view: {e}{_hint(args.runs)}", file=sys.stderr)
@@ -97,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"site: {index} ({n_trial_files} trial data files; open it in a browser)", flush=True)
     if not args.serve:
         return 0
-    allowed = [out, *((r / "frames").resolve() for r in run_dirs)]  # a linked frames/ too
+    allowed = [out, *((r / SHOTS).resolve() for r in run_dirs)]  # a linked frames/ too
     allowed += [t.resolve() for u in args.upstream if (t := _tree(u))]  # the authors' iter_*.png
     root = Path(os.path.commonpath([str(a) for a in allowed]))
     handler = functools.partial(_handler(root, allowed), directory=str(root))

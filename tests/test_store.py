@@ -1,6 +1,7 @@
 import json
 
-from dvoc_bench.runner.store import RunStore, read_jsonl
+from dvoc_bench.core.rundir import read_jsonl
+from dvoc_bench.runner.store import RunStore
 
 
 def rec(key, **kw):
@@ -59,7 +60,8 @@ def test_deleting_the_lock_file_under_a_writer_lets_no_second_writer_in(tmp_path
 
     import pytest
 
-    from dvoc_bench.runner.store import LOCK, RunDirBusy, RunDirLock
+    from dvoc_bench.core.rundir import LOCK
+    from dvoc_bench.runner.store import RunDirBusy, RunDirLock
 
     with RunDirLock(tmp_path):
         os.unlink(tmp_path / LOCK)

@@ -30,6 +30,17 @@ import pandas as pd
 from dvoc_bench.analysis.loaders import find_run_dirs, load_runs
 from dvoc_bench.analysis.schema import STEP_COLUMNS, TEXT_COLUMNS, TRIAL_COLUMNS, Runs
 from dvoc_bench.core.records import Step, TrialRecord
+from dvoc_bench.core.rundir import (
+    SHOTS,
+    STEPS,
+    TRIALS,
+    VIEW,
+    read_lines,
+    record_of,
+    shot_path,
+    shot_rel,
+    shots_mode,
+)
 
 CHUNK = 200
 """Trials per ``data/trials/<n>.js`` file (a trial page loads only its chunk)."""
@@ -77,9 +88,9 @@ class Skipped:
         out = list(self.notes)
         out += [f"torn line (does not parse), skipped: {t}" for t in self.torn]
         if self.no_key:
-            out.append(f"{self.no_key} trials.jsonl lines without a trial_key, skipped")
+            out.append(f"{self.no_key} {TRIALS} lines without a trial_key, skipped")
         if self.orphan_steps:
-            out.append(f"{self.orphan_steps} steps of trials not in trials.jsonl, skipped")
+            out.append(f"{self.orphan_steps} steps of trials not in {TRIALS}, skipped")
         out += [
             f"unknown field `{k}` in {n} records (shown as is)"
             for k, n in sorted(self.unknown_fields.items())
@@ -91,44 +102,27 @@ class Skipped:
 
 
 def scan_run(run_dir: Path) -> Skipped:
-    """What :func:`~dvoc_bench.core.records.read_jsonl` and the loaders pass over silently, counted."""
+    """What :func:`~dvoc_bench.core.rundir.read_jsonl` and the loaders pass over silently, counted."""
     sk = Skipped()
     keys: set[str] = set()
-    for name, known in (("trials.jsonl", KNOWN_TRIAL), ("steps.jsonl", KNOWN_STEP)):
-        path = run_dir / name
-        if not path.is_file():
-            continue
-        with path.open(encoding="utf-8", errors="replace") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except (json.JSONDecodeError, RecursionError):
-                    sk.torn.append(f"{name}:{n}")
-                    continue
-                if not isinstance(rec, dict):
-                    sk.torn.append(f"{name}:{n}")
-                    continue
-                for k in rec.keys() - known:
-                    sk.unknown_fields[k] = sk.unknown_fields.get(k, 0) + 1
-                if name == "trials.jsonl":
-                    if "trial_key" in rec:
-                        keys.add(rec["trial_key"])
-                    else:
-                        sk.no_key += 1
-                elif rec.get("trial_key") not in keys:
-                    sk.orphan_steps += 1
+    for name, known in ((TRIALS, KNOWN_TRIAL), (STEPS, KNOWN_STEP)):
+        for ln in read_lines(run_dir / name):
+            if not ln.raw.strip():
+                continue
+            rec = record_of(ln.raw)
+            if rec is None:
+                sk.torn.append(f"{name}:{ln.number}")
+                continue
+            for k in rec.keys() - known:
+                sk.unknown_fields[k] = sk.unknown_fields.get(k, 0) + 1
+            if name == TRIALS:
+                if "trial_key" in rec:
+                    keys.add(rec["trial_key"])
+                else:
+                    sk.no_key += 1
+            elif rec.get("trial_key") not in keys:
+                sk.orphan_steps += 1
     return sk
-
-
-def frames_mode(run_dir: Path) -> str | None:
-    """``run.frames`` as the run recorded it in ``run.json`` (``all | sent | none``), ``None`` if unknown."""
-    try:
-        mode = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("frames")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return str(mode) if mode else None
 
 
 def plain(v: Any) -> Any:
@@ -182,7 +176,7 @@ def _sources(
     run_dirs = find_run_dirs(paths) if paths else []
     parts = [load_runs(*run_dirs, text=True)] if run_dirs else []
     metas = [
-        {"dir": str(r), "frames": frames_mode(r), "rel": os.path.relpath(r.resolve(), out), "sk": scan_run(r)}
+        {"dir": str(r), "frames": shots_mode(r), "rel": os.path.relpath(r.resolve(), out), "sk": scan_run(r)}
         for r in run_dirs
     ]
     for u in upstream:
@@ -242,15 +236,15 @@ def _frame(m: dict[str, Any], st: dict[str, Any], key: str, exists: dict[str, bo
     if not sha:
         st["frame_state"] = "no frame (this call sent none)"
         return
-    p = Path(m["dir"]) / "frames" / f"{sha}.png"
+    p = shot_path(m["dir"], sha)
     if str(p) not in exists:
         exists[str(p)] = p.is_file()
         if not exists[str(p)]:
             m["sk"].missing_frames.append(f"{sha[:12]}.png")
     if exists[str(p)]:
-        st["frame_src"] = f"{m['rel']}/frames/{sha}.png"
+        st["frame_src"] = f"{m['rel']}/{shot_rel(sha)}"
     else:
-        st["frame_state"] = "missing from frames/"
+        st["frame_state"] = f"missing from {SHOTS}/"
 
 
 def build_site(paths: Sequence[Path | str], out: Path, upstream: Sequence[Path | str] = ()) -> dict[str, str]:
@@ -331,7 +325,7 @@ def write_site(files: dict[str, str], out: Path) -> Path:
 
 def site_of(run_dir: Path | str) -> Path | None:
     """The viewer's site written in a run dir by default (``<run>/view/index.html``), ``None`` if none."""
-    index = Path(run_dir) / "view" / "index.html"
+    index = Path(run_dir) / VIEW / ASSETS[0]
     return index if index.is_file() else None
 
 

@@ -28,6 +28,7 @@ from dvoc_bench.app.jobstate import EXIT_CODES_ENV, mark_started
 from dvoc_bench.app.progress import Progress
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.redaction import install_log_redaction, redact
+from dvoc_bench.core.rundir import SUMMARY
 from dvoc_bench.runner.compose import check_shorthands, experiment_name, model_choice
 from dvoc_bench.runner.settings import load_settings
 from dvoc_bench.runner.setup import setup_from_settings
@@ -189,7 +190,7 @@ def _run(cfg: DictConfig, hc: Any) -> int:
     finally:
         for p in progress:
             p.close()
-    print((run_dir / "summary.md").read_text(encoding="utf-8").rstrip("\n"))
+    print((run_dir / SUMMARY).read_text(encoding="utf-8").rstrip("\n"))
     resume = summary.resume
     lines = run_report(
         summary.trials,

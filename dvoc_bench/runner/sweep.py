@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -14,7 +13,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from dvoc_bench.core.geometry import Size
-from dvoc_bench.core.records import TrialSpec, read_jsonl, to_jsonable
+from dvoc_bench.core.records import TrialSpec, to_jsonable
+from dvoc_bench.core.rundir import PLAN, SUMMARY, read_jsonl, trial_line_ok, write_run_info
 from dvoc_bench.models.base import Model
 from dvoc_bench.models.config import ModelConfig
 from dvoc_bench.runner.budget import Spend, spent_in
@@ -152,7 +152,7 @@ def run_sweep(
             checked.append(check_resume(d, fp, setup.settings.resume.allow_new_trials))
 
     with RunStore(run_dir, retry_errors=retry_errors, on_locked=on_locked) as store:
-        old_plan = [p for p in read_jsonl(run_dir / "plan.jsonl") if isinstance(p.get("trial_key"), str)]
+        old_plan = [p for p in read_jsonl(run_dir / PLAN) if trial_line_ok(p)]
         known = {p["trial_key"] for p in old_plan}
         store.write_plan(old_plan + [to_jsonable(s) for s in specs if s.trial_key not in known])
         todo = sum(s.trial_key not in store.finished for s in specs)
@@ -168,21 +168,18 @@ def run_sweep(
         spend = spent_in(run_dir)
         notes = frame_notes(trials, setup.models)
         table = format_table(summarise(trials), setup.settings.loop.epsilon, notes)
-        (run_dir / "summary.md").write_text(table + "\n", "utf-8")  # still under the run dir's lock
-        (run_dir / "run.json").write_text(
-            json.dumps(
-                {
-                    "experiment": setup.experiment,
-                    "planned": len(specs),
-                    "finished": len(trials),
-                    "simulated": any(t.get("simulated") for t in trials),
-                    "frames": setup.frames,
-                    "fingerprint": fp.digest if fp else None,
-                    **({"shard": shard.label, "planned_total": len(whole)} if shard else {}),
-                },
-                indent=1,
-            ),
-            encoding="utf-8",
+        (run_dir / SUMMARY).write_text(table + "\n", "utf-8")  # still under the run dir's lock
+        write_run_info(
+            run_dir,
+            {
+                "experiment": setup.experiment,
+                "planned": len(specs),
+                "finished": len(trials),
+                "simulated": any(t.get("simulated") for t in trials),
+                "frames": setup.frames,
+                "fingerprint": fp.digest if fp else None,
+                **({"shard": shard.label, "planned_total": len(whole)} if shard else {}),
+            },
         )
     return RunSummary(
         run_dir,

@@ -13,7 +13,7 @@ from PIL import Image
 
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.geometry import Box
-from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.core.rundir import read_jsonl
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.sweep import plan, run_sweep
 from dvoc_bench.scenes.dataset_fixture import write_fixture
@@ -237,7 +237,7 @@ def test_frames_none_and_sent_downscaled(tmp_path):
     steps = list(read_jsonl(tmp_path / "none" / "steps.jsonl"))
     assert steps and all(len(s["frame_sha"]) == 64 for s in steps)
     assert res.frame_bytes == 0 and "0 written" in res.frames_line
-    from dvoc_bench.doctor import diagnose
+    from dvoc_bench.runner.doctor import diagnose
 
     assert diagnose(tmp_path / "none").clean  # hashes without files are what run.frames=none means
     res = run_sweep(quick_setup([*base, "image.max_side=1000"]), tmp_path / "sent")
