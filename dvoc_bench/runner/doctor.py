@@ -334,7 +334,7 @@ def _judge(run_dir: Path, locked: bool = False) -> tuple[_State, Report]:
                 present.add(p.name[:-4])
     rep.counts["frames"] = n_frames
     corrupt = {rel[len(SHOTS) + 1 : -4] for rel, _ in bad_frames}  # reported above, not twice
-    referenced = {s.get("frame_sha") for s in kept_steps if isinstance(s.get("frame_sha"), str)}
+    referenced: set[str] = {s["frame_sha"] for s in kept_steps if isinstance(s.get("frame_sha"), str)}
     if shots_mode(run_dir) == "none":  # run.frames=none: steps keep hashes, no file was written
         referenced = set()
     for sha in sorted(referenced - present - corrupt):
