@@ -31,10 +31,8 @@ CACHE_IMAGES = 4
 """Decoded screenshots a dataset source keeps (the sweep runs a dataset's trials task by task)."""
 
 
-class SampleError(ConfigError):
+class SampleError(registry.SceneError):
     """One sample cannot be used (missing image, box outside it, wrong size): its trials are errors."""
-
-    error_class = "scene"
 
     def __init__(self, message: str, size: Size | None = None) -> None:
         super().__init__(message)
