@@ -80,9 +80,9 @@ def _file_pattern(name: str) -> re.Pattern[str]:
 
 def _segment_pattern(name: str) -> re.Pattern[str]:
     """The folder as a path segment inside a longer string: ``frames/x``, ``a/frames``, ``a/frames/b``,
-    ``<RUN_DIR>/report for one run``."""
+    ``<RUN_DIR>/report for one run``, ``missing from frames/``."""
     n = re.escape(name)
-    return re.compile(rf"(^{n}/)|(/{n}(?![\w.+-]))")
+    return re.compile(rf"((?<![\w.-]){n}/)|(/{n}(?![\w.+-]))")
 
 
 def literals(path: Path) -> list[str]:

@@ -41,9 +41,9 @@ def test_torn_trial_line_is_cut_and_orphan_steps_dropped(tmp_path):
 
 def test_frames_are_content_addressed(tmp_path):
     with RunStore(tmp_path) as s:
-        a = s.save_frame(b"png-bytes-1")
-        b = s.save_frame(b"png-bytes-1")
-        c = s.save_frame(b"png-bytes-2")
+        a = s.save_shot(b"png-bytes-1")
+        b = s.save_shot(b"png-bytes-1")
+        c = s.save_shot(b"png-bytes-2")
     assert a == b != c
     assert sorted(p.name for p in (tmp_path / "frames").iterdir()) == sorted([f"{a}.png", f"{c}.png"])
 

@@ -1,16 +1,17 @@
-"""The run viewer's site: every trial's frames, answers and truth as a static, self-contained web page.
+"""The run viewer's site: every trial's shots, answers and truth as a static, self-contained web page.
 
 :func:`build_site` reads run directories through :func:`~dvoc_bench.analysis.loaders.load_runs` (a run
 dir, a multirun sweep, a merged shard dir) and returns the files of the site as ``{relative path: text}``;
 the door (``python -m dvoc_bench.view``) writes them. Nothing here touches the network: the data is
 embedded as JavaScript files (``data/index.js``, one ``data/trials/<n>.js`` per chunk of
 :data:`CHUNK` trials, loaded when a trial is shown), because a page opened from ``file://`` may not
-``fetch()``. Frames are not copied: each step names its frame by a path relative to the site folder, into
-the run dir's ``frames/``.
+``fetch()``. Shots (the images sent to a model) are not copied: each step names its shot by a path
+relative to the site folder, into the run dir's ``frames/``.
 
 What the records lack or break is listed, never hidden (:class:`Skipped`): torn lines, steps of unknown
-trials, fields the record types do not know, frames that should be there and are not. Frames absent by
-design (``run.frames=none``) are marked as such on every step.
+trials, fields the record types do not know, shots that should be there and are not. Shots absent by
+design (``run.frames=none``) are marked as such on every step. The site's data keeps the names the page
+reads (``frames``, ``frame_src``, ``frame_state``).
 """
 
 from __future__ import annotations
@@ -79,10 +80,10 @@ class Skipped:
     """``trials.jsonl`` lines without a ``trial_key`` (not shown)."""
     unknown_fields: dict[str, int] = field(default_factory=dict)
     """Field -> records holding it that the record types do not know (shown on the trial page as is)."""
-    missing_frames: list[str] = field(default_factory=list)
-    """Frames a step names that the run's ``frames/`` lacks (the run kept frames)."""
+    missing_shots: list[str] = field(default_factory=list)
+    """Shots a step names that the run's ``frames/`` lacks (the run kept shots)."""
     notes: list[str] = field(default_factory=list)
-    """What the source is and where its frames come from, when that is not a run dir (the authors')."""
+    """What the source is and where its shots come from, when that is not a run dir (the authors')."""
 
     def lines(self) -> list[str]:
         out = list(self.notes)
@@ -95,9 +96,9 @@ class Skipped:
             f"unknown field `{k}` in {n} records (shown as is)"
             for k, n in sorted(self.unknown_fields.items())
         ]
-        if self.missing_frames:
-            few = ", ".join(self.missing_frames[:5]) + (" ..." if len(self.missing_frames) > 5 else "")
-            out.append(f"{len(self.missing_frames)} frames missing from frames/: {few}")
+        if self.missing_shots:
+            few = ", ".join(self.missing_shots[:5]) + (" ..." if len(self.missing_shots) > 5 else "")
+            out.append(f"{len(self.missing_shots)} frames missing from {SHOTS}/: {few}")
         return out
 
 
@@ -161,8 +162,8 @@ def _js(var: str, payload: Any) -> str:
     return f"{var}({safe});\n"
 
 
-UPSTREAM_FRAMES = "upstream"
-"""The ``frames`` mode of the authors' records: a step's image is ``<tree>/<folder>/iter_<step>.png``."""
+UPSTREAM_SHOTS = "upstream"
+"""The shots mode of the authors' records: a step's image is ``<tree>/<folder>/iter_<step>.png``."""
 
 
 def _sources(
@@ -170,7 +171,7 @@ def _sources(
 ) -> tuple[Runs, list[dict[str, Any]]]:
     """Our runs under ``paths`` and the authors' records under ``upstream`` (their clone at any depth, or
     one of their JSON files: :func:`~dvoc_bench.analysis.upstream.discover_upstream`'s ``main``, the
-    report's loader) as one :class:`Runs`, and per origin what the site needs (dir, frames mode, skipped)."""
+    report's loader) as one :class:`Runs`, and per origin what the site needs (dir, shots mode, skipped)."""
     from dvoc_bench.analysis.upstream import discover_upstream, load_upstream, tree_dirs
 
     run_dirs = find_run_dirs(paths) if paths else []
@@ -200,7 +201,7 @@ def _sources(
             )  # fmt: skip
         metas.append(
             {
-                "dir": str(origin), "frames": UPSTREAM_FRAMES if tree else "none", "sk": sk,
+                "dir": str(origin), "frames": UPSTREAM_SHOTS if tree else "none", "sk": sk,
                 "rel": os.path.relpath(Path(tree).resolve(), out) if tree else "", "upstream": dirs,
                 "tree": str(tree) if tree else None,
             }
@@ -210,7 +211,7 @@ def _sources(
     return (parts[0] if len(parts) == 1 else Runs.concat(*parts)), metas
 
 
-def _frame(m: dict[str, Any], st: dict[str, Any], key: str, exists: dict[str, bool]) -> None:
+def _shot(m: dict[str, Any], st: dict[str, Any], key: str, exists: dict[str, bool]) -> None:
     """Set the step's ``frame_src`` (relative to the site) or ``frame_state`` (why there is none)."""
     if m["frames"] == "none":
         st["frame_state"] = (
@@ -218,7 +219,7 @@ def _frame(m: dict[str, Any], st: dict[str, Any], key: str, exists: dict[str, bo
             else "none by design (run.frames=none)"
         )  # fmt: skip
         return
-    if m["frames"] == UPSTREAM_FRAMES:
+    if m["frames"] == UPSTREAM_SHOTS:
         folder = m["upstream"].get(key)
         if folder is None:
             st["frame_state"] = "no trial.json in the authors' tree equals this record (re-run after)"
@@ -240,7 +241,7 @@ def _frame(m: dict[str, Any], st: dict[str, Any], key: str, exists: dict[str, bo
     if str(p) not in exists:
         exists[str(p)] = p.is_file()
         if not exists[str(p)]:
-            m["sk"].missing_frames.append(f"{sha[:12]}.png")
+            m["sk"].missing_shots.append(f"{sha[:12]}.png")
     if exists[str(p)]:
         st["frame_src"] = f"{m['rel']}/{shot_rel(sha)}"
     else:
@@ -283,7 +284,7 @@ def build_site(paths: Sequence[Path | str], out: Path, upstream: Sequence[Path |
         for j in steps_by.get((str(t.at[i, "run_dir"]), str(t.at[i, "trial_key"])), []):
             st = _row(s, j, step_cols)
             st["extra"] = sorted(k for k in st if k not in _DERIVED_STEP)
-            _frame(m, st, str(t.at[i, "trial_key"]), exists)
+            _shot(m, st, str(t.at[i, "trial_key"]), exists)
             steps.append(st)
         chunk[str(i)] = {"trial": trial, "steps": steps}
         if len(chunk) == CHUNK or i == len(t) - 1:

@@ -200,7 +200,7 @@ def _run(cfg: DictConfig, hc: Any) -> int:
         spend=summary.spend,
         budget_usd=summary.budget_usd,
     )
-    lines.append(summary.frames_line)
+    lines.append(summary.shots_line)
     if settings.run.shard is not None:
         lines.append(
             f"shard {settings.run.shard}: {len(summary.specs)} of the sweep's {len(specs)} trials; bring the "

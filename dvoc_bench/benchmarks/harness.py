@@ -69,7 +69,7 @@ def step_costs(snapshot, n: int, seed: int = 0) -> list[float]:
                 snapshot.image, draft, mode="full", iteration=i % 15, position_label=label, style=style
             )
             png = encode_png(img, base=snapshot.image)
-            sha = store.save_frame(png)
+            sha = store.save_shot(png)
             text = get_protocol("v1").dvoc_prompt(
                 instruction=snapshot.instruction,
                 size=size,

@@ -183,7 +183,7 @@ class _State:
     plan: list[Line]
     trials: list[Line]
     steps: list[Line]
-    bad_frames: list[tuple[str, str]]  # (relative path, detail)
+    bad_shots: list[tuple[str, str]]  # (relative path, detail)
     stray: list[str]  # relative paths
 
 
@@ -312,10 +312,10 @@ def _judge(run_dir: Path, locked: bool = False) -> tuple[_State, Report]:
                 rep.problems.append(Problem("unplanned_trial", TRIALS, f"trial {k} is not in {PLAN}"))
     # frames
     shots_dir = run_dir / SHOTS
-    bad_frames: list[tuple[str, str]] = []
+    bad_shots: list[tuple[str, str]] = []
     strays: list[str] = []
     present: set[str] = set()
-    n_frames = 0
+    n_shots = 0
     if shots_dir.is_dir():
         for p in sorted(shots_dir.iterdir()):
             if p.is_file() and not SHOT_NAME.match(p.name) and not p.name.endswith(TMP):
@@ -324,16 +324,16 @@ def _judge(run_dir: Path, locked: bool = False) -> tuple[_State, Report]:
                 rep.problems.append(Problem("stray_file", rel, "not a frame (its name is not <sha256>.png)"))
             if not p.is_file() or not SHOT_NAME.match(p.name):
                 continue
-            n_frames += 1
+            n_shots += 1
             sha = _sha256_file(p)
             if sha != p.name[:-4]:
                 rel = f"{SHOTS}/{p.name}"
-                bad_frames.append((rel, f"content hashes to {sha[:16]}..."))
+                bad_shots.append((rel, f"content hashes to {sha[:16]}..."))
                 rep.problems.append(Problem("corrupt_frame", rel, f"content hashes to {sha[:16]}..."))
             else:
                 present.add(p.name[:-4])
-    rep.counts["frames"] = n_frames
-    corrupt = {rel[len(SHOTS) + 1 : -4] for rel, _ in bad_frames}  # reported above, not twice
+    rep.counts["frames"] = n_shots
+    corrupt = {rel[len(SHOTS) + 1 : -4] for rel, _ in bad_shots}  # reported above, not twice
     referenced: set[str] = {s["frame_sha"] for s in kept_steps if isinstance(s.get("frame_sha"), str)}
     if shots_mode(run_dir) == "none":  # run.frames=none: steps keep hashes, no file was written
         referenced = set()
@@ -350,7 +350,7 @@ def _judge(run_dir: Path, locked: bool = False) -> tuple[_State, Report]:
                 rep.problems.append(Problem("stray_tmp", rel, "left by an interrupted write"))
     order = {k: i for i, k in enumerate(KIND_TEXT)}
     rep.problems.sort(key=lambda p: (order.get(p.kind, len(order)), p.path, p.line or 0))
-    return _State(plan, trials, steps, bad_frames, stray), rep
+    return _State(plan, trials, steps, bad_shots, stray), rep
 
 
 def diagnose(run_dir: Path | str) -> Report:
@@ -404,7 +404,7 @@ def repair(run_dir: Path | str) -> Report:
                 moved += len(rejected)
             with (dest / REASONS).open("w", encoding="utf-8") as f:
                 f.writelines(json.dumps(r) + "\n" for r in reasons)
-                for rel, detail in state.bad_frames:
+                for rel, detail in state.bad_shots:
                     f.write(json.dumps({"file": rel, "kind": "corrupt_frame", "detail": detail}) + "\n")
                 for rel in state.stray:
                     kind = "stray_tmp" if rel.endswith(TMP) else "stray_file"
@@ -412,7 +412,7 @@ def repair(run_dir: Path | str) -> Report:
             for name, lines in ((PLAN, state.plan), (TRIALS, state.trials), (STEPS, state.steps)):
                 if any(ln.why is not None for ln in lines):
                     _rewrite_keep(run_dir / name, lines)
-            for rel in [r for r, _ in state.bad_frames] + state.stray:
+            for rel in [r for r, _ in state.bad_shots] + state.stray:
                 target = dest / "files" / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(run_dir / rel, target)

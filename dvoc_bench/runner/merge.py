@@ -11,7 +11,7 @@ run directory:
 - a trial key is written once: a finished (``ok``/``error``) record already in the output stays; a
   ``skipped`` one is superseded (moved to ``superseded.jsonl`` with its steps, as a resume does) when a
   shard has finished the trial since; each trial's steps come with it, from the same input, as written;
-- frames are copied once, by content (``frames/<sha256>.png``, checked against their name; a corrupt one
+- shots are copied once, by content (``frames/<sha256>.png``, checked against their name; a corrupt one
   is not copied and is reported); the inputs' ``superseded*.jsonl`` lines are kept once each, so the
   budget's spend of the merged dir is every shard's;
 - ``plan.jsonl`` is the union of the inputs' plans; ``run.json`` says the whole plan's size, the trials
@@ -103,8 +103,9 @@ class MergeReport:
     superseded: int = 0
     """``skipped`` records of the output replaced by a finished one."""
     frames_copied: int = 0
-    corrupt_frames: list[str] = field(default_factory=list)
-    """Input frames whose content does not match their name (not copied)."""
+    """Shots this merge copied (named as in ``merge.json``)."""
+    corrupt_shots: list[str] = field(default_factory=list)
+    """Input shots whose content does not match their name (not copied)."""
     shards: dict[str, str] = field(default_factory=dict)
     """Shard label -> input directory (``whole`` for a whole run)."""
     missing_shards: list[str] = field(default_factory=list)
@@ -123,8 +124,8 @@ class MergeReport:
             + f"; frames: {self.frames_copied} copied"
         ]
         out += [f"  {s.dir} (shard {s.shard or 'whole'}): {s.added} trials added" for s in self.sources]
-        if self.corrupt_frames:
-            n, eg = len(self.corrupt_frames), self.corrupt_frames[0]
+        if self.corrupt_shots:
+            n, eg = len(self.corrupt_shots), self.corrupt_shots[0]
             out.append(f"  {n} corrupt frames not copied (content does not match the name), e.g. {eg}")
         if self.partial:
             why = []
@@ -222,7 +223,7 @@ def _read_source(d: Path) -> Source:
     return src
 
 
-def _copy_frames(src: Path, dst: Path, have: set[str], rep: MergeReport) -> None:
+def _copy_shots(src: Path, dst: Path, have: set[str], rep: MergeReport) -> None:
     folder = src / SHOTS
     if not folder.is_dir():
         return
@@ -232,7 +233,7 @@ def _copy_frames(src: Path, dst: Path, have: set[str], rep: MergeReport) -> None
             continue
         data = f.read_bytes()
         if hashlib.sha256(data).hexdigest() != sha:
-            rep.corrupt_frames.append(str(f))
+            rep.corrupt_shots.append(str(f))
             continue
         tmp = dst / f".{sha}{TMP}"
         tmp.write_bytes(data)
@@ -323,7 +324,7 @@ def _read_merge(out: Path) -> dict[str, Any]:
 
 
 def _write(out: Path, sources: list[Source], meta: dict[str, Any], rep: MergeReport) -> None:
-    """Trials, steps, superseded lines, frames and the plan of the merge (under the output's lock)."""
+    """Trials, steps, superseded lines, shots and the plan of the merge (under the output's lock)."""
     shots = out / SHOTS
     shots.mkdir(exist_ok=True)
     for name in (TRIALS, STEPS, *SUPERSEDED_FILES):
@@ -358,7 +359,7 @@ def _write(out: Path, sources: list[Source], meta: dict[str, Any], rep: MergeRep
         for name in SUPERSEDED_FILES:  # every shard's superseded lines, once each
             seen = {raw for raw, _ in complete_records(out / name)}
             append_lines(out / name, [raw for raw, _ in complete_records(s.dir / name) if raw not in seen])
-        _copy_frames(s.dir, shots, {p.stem for p in shots.glob(shot_name("*"))}, rep)
+        _copy_shots(s.dir, shots, {p.stem for p in shots.glob(shot_name("*"))}, rep)
     with (out / STEPS).open("a", encoding="utf-8") as st, (out / TRIALS).open("a", encoding="utf-8") as tr:
         for k, s in best.items():
             if k in have:

@@ -1,4 +1,5 @@
-"""The run directory: append-only JSONL records, content-addressed frames, resume.
+"""The run directory's writer: append-only JSONL records, content-addressed shots, resume. The layout and
+the file names are :mod:`dvoc_bench.core.rundir`'s.
 
 Layout::
 
@@ -6,7 +7,7 @@ Layout::
     <run_dir>/trials.jsonl     one line per finished trial (written after its steps; flushed at once,
                                fsynced at most once a second and at close)
     <run_dir>/steps.jsonl      one line per model call of finished trials
-    <run_dir>/frames/<sha256>.png
+    <run_dir>/frames/<sha256>.png  the shots (images sent to a model), stored once each
 
 Crash safety: a trial's steps and then its trial line are appended only when the trial ends, so a kill
 loses at most the trials in flight. On open, a torn last line (no trailing newline) is cut off, and
@@ -259,7 +260,7 @@ class RunStore:
         if rerun:
             self._supersede(rows, rerun)
         self._compact_steps()
-        self._known_frames: set[str] = set()
+        self._known_shots: set[str] = set()
         self.fsync_every_s = 1.0
         """Trial lines are flushed at once and fsynced at most this often (and at close)."""
         self._last_sync = 0.0
@@ -290,17 +291,17 @@ class RunStore:
         """Write the plan (atomically)."""
         rewrite_lines(self.dir / PLAN, (_clean_dumps(s) + "\n" for s in specs))
 
-    def save_frame(self, png: bytes) -> str:
-        """Store a PNG under its sha256 (once) and return the hash."""
+    def save_shot(self, png: bytes) -> str:
+        """Store a shot (PNG) under its sha256 (once) and return the hash."""
         sha = hashlib.sha256(png).hexdigest()
-        if sha in self._known_frames:
+        if sha in self._known_shots:
             return sha
         path = self.shots_dir / shot_name(sha)
         if not path.exists():
             tmp = path.with_name(f".{sha}.tmp")
             tmp.write_bytes(png)
             os.replace(tmp, path)
-        self._known_frames.add(sha)
+        self._known_shots.add(sha)
         return sha
 
     def append_trial(self, record: dict[str, Any], steps: Iterable[Any]) -> None:

@@ -18,13 +18,13 @@ from dvoc_bench.core.rundir import PLAN, SUMMARY, read_jsonl, trial_line_ok, wri
 from dvoc_bench.models.base import Model
 from dvoc_bench.models.config import ModelConfig
 from dvoc_bench.runner.budget import Spend, spent_in
-from dvoc_bench.runner.frames import FrameSaver
 from dvoc_bench.runner.gates import build_gates
 from dvoc_bench.runner.plan import build_plan
 from dvoc_bench.runner.runmeta import UNRENDERED, ResumeCheck, check_resume
 from dvoc_bench.runner.scheduler import RateGate
 from dvoc_bench.runner.setup import SweepSetup, model_options
 from dvoc_bench.runner.shard import check_shard, plan_digest, select, shard_budget
+from dvoc_bench.runner.shots import ShotSaver
 from dvoc_bench.runner.trials import ModelFactory, TrialRunner, scene_failure
 
 log = logging.getLogger(__name__)
@@ -81,10 +81,10 @@ class RunSummary:
     def unknown_cost_calls(self) -> int:
         """Calls of the run directory whose cost is unknown (not in ``spent_usd``)."""
         return self.spend.unknown
-    frames_line: str = ""
-    """The end-of-run line on the frames this call wrote (``run.frames``; :mod:`dvoc_bench.runner.frames`)."""
-    frame_bytes: int = 0
-    """Bytes of the frames this call wrote."""
+    shots_line: str = ""
+    """The end-of-run line on the shots this call stored (``run.frames``; :mod:`dvoc_bench.runner.shots`)."""
+    shot_bytes: int = 0
+    """Bytes of the shots this call stored."""
 
     @property
     def counts(self) -> dict[str, int]:
@@ -159,7 +159,7 @@ def run_sweep(
         log.info("%d trials planned, %d to run, run dir %s", len(specs), todo, run_dir)
         if on_start is not None:
             on_start(todo)
-        saver = FrameSaver(store.save_frame, setup.frames)
+        saver = ShotSaver(store.save_shot, setup.frames)
         gates = gates if gates is not None else build_gates(setup.models, setup.settings)
         runner = TrialRunner(setup, store, factory, gates, saver, on_done)
         _run_coroutine(lambda: runner.run(specs))
