@@ -35,7 +35,17 @@ from dvoc_bench.analysis.schema import (
     coerce,
     empty_frame,
 )
-from dvoc_bench.core.rundir import HYDRA, HYDRA_CONFIG, HYDRA_OVERRIDES, STEPS, TRIALS, read_jsonl, shot_path
+from dvoc_bench.core.rundir import (
+    HYDRA,
+    HYDRA_CONFIG,
+    HYDRA_OVERRIDES,
+    META,
+    STEPS,
+    TRIALS,
+    read_json,
+    read_jsonl,
+    shot_path,
+)
 
 log = logging.getLogger(__name__)
 
@@ -464,16 +474,10 @@ def load_runs(*paths: Path | str, text: bool = False, cache: bool = True) -> Run
     return Runs(trials, steps, sources, settings)
 
 
-RUN_META = "run_meta.json"
-"""The run's fingerprint (written by the runner before its first trial)."""
-
-
 def read_settings(run_dir: Path) -> dict[str, Any] | None:
-    """The settings a run directory was made with (its fingerprint's ``settings``: ``dotted.key -> value``),
-    or ``None`` when it recorded none or the file is unreadable."""
-    try:
-        meta = json.loads((run_dir / RUN_META).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    made_with = meta.get("settings") if isinstance(meta, dict) else None
+    """The settings a run directory was made with (its fingerprint's ``settings`` in ``run_meta.json``,
+    written by the runner before its first trial: ``dotted.key -> value``), or ``None`` when it recorded
+    none or the file is unreadable."""
+    meta = read_json(Path(run_dir) / META)
+    made_with = meta.get("settings") if meta is not None else None
     return made_with if isinstance(made_with, dict) else None
