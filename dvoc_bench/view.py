@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
+from dvoc_bench.core.rundir import SHOTS, VIEW
+
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 """``Host`` names ``--serve`` answers (any other is refused: a DNS-rebinding page cannot read the site)."""
 
@@ -98,7 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the authors' records: their repository's clone (any depth) or one of their JSON files",
     )  # fmt: skip
     p.add_argument(
-        "--out", type=Path, default=None, help="site folder (default: <first RUN_DIR>/view, or runs/view)"
+        "--out",
+        type=Path,
+        default=None,
+        help=f"site folder (default: <first RUN_DIR>/{VIEW}, or runs/{VIEW})",
     )
     p.add_argument(
         "--serve", action="store_true", help="serve the site on http://127.0.0.1:PORT until Ctrl-C"
@@ -128,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         run_dirs = find_run_dirs(args.runs) if args.runs else []
-        out = (args.out or (args.runs[0] if args.runs else Path("runs")) / "view").resolve()
+        out = (args.out or (args.runs[0] if args.runs else Path("runs")) / VIEW).resolve()
         imported = [load_import(f, args.format, args.annotations) for f in args.imports]
         files = build_site(run_dirs, out, upstream=args.upstream, imported=imported)
     except (FileNotFoundError, DuplicateTrials, SchemaError) as e:
@@ -141,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     # the site and each run's own frames/: a frames/ (or a frame) linked out of its run directory is not
     # served, so a run received from someone else cannot expose the filesystem
-    frames = [(r / "frames").resolve() for r in run_dirs]
+    frames = [(r / SHOTS).resolve() for r in run_dirs]
     allowed = [out, *(f for f, r in zip(frames, run_dirs, strict=True) if _inside(f, [r.resolve()]))]
     allowed += [t.resolve() for u in args.upstream if (t := _tree(u))]  # the authors' iter_*.png
     root = Path(os.path.commonpath([str(a) for a in allowed]))

@@ -389,8 +389,8 @@ def make_spec(
     return TrialSpec(**fields)
 
 
-class FrameSink:
-    """``save_frame`` for tests: keeps every PNG by its sha256."""
+class ShotSink:
+    """``save_shot`` for tests: keeps every PNG by its sha256."""
 
     def __init__(self) -> None:
         self.frames: dict[str, bytes] = {}

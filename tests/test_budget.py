@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dvoc_bench.core.geometry import Size
-from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.core.rundir import read_jsonl
 from dvoc_bench.methods.registry import methods
 from dvoc_bench.models.config import ModelConfig, ProviderConfig, default_conf_dir, load_model_config
 from dvoc_bench.models.pricing import call_estimate, image_tokens, price_of

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.core.rundir import read_jsonl
 from dvoc_bench.runner.budget import spent_in
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.summary import run_report

@@ -10,7 +10,7 @@ import time
 import pytest
 import yaml
 
-from dvoc_bench.runner.store import read_jsonl
+from dvoc_bench.core.rundir import read_jsonl
 from tests.support import ROOT, run_cli
 
 pytestmark = pytest.mark.e2e

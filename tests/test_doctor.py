@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from dvoc_bench.analysis import load_runs
-from dvoc_bench.doctor import diagnose, main, repair
+from dvoc_bench.doctor import main
 from dvoc_bench.runner.compose import quick_setup
+from dvoc_bench.runner.doctor import diagnose, repair
 from dvoc_bench.runner.store import RunDirBusy, RunDirLock
 from dvoc_bench.runner.sweep import run_sweep
 from tests.support import ROOT

@@ -44,7 +44,7 @@ import numpy as np
 import pytest
 import yaml
 
-from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.core.rundir import read_jsonl
 from dvoc_bench.draw.render import encode_png
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.sweep import run_sweep

@@ -15,7 +15,7 @@ from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.plan import PAPER_STARTS, build_plan
 from dvoc_bench.runner.settings import load_settings
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
-from tests.support import FrameSink, ScriptedModel, make_spec, offset, run_method
+from tests.support import ScriptedModel, ShotSink, make_spec, offset, run_method
 
 REG = SceneRegistry(default_scenes_dir(), sources=build_sources(names=["synthetic"]))
 STYLE = OverlayStyle()
@@ -132,9 +132,9 @@ def test_a_simulated_trial_with_labels_away_carries_the_assumption():
 
 def test_a_dvoc_trial_draws_and_states_the_placement_of_its_spec():
     model = ScriptedModel(offset(-150, -60), offset(0, 0), offset(0, 0))
-    sink = FrameSink()
+    sink = ShotSink()
     snap = REG.snapshot("S4")
-    env = TrialEnv(snapshot=snap, model=model, model_identity="m@", save_frame=sink)
+    env = TrialEnv(snapshot=snap, model=model, model_identity="m@", save_shot=sink)
     spec = make_spec(task="S4", method="dvoc", alpha="decay", overlay="full", predict="relative",
                      start=list(PAPER_STARTS[0].as_list()), label_placement="away")  # fmt: skip
     res = run_method(spec, env)

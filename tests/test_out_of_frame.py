@@ -15,7 +15,7 @@ from dvoc_bench.detect.config import detector_config
 from dvoc_bench.detect.service import DetectorService
 from dvoc_bench.methods.common import TrialEnv
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
-from tests.support import FrameSink, ScriptedModel, click, make_spec, offset, run_method
+from tests.support import ScriptedModel, ShotSink, click, make_spec, offset, run_method
 
 REG = SceneRegistry(default_scenes_dir(), sources=build_sources(names=["synthetic"]))
 """S1: an 800x600 canvas, target centre (400, 300); sent as it is (no input limit)."""
@@ -26,7 +26,7 @@ def env_for(model, task="S1", detector=None):
         snapshot=REG.snapshot(task),
         model=model,
         model_identity="m@",
-        save_frame=FrameSink(),
+        save_shot=ShotSink(),
         detector=detector,
     )
 

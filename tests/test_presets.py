@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.core.rundir import read_jsonl
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.summary import format_table, summarise
 from dvoc_bench.runner.sweep import run_sweep

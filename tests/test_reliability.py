@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.core.rundir import read_jsonl
 from tests.support import ROOT, run_cli
 
 pytestmark = pytest.mark.e2e

@@ -14,6 +14,7 @@ import pytest
 
 from dvoc_bench import report
 from dvoc_bench.analysis import plots
+from dvoc_bench.analysis import report as analysis_report
 from tests.support import RUNS, problems
 
 pytestmark = pytest.mark.e2e
@@ -69,7 +70,7 @@ def test_every_report_figure_is_readable(run_name, request, tmp_path, monkeypatc
         return save(fig, path, *a, **kw)
 
     monkeypatch.setattr(plots, "save", keep)
-    report.build_report([str(run)], [], out=tmp_path / "rep", n_boot=50)
+    analysis_report.build_report([str(run)], [], out=tmp_path / "rep", n_boot=50)
     assert drawn
     found = {name: problems(fig) for name, fig in drawn}
     assert not any(found.values()), {k: v for k, v in found.items() if v}
@@ -79,14 +80,14 @@ def test_every_report_figure_is_readable(run_name, request, tmp_path, monkeypatc
 
 def test_several_runs_report_beside_them_not_into_the_first(alpha_multirun):
     a, b = alpha_multirun / "0", alpha_multirun / "1"
-    assert report.default_out([str(a), str(b)]) == alpha_multirun / "report-0+1"
+    assert analysis_report.default_out([str(a), str(b)]) == alpha_multirun / "report-0+1"
     p = report_cli(str(a), str(b), "--no-figures", "--n-boot", "50")
     assert p.returncode == 0, p.stderr[-3000:]
     assert (alpha_multirun / "report-0+1" / "report.md").is_file()
     assert not (a / "report").exists()  # the first run's own report is not overwritten
     many = [str(alpha_multirun / n) for n in ("x", "y", "z", "w", "v")]
-    assert report.default_out(many) == alpha_multirun / "report-x+y+z+2-more"
-    assert report.default_out([str(a)]) == a / "report"
+    assert analysis_report.default_out(many) == alpha_multirun / "report-x+y+z+2-more"
+    assert analysis_report.default_out([str(a)]) == a / "report"
 
 
 def test_a_report_replaces_the_figures_of_the_previous_one(one_trial_run, tmp_path):
@@ -96,7 +97,7 @@ def test_a_report_replaces_the_figures_of_the_previous_one(one_trial_run, tmp_pa
     stale.write_bytes(PNG)
     keep = out / "figures" / "notes.txt"
     keep.write_text("mine")
-    report.build_report([str(one_trial_run)], [], out=out, n_boot=20)
+    analysis_report.build_report([str(one_trial_run)], [], out=out, n_boot=20)
     md = (out / "report.md").read_text()
     pngs = sorted(p.name for p in (out / "figures").glob("*.png"))
     assert pngs and not stale.exists() and keep.read_text() == "mine"  # only the report's own PNGs go
@@ -106,7 +107,7 @@ def test_a_report_replaces_the_figures_of_the_previous_one(one_trial_run, tmp_pa
 def test_the_authors_repository_at_any_depth_gives_the_same_tables(tmp_path):
     """Their clone, its artifacts/previous_runs folder and the per-trial tree: the same complete answer,
     every published number beside the rebuilt one, the differences named."""
-    from dvoc_bench.report import build_report
+    from dvoc_bench.analysis.report import build_report
     from tests.support import UPSTREAM, need_upstream
 
     need_upstream()

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from dvoc_bench.report import build_report
+from dvoc_bench.analysis.report import build_report
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.sweep import run_sweep
 

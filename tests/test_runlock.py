@@ -17,7 +17,8 @@ import pytest
 
 from dvoc_bench.analysis import load_runs
 from dvoc_bench.analysis.loaders import hydra_dir, read_overrides
-from dvoc_bench.runner.store import LOCK, RunDirBusy, RunDirLock, RunStore, read_jsonl
+from dvoc_bench.core.rundir import LOCK, read_jsonl
+from dvoc_bench.runner.store import RunDirBusy, RunDirLock, RunStore
 from tests.support import ROOT, run_cli
 
 pytestmark = pytest.mark.e2e

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from dvoc_bench.core.declare import ConfigError
-from dvoc_bench.runner.runmeta import META, check_resume, fingerprint
+from dvoc_bench.core.rundir import META
+from dvoc_bench.runner.runmeta import check_resume, fingerprint
 from dvoc_bench.runner.settings import Settings
 
 

@@ -10,7 +10,7 @@ import time
 import pytest
 import yaml
 
-from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.core.rundir import read_jsonl
 from dvoc_bench.models.base import ModelCallError
 from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.faults import Faults, FaultyModel

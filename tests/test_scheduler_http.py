@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.core.rundir import read_jsonl
 from dvoc_bench.models.factory import build_model
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.settings import load_settings

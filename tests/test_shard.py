@@ -165,7 +165,7 @@ def test_four_shards_merged_equal_the_sweep_in_one_process(tmp_path, sweep):
         return summary(t).sort_values(["model", "method"]).reset_index(drop=True)
 
     assert table(out).equals(table(one))
-    from dvoc_bench.doctor import diagnose
+    from dvoc_bench.runner.doctor import diagnose
 
     assert diagnose(out).clean
     again = merge_runs(dirs, out)  # nothing new: nothing written twice

@@ -1,6 +1,7 @@
 import json
 
-from dvoc_bench.runner.store import RunStore, read_jsonl
+from dvoc_bench.core.rundir import read_jsonl
+from dvoc_bench.runner.store import RunStore
 
 
 def rec(key, **kw):
@@ -40,9 +41,9 @@ def test_torn_trial_line_is_cut_and_orphan_steps_dropped(tmp_path):
 
 def test_frames_are_content_addressed(tmp_path):
     with RunStore(tmp_path) as s:
-        a = s.save_frame(b"png-bytes-1")
-        b = s.save_frame(b"png-bytes-1")
-        c = s.save_frame(b"png-bytes-2")
+        a = s.save_shot(b"png-bytes-1")
+        b = s.save_shot(b"png-bytes-1")
+        c = s.save_shot(b"png-bytes-2")
     assert a == b != c
     assert sorted(p.name for p in (tmp_path / "frames").iterdir()) == sorted([f"{a}.png", f"{c}.png"])
 
@@ -59,7 +60,8 @@ def test_deleting_the_lock_file_under_a_writer_lets_no_second_writer_in(tmp_path
 
     import pytest
 
-    from dvoc_bench.runner.store import LOCK, RunDirBusy, RunDirLock
+    from dvoc_bench.core.rundir import LOCK
+    from dvoc_bench.runner.store import RunDirBusy, RunDirLock
 
     with RunDirLock(tmp_path):
         os.unlink(tmp_path / LOCK)

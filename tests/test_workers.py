@@ -24,7 +24,7 @@ from dvoc_bench.runner import store as store_module
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.sweep import run_sweep
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
-from tests.support import FrameSink
+from tests.support import ShotSink
 
 REG = SceneRegistry(default_scenes_dir())
 TIMINGS = {"wall_s", "finished_at", "latency_s", "retry_wait_s"}
@@ -55,8 +55,8 @@ def test_env_render_draws_encodes_and_stores_in_the_pool_thread():
         out[0, 0] = value
         return out
 
-    async def go(renderer: FrameRenderer) -> tuple[str, object, object, FrameSink]:
-        sink = FrameSink()
+    async def go(renderer: FrameRenderer) -> tuple[str, object, object, ShotSink]:
+        sink = ShotSink()
         env = TrialEnv(REG.snapshot("S2"), None, "m@", sink, renderer=renderer)
         shown = await env.render(draw, 7)
         clean = await env.clean_frame()
@@ -134,7 +134,7 @@ def test_a_sweep_renders_in_the_pool_gives_the_inline_records_and_ends_the_pool(
 
     monkeypatch.setattr(dvoc_module, "draw_overlay", spy("draw", draw_overlay))
     monkeypatch.setattr(workers, "encode_png", spy("encode", encode_png))
-    monkeypatch.setattr(store_module.RunStore, "save_frame", spy("save", store_module.RunStore.save_frame))
+    monkeypatch.setattr(store_module.RunStore, "save_shot", spy("save", store_module.RunStore.save_shot))
     over = [
         "models=[sim-gemma-4-26b]",
         "methods=[dvoc,oneshot,som,som_dvoc]",

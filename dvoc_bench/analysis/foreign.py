@@ -44,6 +44,7 @@ from typing import Any
 
 from dvoc_bench.analysis.export import SchemaError, load_rows
 from dvoc_bench.analysis.schema import Runs
+from dvoc_bench.core.rundir import REPORT
 
 log = logging.getLogger(__name__)
 
@@ -548,5 +549,5 @@ def import_out(run_dirs: list[str], imports: list[str], fmt: str = "v1") -> Path
         name = "+".join(stems[:3]) + (f"+{len(stems) - 3}-more" if len(stems) > 3 else "")
         return Path("runs") / f"import-{name}"
     if len(imports) == 1:
-        return Path(imports[0]).with_suffix("") / "report"
+        return Path(imports[0]).with_suffix("") / REPORT
     return Path(imports[0]).resolve().parent / ("report-" + "+".join(stems[:3]))

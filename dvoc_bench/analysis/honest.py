@@ -36,9 +36,8 @@ from dvoc_bench.analysis.schema import record_columns
 from dvoc_bench.core import scene_check
 from dvoc_bench.core.assumptions import labels_of
 from dvoc_bench.core.records import TrialSpec
+from dvoc_bench.core.scoring import RULES  # the success rules a table can use (columns of the trials frame)
 
-RULES = ("hit", "within_eps", "hit_radius")
-"""Success rules a table can use (columns of the trials frame)."""
 RULE_TEXT = {
     "hit": "hit = final point inside the target box",
     "within_eps": "within_eps = distance to the target centre < epsilon",

@@ -35,7 +35,17 @@ from dvoc_bench.analysis.schema import (
     coerce,
     empty_frame,
 )
-from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.core.rundir import (
+    HYDRA,
+    HYDRA_CONFIG,
+    HYDRA_OVERRIDES,
+    META,
+    STEPS,
+    TRIALS,
+    read_json,
+    read_jsonl,
+    shot_path,
+)
 
 log = logging.getLogger(__name__)
 
@@ -56,19 +66,19 @@ def find_run_dirs(paths: Iterable[Path | str]) -> list[Path]:
     """Run directories under ``paths`` (each holds ``trials.jsonl``), in path order, without duplicates."""
     found: list[Path] = []
     for p in map(Path, paths):
-        if p.is_file() and p.name == "trials.jsonl":
+        if p.is_file() and p.name == TRIALS:
             cands = [p.parent]
-        elif (p / "trials.jsonl").is_file():
+        elif (p / TRIALS).is_file():
             cands = [p]
         elif p.is_dir():
             cands = sorted(
-                (t.parent for t in p.rglob("trials.jsonl") if CACHE_DIR not in t.parts),
+                (t.parent for t in p.rglob(TRIALS) if CACHE_DIR not in t.parts),
                 key=_job_sort_key,
             )
         else:
-            raise FileNotFoundError(f"no such run directory or trials.jsonl: {p}")
+            raise FileNotFoundError(f"no such run directory or {TRIALS}: {p}")
         if not cands:
-            raise FileNotFoundError(f"no run directory (a folder with trials.jsonl) under {p}")
+            raise FileNotFoundError(f"no run directory (a folder with {TRIALS}) under {p}")
         for c in cands:
             if c.resolve() not in {f.resolve() for f in found}:
                 found.append(c)
@@ -101,7 +111,7 @@ def newest_run(root: Path | str = "runs") -> Path | None:
     root = Path(root)
     if not root.is_dir():
         return None
-    files = [t for t in root.rglob("trials.jsonl") if CACHE_DIR not in t.parts]
+    files = [t for t in root.rglob(TRIALS) if CACHE_DIR not in t.parts]
     if not files:
         return None
     files.sort(key=lambda t: t.stat().st_mtime_ns, reverse=True)
@@ -292,15 +302,15 @@ def hydra_dir(run_dir: Path) -> Path | None:
     """The Hydra output folder of the run's first invocation: ``.hydra/<time>/`` (one folder per
     invocation; a resume adds one, the earliest describes the run), or ``.hydra/`` itself in run
     directories of the old layout. ``None`` when there is none."""
-    root = Path(run_dir) / ".hydra"
-    if (root / "config.yaml").is_file() or (root / "overrides.yaml").is_file():
+    root = Path(run_dir) / HYDRA
+    if (root / HYDRA_CONFIG).is_file() or (root / HYDRA_OVERRIDES).is_file():
         return root
     if not root.is_dir():
         return None
     subs = sorted(
         p
         for p in root.iterdir()
-        if p.is_dir() and ((p / "overrides.yaml").is_file() or (p / "config.yaml").is_file())
+        if p.is_dir() and ((p / HYDRA_OVERRIDES).is_file() or (p / HYDRA_CONFIG).is_file())
     )
     return subs[0] if subs else None
 
@@ -309,7 +319,7 @@ def read_overrides(run_dir: Path) -> dict[str, Any]:
     """The Hydra overrides of a run (``overrides.yaml`` of :func:`hydra_dir`): key -> value (scalars
     parsed, lists and mappings kept as their text). ``hydra.*`` overrides are left out."""
     folder = hydra_dir(run_dir)
-    path = folder / "overrides.yaml" if folder is not None else None
+    path = folder / HYDRA_OVERRIDES if folder is not None else None
     if path is None or not path.is_file():
         return {}
     try:
@@ -351,11 +361,11 @@ _SCHEMA = hashlib.sha256(
 def _signature(run_dir: Path) -> dict[str, Any]:
     sig: dict[str, Any] = {"schema": _SCHEMA}
     folder = hydra_dir(run_dir)
-    overrides = folder / "overrides.yaml" if folder is not None else run_dir / ".hydra" / "overrides.yaml"
+    overrides = folder / HYDRA_OVERRIDES if folder is not None else run_dir / HYDRA / HYDRA_OVERRIDES
     for name, p in (
-        ("trials.jsonl", run_dir / "trials.jsonl"),
-        ("steps.jsonl", run_dir / "steps.jsonl"),
-        (".hydra/overrides.yaml", overrides),
+        (TRIALS, run_dir / TRIALS),
+        (STEPS, run_dir / STEPS),
+        (f"{HYDRA}/{HYDRA_OVERRIDES}", overrides),
     ):
         sig[name] = [p.stat().st_size, p.stat().st_mtime_ns] if p.exists() else None
     return sig
@@ -373,7 +383,7 @@ def check_unique_trials(run_dir: Path, keys: Iterable[str]) -> None:
     if dup:
         n = len(set(dup))
         raise DuplicateTrials(
-            f"{run_dir}: {n} trial keys appear more than once in trials.jsonl (e.g. {dup[0]}); "
+            f"{run_dir}: {n} trial keys appear more than once in {TRIALS} (e.g. {dup[0]}); "
             f"check the run with `python -m dvoc_bench.doctor {run_dir}` "
             "(`--repair` keeps the first record of each key and moves the rest aside)"
         )
@@ -389,7 +399,7 @@ def _image_sizes(run_dir: Path, steps: pd.DataFrame, trials: pd.DataFrame) -> di
             task = key_task.get(key)
             if task is None or task in sizes:
                 continue
-            wh = png_size(run_dir / "frames" / f"{sha}.png")
+            wh = png_size(shot_path(run_dir, sha))
             if wh:
                 sizes[task] = wh
     for task in trials["task"].dropna().unique():
@@ -402,10 +412,10 @@ def _image_sizes(run_dir: Path, steps: pd.DataFrame, trials: pd.DataFrame) -> di
 
 def _parse_run(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Parse one run directory (no cache): typed trials and steps with the text columns."""
-    trials_raw = [flatten_trial(r) for r in read_jsonl(run_dir / "trials.jsonl") if "trial_key" in r]
+    trials_raw = [flatten_trial(r) for r in read_jsonl(run_dir / TRIALS) if "trial_key" in r]
     check_unique_trials(run_dir, (r["trial_key"] for r in trials_raw))
     keys = {r["trial_key"] for r in trials_raw}
-    steps_raw = [flatten_step(r) for r in read_jsonl(run_dir / "steps.jsonl") if r.get("trial_key") in keys]
+    steps_raw = [flatten_step(r) for r in read_jsonl(run_dir / STEPS) if r.get("trial_key") in keys]
     trials = pd.DataFrame(trials_raw)
     steps = pd.DataFrame(steps_raw)
     rd = str(run_dir)
@@ -488,16 +498,10 @@ def load_runs(*paths: Path | str, text: bool = False, cache: bool = True) -> Run
     return Runs(trials, steps, sources, settings)
 
 
-RUN_META = "run_meta.json"
-"""The run's fingerprint (written by the runner before its first trial)."""
-
-
 def read_settings(run_dir: Path) -> dict[str, Any] | None:
-    """The settings a run directory was made with (its fingerprint's ``settings``: ``dotted.key -> value``),
-    or ``None`` when it recorded none or the file is unreadable."""
-    try:
-        meta = json.loads((run_dir / RUN_META).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    made_with = meta.get("settings") if isinstance(meta, dict) else None
+    """The settings a run directory was made with (its fingerprint's ``settings`` in ``run_meta.json``,
+    written by the runner before its first trial: ``dotted.key -> value``), or ``None`` when it recorded
+    none or the file is unreadable."""
+    meta = read_json(Path(run_dir) / META)
+    made_with = meta.get("settings") if meta is not None else None
     return made_with if isinstance(made_with, dict) else None

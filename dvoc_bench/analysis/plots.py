@@ -24,6 +24,7 @@ from matplotlib.ticker import MaxNLocator
 from dvoc_bench.analysis import _layout as L
 from dvoc_bench.analysis.honest import AUDIT_VALUES, RULE_TEXT, check_rule, headline_keys, summary_keys
 from dvoc_bench.analysis.intervals import RATE_INTERVAL, error_bars
+from dvoc_bench.core.rundir import HYDRA, HYDRA_CONFIG
 
 SIM_TAG = "SIMULATED"
 _COLORS = L.PALETTE
@@ -281,9 +282,9 @@ def run_scenes_dir(run_dir: str | Path | None) -> Path | None:
     repository's own ``scenes/`` or when the run has no saved config."""
     if run_dir is None:
         return None
-    hydra_dir = Path(str(run_dir)) / ".hydra"
+    hydra_dir = Path(str(run_dir)) / HYDRA
     configs = (
-        sorted(hydra_dir.glob("**/config.yaml"), key=lambda p: p.stat().st_mtime)
+        sorted(hydra_dir.glob(f"**/{HYDRA_CONFIG}"), key=lambda p: p.stat().st_mtime)
         if hydra_dir.is_dir()
         else []
     )

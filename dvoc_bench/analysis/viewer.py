@@ -1,16 +1,17 @@
-"""The run viewer's site: every trial's frames, answers and truth as a static, self-contained web page.
+"""The run viewer's site: every trial's shots, answers and truth as a static, self-contained web page.
 
 :func:`build_site` reads run directories through :func:`~dvoc_bench.analysis.loaders.load_runs` (a run
 dir, a multirun sweep, a merged shard dir) and returns the files of the site as ``{relative path: text}``;
 the door (``python -m dvoc_bench.view``) writes them. Nothing here touches the network: the data is
 embedded as JavaScript files (``data/index.js``, one ``data/trials/<n>.js`` per chunk of
 :data:`CHUNK` trials, loaded when a trial is shown), because a page opened from ``file://`` may not
-``fetch()``. Frames are not copied: each step names its frame by a path relative to the site folder, into
-the run dir's ``frames/``.
+``fetch()``. Shots (the images sent to a model) are not copied: each step names its shot by a path
+relative to the site folder, into the run dir's ``frames/``.
 
 What the records lack or break is listed, never hidden (:class:`Skipped`): torn lines, steps of unknown
-trials, fields the record types do not know, frames that should be there and are not. Frames absent by
-design (``run.frames=none``) are marked as such on every step.
+trials, fields the record types do not know, shots that should be there and are not. Shots absent by
+design (``run.frames=none``) are marked as such on every step. The site's data keeps the names the page
+reads (``frames``, ``frame_src``, ``frame_state``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,17 @@ import pandas as pd
 from dvoc_bench.analysis.loaders import find_run_dirs, load_runs
 from dvoc_bench.analysis.schema import STEP_COLUMNS, TEXT_COLUMNS, TRIAL_COLUMNS, Runs
 from dvoc_bench.core.records import Step, TrialRecord
+from dvoc_bench.core.rundir import (
+    SHOTS,
+    STEPS,
+    TRIALS,
+    VIEW,
+    read_lines,
+    record_of,
+    shot_path,
+    shot_rel,
+    shots_mode,
+)
 
 CHUNK = 200
 """Trials per ``data/trials/<n>.js`` file (a trial page loads only its chunk)."""
@@ -68,67 +80,50 @@ class Skipped:
     """``trials.jsonl`` lines without a ``trial_key`` (not shown)."""
     unknown_fields: dict[str, int] = field(default_factory=dict)
     """Field -> records holding it that the record types do not know (shown on the trial page as is)."""
-    missing_frames: list[str] = field(default_factory=list)
-    """Frames a step names that the run's ``frames/`` lacks (the run kept frames)."""
+    missing_shots: list[str] = field(default_factory=list)
+    """Shots a step names that the run's ``frames/`` lacks (the run kept shots)."""
     notes: list[str] = field(default_factory=list)
-    """What the source is and where its frames come from, when that is not a run dir (the authors')."""
+    """What the source is and where its shots come from, when that is not a run dir (the authors')."""
 
     def lines(self) -> list[str]:
         out = list(self.notes)
         out += [f"torn line (does not parse), skipped: {t}" for t in self.torn]
         if self.no_key:
-            out.append(f"{self.no_key} trials.jsonl lines without a trial_key, skipped")
+            out.append(f"{self.no_key} {TRIALS} lines without a trial_key, skipped")
         if self.orphan_steps:
-            out.append(f"{self.orphan_steps} steps of trials not in trials.jsonl, skipped")
+            out.append(f"{self.orphan_steps} steps of trials not in {TRIALS}, skipped")
         out += [
             f"unknown field `{k}` in {n} records (shown as is)"
             for k, n in sorted(self.unknown_fields.items())
         ]
-        if self.missing_frames:
-            few = ", ".join(self.missing_frames[:5]) + (" ..." if len(self.missing_frames) > 5 else "")
-            out.append(f"{len(self.missing_frames)} frames missing from frames/: {few}")
+        if self.missing_shots:
+            few = ", ".join(self.missing_shots[:5]) + (" ..." if len(self.missing_shots) > 5 else "")
+            out.append(f"{len(self.missing_shots)} frames missing from {SHOTS}/: {few}")
         return out
 
 
 def scan_run(run_dir: Path) -> Skipped:
-    """What :func:`~dvoc_bench.core.records.read_jsonl` and the loaders pass over silently, counted."""
+    """What :func:`~dvoc_bench.core.rundir.read_jsonl` and the loaders pass over silently, counted."""
     sk = Skipped()
     keys: set[str] = set()
-    for name, known in (("trials.jsonl", KNOWN_TRIAL), ("steps.jsonl", KNOWN_STEP)):
-        path = run_dir / name
-        if not path.is_file():
-            continue
-        with path.open(encoding="utf-8", errors="replace") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except (json.JSONDecodeError, RecursionError):
-                    sk.torn.append(f"{name}:{n}")
-                    continue
-                if not isinstance(rec, dict):
-                    sk.torn.append(f"{name}:{n}")
-                    continue
-                for k in rec.keys() - known:
-                    sk.unknown_fields[k] = sk.unknown_fields.get(k, 0) + 1
-                if name == "trials.jsonl":
-                    if "trial_key" in rec:
-                        keys.add(rec["trial_key"])
-                    else:
-                        sk.no_key += 1
-                elif rec.get("trial_key") not in keys:
-                    sk.orphan_steps += 1
+    for name, known in ((TRIALS, KNOWN_TRIAL), (STEPS, KNOWN_STEP)):
+        for ln in read_lines(run_dir / name):
+            if not ln.raw.strip():
+                continue
+            rec = record_of(ln.raw)
+            if rec is None:
+                sk.torn.append(f"{name}:{ln.number}")
+                continue
+            for k in rec.keys() - known:
+                sk.unknown_fields[k] = sk.unknown_fields.get(k, 0) + 1
+            if name == TRIALS:
+                if "trial_key" in rec:
+                    keys.add(rec["trial_key"])
+                else:
+                    sk.no_key += 1
+            elif rec.get("trial_key") not in keys:
+                sk.orphan_steps += 1
     return sk
-
-
-def frames_mode(run_dir: Path) -> str | None:
-    """``run.frames`` as the run recorded it in ``run.json`` (``all | sent | none``), ``None`` if unknown."""
-    try:
-        mode = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("frames")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return str(mode) if mode else None
 
 
 def plain(v: Any) -> Any:
@@ -167,8 +162,8 @@ def _js(var: str, payload: Any) -> str:
     return f"{var}({safe});\n"
 
 
-UPSTREAM_FRAMES = "upstream"
-"""The ``frames`` mode of the authors' records: a step's image is ``<tree>/<folder>/iter_<step>.png``."""
+UPSTREAM_SHOTS = "upstream"
+"""The shots mode of the authors' records: a step's image is ``<tree>/<folder>/iter_<step>.png``."""
 
 
 def _sources(
@@ -176,13 +171,13 @@ def _sources(
 ) -> tuple[Runs, list[dict[str, Any]]]:
     """Our runs under ``paths`` and the authors' records under ``upstream`` (their clone at any depth, or
     one of their JSON files: :func:`~dvoc_bench.analysis.upstream.discover_upstream`'s ``main``, the
-    report's loader) as one :class:`Runs`, and per origin what the site needs (dir, frames mode, skipped)."""
+    report's loader) as one :class:`Runs`, and per origin what the site needs (dir, shots mode, skipped)."""
     from dvoc_bench.analysis.upstream import discover_upstream, load_upstream, tree_dirs
 
     run_dirs = find_run_dirs(paths) if paths else []
     parts = [load_runs(*run_dirs, text=True)] if run_dirs else []
     metas: list[dict[str, Any]] = [
-        {"dir": str(r), "frames": frames_mode(r), "rel": os.path.relpath(r.resolve(), out), "sk": scan_run(r)}
+        {"dir": str(r), "frames": shots_mode(r), "rel": os.path.relpath(r.resolve(), out), "sk": scan_run(r)}
         for r in run_dirs
     ]
     for u in upstream:
@@ -206,7 +201,7 @@ def _sources(
             )  # fmt: skip
         metas.append(
             {
-                "dir": str(origin), "frames": UPSTREAM_FRAMES if tree else "none", "sk": sk,
+                "dir": str(origin), "frames": UPSTREAM_SHOTS if tree else "none", "sk": sk,
                 "rel": os.path.relpath(Path(tree).resolve(), out) if tree else "", "upstream": dirs,
                 "tree": str(tree) if tree else None,
             }
@@ -221,7 +216,7 @@ def _sources(
     return (parts[0] if len(parts) == 1 else Runs.concat(*parts)), metas
 
 
-def _frame(m: dict[str, Any], st: dict[str, Any], key: str, exists: dict[str, bool]) -> None:
+def _shot(m: dict[str, Any], st: dict[str, Any], key: str, exists: dict[str, bool]) -> None:
     """Set the step's ``frame_src`` (relative to the site) or ``frame_state`` (why there is none)."""
     if m["frames"] == "none":
         st["frame_state"] = (
@@ -230,7 +225,7 @@ def _frame(m: dict[str, Any], st: dict[str, Any], key: str, exists: dict[str, bo
             else "none by design (run.frames=none)"
         )  # fmt: skip
         return
-    if m["frames"] == UPSTREAM_FRAMES:
+    if m["frames"] == UPSTREAM_SHOTS:
         folder = m["upstream"].get(key)
         if folder is None:
             st["frame_state"] = "no trial.json in the authors' tree equals this record (re-run after)"
@@ -248,15 +243,15 @@ def _frame(m: dict[str, Any], st: dict[str, Any], key: str, exists: dict[str, bo
     if not sha:
         st["frame_state"] = "no frame (this call sent none)"
         return
-    p = Path(m["dir"]) / "frames" / f"{sha}.png"
+    p = shot_path(m["dir"], sha)
     if str(p) not in exists:
         exists[str(p)] = p.is_file()
         if not exists[str(p)]:
-            m["sk"].missing_frames.append(f"{sha[:12]}.png")
+            m["sk"].missing_shots.append(f"{sha[:12]}.png")
     if exists[str(p)]:
-        st["frame_src"] = f"{m['rel']}/frames/{sha}.png"
+        st["frame_src"] = f"{m['rel']}/{shot_rel(sha)}"
     else:
-        st["frame_state"] = "missing from frames/"
+        st["frame_state"] = f"missing from {SHOTS}/"
 
 
 def build_site(
@@ -300,7 +295,7 @@ def build_site(
         for j in steps_by.get((str(t.at[i, "run_dir"]), str(t.at[i, "trial_key"])), []):
             st = _row(s, j, step_cols)
             st["extra"] = sorted(k for k in st if k not in _DERIVED_STEP)
-            _frame(m, st, str(t.at[i, "trial_key"]), exists)
+            _shot(m, st, str(t.at[i, "trial_key"]), exists)
             steps.append(st)
         chunk[str(i)] = {"trial": trial, "steps": steps}
         if len(chunk) == CHUNK or i == len(t) - 1:
@@ -342,7 +337,7 @@ def write_site(files: dict[str, str], out: Path) -> Path:
 
 def site_of(run_dir: Path | str) -> Path | None:
     """The viewer's site written in a run dir by default (``<run>/view/index.html``), ``None`` if none."""
-    index = Path(run_dir) / "view" / "index.html"
+    index = Path(run_dir) / VIEW / ASSETS[0]
     return index if index.is_file() else None
 
 

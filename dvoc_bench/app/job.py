@@ -28,6 +28,7 @@ from dvoc_bench.app.jobstate import EXIT_CODES_ENV, mark_started
 from dvoc_bench.app.progress import Progress
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.redaction import install_log_redaction, redact
+from dvoc_bench.core.rundir import SUMMARY
 from dvoc_bench.runner.compose import check_shorthands, experiment_name, model_choice
 from dvoc_bench.runner.settings import load_settings
 from dvoc_bench.runner.setup import setup_from_settings
@@ -189,7 +190,7 @@ def _run(cfg: DictConfig, hc: Any) -> int:
     finally:
         for p in progress:
             p.close()
-    print((run_dir / "summary.md").read_text(encoding="utf-8").rstrip("\n"))
+    print((run_dir / SUMMARY).read_text(encoding="utf-8").rstrip("\n"))
     resume = summary.resume
     lines = run_report(
         summary.trials,
@@ -199,7 +200,7 @@ def _run(cfg: DictConfig, hc: Any) -> int:
         spend=summary.spend,
         budget_usd=summary.budget_usd,
     )
-    lines.append(summary.frames_line)
+    lines.append(summary.shots_line)
     if settings.run.shard is not None:
         lines.append(
             f"shard {settings.run.shard}: {len(summary.specs)} of the sweep's {len(specs)} trials; bring the "

@@ -41,9 +41,9 @@ def child(root: str, limit: int, run_dir: str, model: str, extra: list[str]) -> 
         "ok": sum(t["status"] == "ok" for t in res.trials),
         "wall_s": round(time.perf_counter() - t0, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "frame_bytes": res.frame_bytes,
-        "frame_mb_per_sample": round(res.frame_bytes / max(samples, 1) / 1e6, 3),
-        "frames_line": res.frames_line,
+        "frame_bytes": res.shot_bytes,
+        "frame_mb_per_sample": round(res.shot_bytes / max(samples, 1) / 1e6, 3),
+        "frames_line": res.shots_line,
     }
 
 

@@ -69,7 +69,7 @@ def step_costs(snapshot, n: int, seed: int = 0) -> list[float]:
                 snapshot.image, draft, mode="full", iteration=i % 15, position_label=label, style=style
             )
             png = encode_png(img, base=snapshot.image)
-            sha = store.save_frame(png)
+            sha = store.save_shot(png)
             text = get_protocol("v1").dvoc_prompt(
                 instruction=snapshot.instruction,
                 size=size,
@@ -112,7 +112,7 @@ def bench_overhead(n: int = 300, task: str = "S3") -> dict[str, float]:
 
 
 def bench_sweep() -> dict[str, float]:
-    from dvoc_bench.core.records import read_jsonl
+    from dvoc_bench.core.rundir import STEPS, read_jsonl
     from dvoc_bench.runner.compose import quick_setup
     from dvoc_bench.runner.sweep import run_sweep
 
@@ -121,7 +121,7 @@ def bench_sweep() -> dict[str, float]:
         t0 = time.perf_counter()
         res = run_sweep(setup, Path(d))
         wall = time.perf_counter() - t0
-        steps = sum(1 for _ in read_jsonl(Path(d) / "steps.jsonl"))
+        steps = sum(1 for _ in read_jsonl(Path(d) / STEPS))
     n = len(res.specs)
     return {"wall_s": wall, "trials": n, "steps": steps, "ms_per_step": 1000 * wall / max(steps, 1)}
 
@@ -195,25 +195,24 @@ def bench_scheduler() -> dict[str, float]:
 
 def make_loader_run(run_dir: Path, n_steps: int) -> int:
     """A run directory with at least ``n_steps`` step lines (replicated from a real simulated sweep)."""
-    import json
-
+    from dvoc_bench.core.rundir import SHOTS, STEPS, TRIALS, dumps, read_jsonl
     from dvoc_bench.runner.compose import quick_setup
     from dvoc_bench.runner.sweep import run_sweep
 
     seed_dir = run_dir.parent / "seed"
     run_sweep(quick_setup(["smoke=true"]), seed_dir)
-    trials = [json.loads(x) for x in (seed_dir / "trials.jsonl").read_text().splitlines() if x.strip()]
-    steps = [json.loads(x) for x in (seed_dir / "steps.jsonl").read_text().splitlines() if x.strip()]
+    trials = list(read_jsonl(seed_dir / TRIALS))
+    steps = list(read_jsonl(seed_dir / STEPS))
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "frames").symlink_to(seed_dir / "frames", target_is_directory=True)
+    (run_dir / SHOTS).symlink_to(seed_dir / SHOTS, target_is_directory=True)
     written, copy = 0, 0
-    with (run_dir / "trials.jsonl").open("w") as tf, (run_dir / "steps.jsonl").open("w") as sf:
+    with (run_dir / TRIALS).open("w") as tf, (run_dir / STEPS).open("w") as sf:
         while written < n_steps:
             for t in trials:
                 key = f"{t['trial_key']}-{copy}"
-                tf.write(json.dumps({**t, "trial_key": key}) + "\n")
+                tf.write(dumps({**t, "trial_key": key}) + "\n")
             for st in steps:
-                sf.write(json.dumps({**st, "trial_key": f"{st['trial_key']}-{copy}"}) + "\n")
+                sf.write(dumps({**st, "trial_key": f"{st['trial_key']}-{copy}"}) + "\n")
                 written += 1
             copy += 1
     return written
@@ -245,7 +244,7 @@ def bench_loader(n_steps: int = 100_000) -> dict[str, float]:
 def bench_inflight(n_flight: int = 8, d: Path | None = None, overrides: list[str] | None = None) -> dict:
     """The 1,000-trial simulated sweep (dvoc + oneshot, 50 ms per call) at ``n_flight`` trials in flight:
     wall time, time inside model calls, the ideal ``calls x 50 ms / n_flight`` and their ratio."""
-    from dvoc_bench.core.records import read_jsonl
+    from dvoc_bench.core.rundir import STEPS, read_jsonl
     from dvoc_bench.draw.workers import default_workers
     from dvoc_bench.models.factory import build_model
     from dvoc_bench.models.simulator import SimulatedModel
@@ -274,7 +273,7 @@ def bench_inflight(n_flight: int = 8, d: Path | None = None, overrides: list[str
         t0 = time.perf_counter()
         specs = run_sweep(setup, run_dir, slow).specs
         wall = time.perf_counter() - t0
-        steps = list(read_jsonl(run_dir / "steps.jsonl"))
+        steps = list(read_jsonl(run_dir / STEPS))
     ideal = len(steps) * 0.05 / n_flight
     return {
         "trials_1k": len(specs),

@@ -92,7 +92,7 @@ def harness_ms(snap, method: str, trials: int) -> tuple[float, int]:  # noqa: AN
     with tempfile.TemporaryDirectory() as d, RunStore(Path(d)) as store:
         for i in range(trials):
             env = TrialEnv(
-                snap, InstantModel(), "instant@", store.save_frame, image=ImageOptions(max_side=LIMIT)
+                snap, InstantModel(), "instant@", store.save_shot, image=ImageOptions(max_side=LIMIT)
             )
             spec = _spec(method, i)
             t0 = time.perf_counter()
@@ -127,7 +127,7 @@ def floor_ms(snap, method: str, trials: int, steps: int, naive: bool = False) ->
                         base = resize_image(snap.image, view)
                     p = view.to_sent(Point(500.0 + i + 100 * k, 400.0))
                     img = draw_overlay(base, p, mode="full", iteration=k, position_label="x", style=style)
-                    sha = store.save_frame(encode_png(img, base=base))
+                    sha = store.save_shot(encode_png(img, base=base))
                     lines.append({"frame_sha": sha, "k": k})
             else:
                 crop = None
@@ -137,7 +137,7 @@ def floor_ms(snap, method: str, trials: int, steps: int, naive: bool = False) ->
                             Point(1920.0 + i, 1080.0), crop or Box(0, 0, *SIZE), full, 2.0, 256
                         )
                     view = view_of(full, crop, LIMIT)
-                    sha = store.save_frame(encode_png(resize_image(snap.image, view)))
+                    sha = store.save_shot(encode_png(resize_image(snap.image, view)))
                     lines.append({"frame_sha": sha, "k": k})
             store.append_trial({"trial_key": f"f{i}"}, [json.dumps(x) for x in lines])
             out.append(1000 * (time.perf_counter() - t0) / steps)

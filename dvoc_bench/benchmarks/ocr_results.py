@@ -20,7 +20,7 @@ from pathlib import Path
 
 from dvoc_bench.analysis.intervals import rate_interval
 from dvoc_bench.benchmarks.ocr_docs import SPLIT
-from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.core.rundir import STEPS, TRIALS, is_run_dir, read_jsonl
 
 
 def _rate(hits: int, n: int) -> str:
@@ -32,8 +32,8 @@ def _rate(hits: int, n: int) -> str:
 
 def table(*run_dirs: Path) -> str:
     """The Markdown tables for the trials of ``run_dirs`` together."""
-    trials = [t for d in run_dirs for t in read_jsonl(d / "trials.jsonl") if t["status"] == "ok"]
-    steps = [s for d in run_dirs for s in read_jsonl(d / "steps.jsonl")]
+    trials = [t for d in run_dirs for t in read_jsonl(d / TRIALS) if t["status"] == "ok"]
+    steps = [s for d in run_dirs for s in read_jsonl(d / STEPS)]
     several = len({t["model"] for t in trials}) > 1
 
     def group(t: dict) -> str:
@@ -83,7 +83,7 @@ def table(*run_dirs: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if not args or not all((Path(a) / "trials.jsonl").is_file() for a in args):
+    if not args or not all(is_run_dir(a) for a in args):
         print(
             "usage: python -m dvoc_bench.bench ocr-results RUN_DIR [RUN_DIR...] (run directories)",
             file=sys.stderr,

@@ -15,7 +15,6 @@ space; reported, not a target met). Figures, not assertions; every result is SIM
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -23,6 +22,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TypedDict
+
+from dvoc_bench.core.rundir import TRIALS, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "sim-gemini-3.1-flash-lite"
@@ -58,8 +59,7 @@ def _sweep(run_dir: Path, repeats: int, overrides: Sequence[str]) -> list[dict]:
     )
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(args[2:])} failed:\n{p.stderr[-2000:]}")
-    lines = (run_dir / "trials.jsonl").read_text().splitlines()
-    return [t for t in map(json.loads, lines) if t["status"] == "ok"]
+    return [t for t in read_jsonl(run_dir / TRIALS) if t["status"] == "ok"]
 
 
 class Condition(TypedDict):

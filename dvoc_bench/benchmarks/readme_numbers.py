@@ -12,12 +12,13 @@ Timings are never quoted here: the README writes them as ranges and no test chec
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from dvoc_bench.core.rundir import TRIALS, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_DIR_SHOWN = "runs/quick/<YYYY-MM-DD_HH-MM-SS>"
@@ -40,7 +41,7 @@ def _dvoc(run_dir: Path, *overrides: str) -> str:
 
 
 def _hit_rate(run_dir: Path, **match: str) -> float:
-    trials = [json.loads(x) for x in (run_dir / "trials.jsonl").read_text().splitlines() if x.strip()]
+    trials = list(read_jsonl(run_dir / TRIALS))
     ok = [t for t in trials if t["status"] == "ok" and all(t.get(k) == v for k, v in match.items())]
     return sum(bool(t["hit"]) for t in ok) / len(ok)
 
@@ -65,7 +66,7 @@ def frames_lines(d: Path) -> str:
     hit_tasks = sorted(
         {
             t["task"]
-            for t in map(json.loads, (pixel_dir / "trials.jsonl").read_text().splitlines())
+            for t in read_jsonl(pixel_dir / TRIALS)
             if t["status"] == "ok" and t["hit"]
         }
     )
@@ -88,8 +89,8 @@ def _run(run_dir: Path, *overrides: str) -> Path:
 
 def frames_sentence(d: Path) -> str:
     """The one-shot hit rates of ``experiment=frames`` under each protocol, as the README words them."""
-    run = _run(d / "frames", "experiment=frames")
-    trials = [json.loads(x) for x in (run / "trials.jsonl").read_text().splitlines() if x.strip()]
+    run = _run(d / "experiment-frames", "experiment=frames")
+    trials = list(read_jsonl(run / TRIALS))
     rates = {}
     for proto in ("paper", "v1"):
         per_model: dict[str, list[bool]] = {}

@@ -12,7 +12,6 @@ and a trial page until all its frames have loaded. Target: the table opens in < 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -21,31 +20,31 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from dvoc_bench.core.rundir import RUN, SHOTS, STEPS, TRIALS, dumps, read_jsonl
+
 _ROOT = Path(__file__).resolve().parents[2]
 
 
 def synthetic_run(source: Path, out: Path, n_trials: int) -> int:
     """Write a run dir of ``n_trials`` trials under ``out`` from ``source``'s records; the trials written."""
-    trials = [json.loads(x) for x in (source / "trials.jsonl").read_text().splitlines() if x.strip()]
+    trials = list(read_jsonl(source / TRIALS))
     steps: dict[str, list[dict]] = {}
-    for x in (source / "steps.jsonl").read_text().splitlines():
-        if x.strip():
-            s = json.loads(x)
-            steps.setdefault(s["trial_key"], []).append(s)
+    for s in read_jsonl(source / STEPS):
+        steps.setdefault(s["trial_key"], []).append(s)
     out.mkdir(parents=True)
-    (out / "frames").symlink_to((source / "frames").resolve())
-    (out / "run.json").write_text((source / "run.json").read_text())
+    (out / SHOTS).symlink_to((source / SHOTS).resolve())
+    (out / RUN).write_text((source / RUN).read_text())
     n = 0
-    with (out / "trials.jsonl").open("w") as ft, (out / "steps.jsonl").open("w") as fs:
+    with (out / TRIALS).open("w") as ft, (out / STEPS).open("w") as fs:
         while n < n_trials:
             rep = n // len(trials)
             for t in trials:
                 if n >= n_trials:
                     break
                 key = f"{t['trial_key']}-{rep}"
-                ft.write(json.dumps({**t, "trial_key": key, "rep": rep}) + "\n")
+                ft.write(dumps({**t, "trial_key": key, "rep": rep}) + "\n")
                 for s in steps.get(t["trial_key"], []):
-                    fs.write(json.dumps({**s, "trial_key": key}) + "\n")
+                    fs.write(dumps({**s, "trial_key": key}) + "\n")
                 n += 1
     return n
 

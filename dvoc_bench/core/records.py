@@ -18,19 +18,14 @@ import dataclasses
 import enum
 import hashlib
 import json
-import logging
 import math
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, get_args
 
 from dvoc_bench.core.control import Decision, LoopConfig
 from dvoc_bench.core.geometry import Box, Point
 from dvoc_bench.core.scoring import score
-
-log = logging.getLogger(__name__)
 
 Status = Literal["ok", "error", "skipped"]
 """``ok``: the method ran to a stop reason. ``error``: a model call (or the scene, the detector, the
@@ -660,24 +655,3 @@ def _rule(scene_kind: SceneKind, probe: Probe) -> Literal["dom", "toolkit", "acc
     if probe.hit_rule is not None:
         return probe.hit_rule
     return "toolkit" if scene_kind == "desktop" else "dom"
-
-
-def dumps(obj: object) -> str:
-    """One JSONL line (without the newline) for a record or a plain value."""
-    return json.dumps(to_jsonable(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-def read_jsonl(path: Path | str) -> Iterator[dict[str, Any]]:
-    """The records of a JSONL file, in order. A line that does not parse (a torn write) is skipped."""
-    path = Path(path)
-    if not path.is_file():
-        return
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                yield json.loads(line)
-            except (json.JSONDecodeError, RecursionError):  # a torn write, or nested too deeply to parse
-                log.warning("%s: skipped a line that does not parse (a torn write?)", path)

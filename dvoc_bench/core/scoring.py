@@ -6,6 +6,10 @@ from dataclasses import dataclass
 
 from dvoc_bench.core.geometry import Box, Point, paper_hit_radius
 
+RULES = ("hit", "within_eps", "hit_radius")
+"""The success rules: the names of a trial's three measures of its final point (:class:`Score`), which
+tables choose from."""
+
 
 @dataclass(frozen=True)
 class Score:

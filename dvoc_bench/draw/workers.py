@@ -82,10 +82,10 @@ class FrameRenderer:
             return fn(*args)
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
 
-    def store(self, save_frame: Callable[[bytes], str], png: bytes) -> str:
-        """``save_frame(png)``, one call at a time (a frame store need not be thread-safe)."""
+    def store(self, save_shot: Callable[[bytes], str], png: bytes) -> str:
+        """``save_shot(png)``, one call at a time (a frame store need not be thread-safe)."""
         with self._lock:
-            return save_frame(png)
+            return save_shot(png)
 
     def close(self) -> None:
         """Wait for running frames and end the threads (idempotent)."""

@@ -50,7 +50,7 @@ class TrialEnv:
     """The model to call (``None`` for the non-visual baselines)."""
     model_identity: str
     """Model id + api base, part of every request hash."""
-    save_frame: Callable[[bytes], str]
+    save_shot: Callable[[bytes], str]
     """Stores a PNG content-addressed and returns its sha256."""
     style: OverlayStyle = field(default_factory=OverlayStyle)
     """Overlay sizes and colours."""
@@ -135,7 +135,7 @@ class TrialEnv:
             image, png = base, encode_png(base)
         else:
             image, png = make_frame(base, draw, args, kwargs)
-        return RenderedFrame(image, png, self.renderer.store(self.save_frame, png), view)
+        return RenderedFrame(image, png, self.renderer.store(self.save_shot, png), view)
 
     def request(
         self, frame: RenderedFrame, text: str, tools: list[dict[str, Any]], seed: int, **extra: Any

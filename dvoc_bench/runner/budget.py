@@ -31,11 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.core.rundir import PAID_STEP_FILES, read_jsonl
 from dvoc_bench.models.base import Model, ModelCallError, ModelRequest, Reply
 
-STEP_FILES = ("steps.jsonl", "superseded_steps.jsonl")
-"""The files of a run directory whose calls have been paid for."""
 EXCESS_EPS = 1e-12
 """A call's cost above its bound by less than this is float noise, not an excess."""
 
@@ -60,7 +58,7 @@ def spent_in(run_dir: Path | str) -> Spend:
     """What every call of the run directory cost (failed calls and cache hits cost nothing and are not
     counted as unknown, unless the budget charged a failed call its bound)."""
     out = Spend()
-    for name in STEP_FILES:
+    for name in PAID_STEP_FILES:
         for s in read_jsonl(Path(run_dir) / name):
             c = s.get("cost_usd")
             if s.get("usage_fault"):

@@ -11,7 +11,7 @@ run directory:
 - a trial key is written once: a finished (``ok``/``error``) record already in the output stays; a
   ``skipped`` one is superseded (moved to ``superseded.jsonl`` with its steps, as a resume does) when a
   shard has finished the trial since; each trial's steps come with it, from the same input, as written;
-- frames are copied once, by content (``frames/<sha256>.png``, checked against their name; a corrupt one
+- shots are copied once, by content (``frames/<sha256>.png``, checked against their name; a corrupt one
   is not copied and is reported); the inputs' ``superseded*.jsonl`` lines are kept once each, so the
   budget's spend of the merged dir is every shard's;
 - ``plan.jsonl`` is the union of the inputs' plans; ``run.json`` says the whole plan's size, the trials
@@ -38,16 +38,36 @@ from typing import Any
 import yaml
 
 from dvoc_bench.core.declare import ConfigError
-from dvoc_bench.runner.runmeta import META
-from dvoc_bench.runner.shard import SHARD_FILE, read_shard_file
-from dvoc_bench.runner.store import FRAMES, PLAN, STEPS, TRIALS, RunDirBusy, RunDirLock, lock_holder
-from dvoc_bench.runner.store import _repair_tail as repair_tail
+from dvoc_bench.core.rundir import (
+    HYDRA,
+    HYDRA_CONFIG,
+    HYDRA_OVERRIDES,
+    MERGE,
+    META,
+    PLAN,
+    SHOTS,
+    STEPS,
+    SUMMARY,
+    SUPERSEDED,
+    SUPERSEDED_STEPS,
+    TMP,
+    TRIALS,
+    append_lines,
+    complete_records,
+    read_json,
+    read_run_info,
+    repair_tail,
+    rewrite_lines,
+    shot_name,
+    trial_line_ok,
+    write_run_info,
+)
+from dvoc_bench.runner.shard import read_shard_file
+from dvoc_bench.runner.store import RunDirBusy, RunDirLock, lock_holder
 
-MERGE_FILE = "merge.json"
-"""The merge account of a merged run directory."""
 FINISHED = ("ok", "error")
 """Statuses a merge never replaces (``skipped`` trials are replaced by a finished record)."""
-SUPERSEDED = ("superseded.jsonl", "superseded_steps.jsonl")
+SUPERSEDED_FILES = (SUPERSEDED, SUPERSEDED_STEPS)
 
 
 @dataclass
@@ -83,8 +103,9 @@ class MergeReport:
     superseded: int = 0
     """``skipped`` records of the output replaced by a finished one."""
     frames_copied: int = 0
-    corrupt_frames: list[str] = field(default_factory=list)
-    """Input frames whose content does not match their name (not copied)."""
+    """Shots this merge copied (named as in ``merge.json``)."""
+    corrupt_shots: list[str] = field(default_factory=list)
+    """Input shots whose content does not match their name (not copied)."""
     shards: dict[str, str] = field(default_factory=dict)
     """Shard label -> input directory (``whole`` for a whole run)."""
     missing_shards: list[str] = field(default_factory=list)
@@ -103,8 +124,8 @@ class MergeReport:
             + f"; frames: {self.frames_copied} copied"
         ]
         out += [f"  {s.dir} (shard {s.shard or 'whole'}): {s.added} trials added" for s in self.sources]
-        if self.corrupt_frames:
-            n, eg = len(self.corrupt_frames), self.corrupt_frames[0]
+        if self.corrupt_shots:
+            n, eg = len(self.corrupt_shots), self.corrupt_shots[0]
             out.append(f"  {n} corrupt frames not copied (content does not match the name), e.g. {eg}")
         if self.partial:
             why = []
@@ -137,7 +158,7 @@ def find_inputs(paths: Iterable[Path | str], out: Path) -> list[Path]:
         if is_run(p):
             cands = [p]
         else:
-            subs = [d for d in p.iterdir() if d.is_dir() and is_run(d) and not (d / MERGE_FILE).is_file()]
+            subs = [d for d in p.iterdir() if d.is_dir() and is_run(d) and not (d / MERGE).is_file()]
             cands = sorted(subs, key=lambda d: (int(d.name) if d.name.isdigit() else 1 << 30, d.name))
             if not cands:
                 raise ConfigError(f"SHARD_DIR: {p} is no run directory and holds none")
@@ -187,90 +208,55 @@ def _shared_lock(d: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _lines(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(line as written, record) of a JSONL file; lines that do not parse (a torn tail) are left out."""
-    if not path.is_file():
-        return
-    with path.open(encoding="utf-8") as f:
-        for raw in f:
-            if not raw.endswith("\n"):
-                return  # a torn last line
-            try:
-                obj = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(obj, dict):
-                yield raw, obj
-
-
 def _read_source(d: Path) -> Source:
     info = read_shard_file(d)
     src = Source(d, None if info is None else str(info.get("shard")))
-    for raw, r in _lines(d / TRIALS):
+    for raw, r in complete_records(d / TRIALS):
         k = r.get("trial_key")
         if isinstance(k, str) and k not in src.trials:
             src.trials[k] = (raw, r)
-    for raw, r in _lines(d / STEPS):
+    for raw, r in complete_records(d / STEPS):
         k = r.get("trial_key")
         if k in src.trials:  # steps of a trial whose line never made it (a kill) are not the trial's
             src.steps.setdefault(k, []).append(raw)
-    src.plan = [(r["trial_key"], raw) for raw, r in _lines(d / PLAN) if isinstance(r.get("trial_key"), str)]
+    src.plan = [(r["trial_key"], raw) for raw, r in complete_records(d / PLAN) if trial_line_ok(r)]
     return src
 
 
-def _copy_frames(src: Path, dst: Path, have: set[str], rep: MergeReport) -> None:
-    folder = src / FRAMES
+def _copy_shots(src: Path, dst: Path, have: set[str], rep: MergeReport) -> None:
+    folder = src / SHOTS
     if not folder.is_dir():
         return
-    for f in sorted(folder.glob("*.png")):
+    for f in sorted(folder.glob(shot_name("*"))):
         sha = f.stem
         if sha in have:
             continue
         data = f.read_bytes()
         if hashlib.sha256(data).hexdigest() != sha:
-            rep.corrupt_frames.append(str(f))
+            rep.corrupt_shots.append(str(f))
             continue
-        tmp = dst / f".{sha}.tmp"
+        tmp = dst / f".{sha}{TMP}"
         tmp.write_bytes(data)
         os.replace(tmp, dst / f.name)
         have.add(sha)
         rep.frames_copied += 1
 
 
-def _append(path: Path, lines: Iterable[str]) -> None:
-    lines = list(lines)
-    if not lines:
-        return
-    with path.open("a", encoding="utf-8") as f:
-        f.writelines(lines)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _rewrite_lines(path: Path, lines: Iterable[str]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        f.writelines(lines)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def _copy_hydra(src: Path, out: Path) -> None:
     """The first input's first Hydra folder, as the merged run's (``run.shard`` left out of it): the
     analysis reads a run's overrides there."""
-    root = src / ".hydra"
+    root = src / HYDRA
     subs = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-    if not subs or (out / ".hydra").exists():
+    if not subs or (out / HYDRA).exists():
         return
-    dst = out / ".hydra" / subs[0].name
+    dst = out / HYDRA / subs[0].name
     shutil.copytree(subs[0], dst)
-    ov = dst / "overrides.yaml"
+    ov = dst / HYDRA_OVERRIDES
     if ov.is_file():
         items = yaml.safe_load(ov.read_text(encoding="utf-8")) or []
         kept = [i for i in items if not (isinstance(i, str) and i.lstrip("+~").startswith("run.shard="))]
         ov.write_text(yaml.safe_dump(kept, default_flow_style=False), encoding="utf-8")
-    cfg = dst / "config.yaml"
+    cfg = dst / HYDRA_CONFIG
     if cfg.is_file():
         data = yaml.safe_load(cfg.read_text(encoding="utf-8")) or {}
         if isinstance(data.get("run"), dict):
@@ -334,11 +320,7 @@ def merge_runs(inputs: Iterable[Path | str], out: Path | str) -> MergeReport:
 
 
 def _read_merge(out: Path) -> dict[str, Any]:
-    try:
-        data = json.loads((out / MERGE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return read_json(out / MERGE) or {}
 
 
 def winners(sources: Sequence[Source]) -> dict[str, Source]:
@@ -364,33 +346,33 @@ def superseded_keys(have: dict[str, dict[str, Any]], best: dict[str, Source]) ->
 
 
 def _write(out: Path, sources: list[Source], meta: dict[str, Any], rep: MergeReport) -> None:
-    """Trials, steps, superseded lines, frames and the plan of the merge (under the output's lock)."""
-    frames = out / FRAMES
-    frames.mkdir(exist_ok=True)
-    for name in (TRIALS, STEPS, *SUPERSEDED):
+    """Trials, steps, superseded lines, shots and the plan of the merge (under the output's lock)."""
+    shots = out / SHOTS
+    shots.mkdir(exist_ok=True)
+    for name in (TRIALS, STEPS, *SUPERSEDED_FILES):
         repair_tail(out / name)
-    rows = list(_lines(out / TRIALS))
+    rows = list(complete_records(out / TRIALS))
     have = {r["trial_key"]: r for _, r in rows if isinstance(r.get("trial_key"), str)}
     # a kill between a trial's steps and its line leaves orphan steps: drop them (as a resume does)
-    steps = list(_lines(out / STEPS))
+    steps = list(complete_records(out / STEPS))
     if any(r.get("trial_key") not in have for _, r in steps):
-        _rewrite_lines(out / STEPS, [raw for raw, r in steps if r.get("trial_key") in have])
+        rewrite_lines(out / STEPS, [raw for raw, r in steps if r.get("trial_key") in have])
         steps = [(raw, r) for raw, r in steps if r.get("trial_key") in have]
     best = winners(sources)
     replace = superseded_keys(have, best)
     if replace:  # skipped in the output, finished by a shard since: supersede, as a resume does
-        _append(out / SUPERSEDED[0], [raw for raw, r in rows if r.get("trial_key") in replace])
-        _append(out / SUPERSEDED[1], [raw for raw, r in steps if r.get("trial_key") in replace])
-        _rewrite_lines(out / STEPS, [raw for raw, r in steps if r.get("trial_key") not in replace])
-        _rewrite_lines(out / TRIALS, [raw for raw, r in rows if r.get("trial_key") not in replace])
+        append_lines(out / SUPERSEDED, [raw for raw, r in rows if r.get("trial_key") in replace])
+        append_lines(out / SUPERSEDED_STEPS, [raw for raw, r in steps if r.get("trial_key") in replace])
+        rewrite_lines(out / STEPS, [raw for raw, r in steps if r.get("trial_key") not in replace])
+        rewrite_lines(out / TRIALS, [raw for raw, r in rows if r.get("trial_key") not in replace])
         for k in replace:
             del have[k]
         rep.superseded = len(replace)
     for s in sources:
-        for name in SUPERSEDED:  # every shard's superseded lines, once each
-            seen = {raw for raw, _ in _lines(out / name)}
-            _append(out / name, [raw for raw, _ in _lines(s.dir / name) if raw not in seen])
-        _copy_frames(s.dir, frames, {p.stem for p in frames.glob("*.png")}, rep)
+        for name in SUPERSEDED_FILES:  # every shard's superseded lines, once each
+            seen = {raw for raw, _ in complete_records(out / name)}
+            append_lines(out / name, [raw for raw, _ in complete_records(s.dir / name) if raw not in seen])
+        _copy_shots(s.dir, shots, {p.stem for p in shots.glob(shot_name("*"))}, rep)
     with (out / STEPS).open("a", encoding="utf-8") as st, (out / TRIALS).open("a", encoding="utf-8") as tr:
         for k, s in best.items():
             if k in have:
@@ -408,7 +390,7 @@ def _write(out: Path, sources: list[Source], meta: dict[str, Any], rep: MergeRep
     for s in sources:
         for k, raw in s.plan:
             plan.setdefault(k, raw)
-    _rewrite_lines(out / PLAN, plan.values())
+    rewrite_lines(out / PLAN, plan.values())
     rep.present = len(have)
     rep.finished = sum(r.get("status") in FINISHED for r in have.values())
     if not (out / META).is_file():
@@ -417,7 +399,7 @@ def _write(out: Path, sources: list[Source], meta: dict[str, Any], rep: MergeRep
 
 
 def _lines_keyed(path: Path) -> Iterator[tuple[str, str]]:
-    for raw, r in _lines(path):
+    for raw, r in complete_records(path):
         if isinstance(r.get("trial_key"), str):
             yield r["trial_key"], raw
 
@@ -428,13 +410,11 @@ def _write_accounts(
     """``run.json``, ``summary.md`` and ``merge.json`` of the merged directory."""
     from dvoc_bench.runner.summary import format_table, summarise
 
-    trials = [r for _, r in _lines(out / TRIALS)]
-    first: dict[str, Any] = {}
-    with contextlib.suppress(OSError, ValueError):
-        first = json.loads((sources[0].dir / "run.json").read_text(encoding="utf-8"))
+    trials = [r for _, r in complete_records(out / TRIALS)]
+    first = read_run_info(sources[0].dir)
     meta = _meta(out)
     eps = float((meta.get("settings") or {}).get("loop.epsilon", 30.0))
-    (out / "summary.md").write_text(format_table(summarise(trials), eps) + "\n", "utf-8")
+    (out / SUMMARY).write_text(format_table(summarise(trials), eps) + "\n", "utf-8")
     run = {
         "experiment": first.get("experiment"),
         "planned": rep.planned,
@@ -444,7 +424,7 @@ def _write_accounts(
         "fingerprint": first.get("fingerprint") or meta.get("digest"),
         "merged_from": sorted(rep.shards),
     }
-    (out / "run.json").write_text(json.dumps(run, indent=1), encoding="utf-8")
+    write_run_info(out, run)
     account = {
         "fingerprint": run["fingerprint"],
         "planned": rep.planned,
@@ -463,12 +443,9 @@ def _write_accounts(
             },
         ],
     }
-    tmp = out / (MERGE_FILE + ".tmp")
+    tmp = out / (MERGE + TMP)
     tmp.write_text(json.dumps(account, indent=1), encoding="utf-8")
-    os.replace(tmp, out / MERGE_FILE)
+    os.replace(tmp, out / MERGE)
 
 
-__all__ = [
-    "MERGE_FILE", "MergeReport", "SHARD_FILE", "differences", "find_inputs", "merge_runs", "superseded_keys",
-    "winners",
-]  # fmt: skip
+__all__ = ["MergeReport", "differences", "find_inputs", "merge_runs", "superseded_keys", "winners"]

@@ -41,6 +41,7 @@ from dvoc_bench.core.declare import check_list
 from dvoc_bench.core.frames import FrameRule
 from dvoc_bench.core.geometry import Box, Frame, Point, Size, point_to_pixels
 from dvoc_bench.core.records import ParseStatus
+from dvoc_bench.core.rundir import PROBE_ANSWERS, PROBE_TABLE, PROBE_VERDICTS
 from dvoc_bench.draw.render import encode_png
 from dvoc_bench.draw.sending import model_view, resize_image
 from dvoc_bench.models.base import Model, ModelCallError, ModelRequest
@@ -304,11 +305,11 @@ def run_probe(s: Settings, model_choice: str | None, run_dir: Path) -> list[Prob
         v.frame_rule, v.prompt_style = c.frame.describe(), c.prompt_style
         verdicts.append(v)
     run_dir.mkdir(parents=True, exist_ok=True)
-    with (run_dir / "probe.jsonl").open("w", encoding="utf-8") as f:
+    with (run_dir / PROBE_ANSWERS).open("w", encoding="utf-8") as f:
         for a in rows:
             f.write(json.dumps(asdict(a)) + "\n")
-    (run_dir / "probe.md").write_text(format_verdicts(verdicts) + "\n", encoding="utf-8")
-    (run_dir / "probe.json").write_text(
+    (run_dir / PROBE_TABLE).write_text(format_verdicts(verdicts) + "\n", encoding="utf-8")
+    (run_dir / PROBE_VERDICTS).write_text(
         json.dumps([{**asdict(v), "agrees": v.agrees} for v in verdicts], indent=1), encoding="utf-8"
     )
     return verdicts

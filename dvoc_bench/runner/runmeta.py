@@ -21,9 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dvoc_bench.core.declare import ConfigError
-
-META = "run_meta.json"
-"""The file, in the run directory."""
+from dvoc_bench.core.rundir import META
 
 FREE = ("run", "scheduler", "retry", "cache", "resume", "paths", "budget", "probe")
 """Top-level settings a resume may change."""

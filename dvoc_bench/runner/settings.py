@@ -78,9 +78,10 @@ class Run(Declared):
     """A previous run (or multirun) directory whose recorded calls per trial, tokens and cost per call the
     plan uses as its expectation (else the authors' records, else the upper bound; the plan says which)."""
     frames: Literal["auto", "all", "sent", "none"] = "auto"
-    """Which frames are written to ``frames/``: ``all`` every frame the harness drew, full size; ``sent``
-    what a model saw, downscaled as sent (``image.max_side``); ``none`` hashes only (``frame_sha`` is
-    still recorded). ``auto``: ``all`` for the drawn scenes and web pages, ``sent`` for datasets."""
+    """Which shots (the images the harness drew for a model) are written to ``frames/``: ``all`` every
+    shot, and each task's full-size screenshot when it was downscaled; ``sent`` what a model saw,
+    downscaled as sent (``image.max_side``); ``none`` hashes only (``frame_sha`` is still recorded).
+    ``auto``: ``all`` for the drawn scenes and web pages, ``sent`` for datasets."""
     max_cost_usd: float | None = Field(None, ge=0.0)
     """Budget of the run directory, USD (every call it recorded counts). No trial starts when the cost
     spent plus the upper bounds of the trials in flight and its own would pass it; those are written

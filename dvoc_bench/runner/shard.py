@@ -7,7 +7,7 @@ knob, so it is not in the fingerprint (:mod:`dvoc_bench.runner.runmeta`): every 
 fingerprint the whole sweep run in one process has, which is what the merge compares
 (:mod:`dvoc_bench.runner.merge`).
 
-A shard's run directory holds its own trials in ``plan.jsonl`` and ``shard.json`` (:data:`SHARD_FILE`): the
+A shard's run directory holds its own trials in ``plan.jsonl`` and ``shard.json``: the
 shard, the whole plan's size and the digest of its keys, and the fingerprint. A run directory keeps the
 shard it was made with: resuming it as another shard (or as the whole sweep, or a whole run as a shard) is
 refused.
@@ -29,9 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from dvoc_bench.core.declare import ConfigError
-
-SHARD_FILE = "shard.json"
-"""The shard record of a shard's run directory."""
+from dvoc_bench.core.rundir import META, SHARD, TRIALS
 
 _FORM = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -100,7 +98,7 @@ def shard_budget(max_cost_usd: float | None, shard: Shard | None) -> float | Non
 
 def read_shard_file(run_dir: Path | str) -> dict[str, Any] | None:
     """A run directory's ``shard.json``, or ``None`` (not a shard, or unreadable)."""
-    path = Path(run_dir) / SHARD_FILE
+    path = Path(run_dir) / SHARD
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -124,7 +122,7 @@ def check_shard(
     old = read_shard_file(run_dir)
     was = None if old is None else str(old.get("shard"))
     now = None if shard is None else shard.label
-    existing = (run_dir / "run_meta.json").is_file() or (run_dir / "trials.jsonl").is_file()
+    existing = (run_dir / META).is_file() or (run_dir / TRIALS).is_file()
     if old is not None and was != now:
         raise ConfigError(
             f"run.shard: {run_dir} is shard {was} of its sweep, not {now or 'the whole sweep'}; resume it "
@@ -145,7 +143,7 @@ def check_shard(
         "plan_digest": digest,
         "fingerprint": fingerprint,
     }
-    path = run_dir / SHARD_FILE
+    path = run_dir / SHARD
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
     tmp.replace(path)

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dvoc_bench.core.declare import ConfigError
-from dvoc_bench.core.records import TrialSpec, read_jsonl
+from dvoc_bench.core.records import TrialSpec
+from dvoc_bench.core.rundir import TRIALS, read_jsonl
 from dvoc_bench.methods.registry import method_info
 from dvoc_bench.models.pricing import CallEstimate, call_estimate
 from dvoc_bench.runner.scheduler import SPACING_MARGIN, ProviderLimits
@@ -54,9 +55,9 @@ class Measured:
 def read_plan_from(directory: Path | str) -> dict[str, Measured]:
     """The calls, tokens and latency per model recorded under ``directory`` (a run or a multirun)."""
     d = Path(directory)
-    files = sorted(d.glob("**/trials.jsonl")) if d.is_dir() else []
+    files = sorted(d.glob(f"**/{TRIALS}")) if d.is_dir() else []
     if not files:
-        raise ConfigError(f"run.plan_from: no trials.jsonl in {directory} or below it")
+        raise ConfigError(f"run.plan_from: no {TRIALS} in {directory} or below it")
     out: dict[str, Measured] = defaultdict(Measured)
     for f in files:
         for t in read_jsonl(f):

@@ -1,4 +1,5 @@
-"""The run directory: append-only JSONL records, content-addressed frames, resume.
+"""The run directory's writer: append-only JSONL records, content-addressed shots, resume. The layout and
+the file names are :mod:`dvoc_bench.core.rundir`'s.
 
 Layout::
 
@@ -6,7 +7,7 @@ Layout::
     <run_dir>/trials.jsonl     one line per finished trial (written after its steps; flushed at once,
                                fsynced at most once a second and at close)
     <run_dir>/steps.jsonl      one line per model call of finished trials
-    <run_dir>/frames/<sha256>.png
+    <run_dir>/frames/<sha256>.png  the shots (images sent to a model), stored once each
 
 Crash safety: a trial's steps and then its trial line are appended only when the trial ends, so a kill
 loses at most the trials in flight. On open, a torn last line (no trailing newline) is cut off, and
@@ -42,13 +43,24 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from dvoc_bench.core.records import dumps as _dumps
-from dvoc_bench.core.records import read_jsonl, to_jsonable
+from dvoc_bench.core.records import to_jsonable
 from dvoc_bench.core.redaction import redact_value
-
-PLAN, TRIALS, STEPS, FRAMES = "plan.jsonl", "trials.jsonl", "steps.jsonl", "frames"
-LOCK = ".lock"
-"""The lock file of a run directory (holds the PID, host and start time of the current holder)."""
+from dvoc_bench.core.rundir import (
+    HYDRA,
+    LOCK,
+    PLAN,
+    SHOTS,
+    STEPS,
+    SUPERSEDED,
+    SUPERSEDED_STEPS,
+    TRIALS,
+    dumps,
+    read_jsonl,
+    repair_tail,
+    rewrite_lines,
+    shot_name,
+    write_jsonl,
+)
 
 
 class RunDirBusy(RuntimeError):
@@ -194,36 +206,12 @@ def discard_output_subdir(run_dir: Path | str, subdir: str | None) -> None:
         return
     run_dir = Path(run_dir).resolve()
     target = (run_dir / subdir).resolve()
-    hydra = run_dir / ".hydra"
+    hydra = run_dir / HYDRA
     if target.parent != hydra or not target.is_dir():
         return
     shutil.rmtree(target, ignore_errors=True)
     with contextlib.suppress(OSError):
         hydra.rmdir()  # only when empty
-
-
-def _repair_tail(path: Path) -> None:
-    """Cut a torn last line (a write interrupted by a kill)."""
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    with path.open("rb+") as f:
-        f.seek(0, os.SEEK_END)
-        size = f.tell()
-        f.seek(max(0, size - 1))
-        if f.read(1) == b"\n":
-            return
-        # Find the last newline; everything after it is a partial line.
-        pos = size
-        while pos > 0:
-            step = min(65536, pos)
-            f.seek(pos - step)
-            chunk = f.read(step)
-            i = chunk.rfind(b"\n")
-            if i >= 0:
-                f.truncate(pos - step + i + 1)
-                return
-            pos -= step
-        f.truncate(0)
 
 
 EXACT_FIELDS = frozenset(
@@ -234,17 +222,7 @@ EXACT_FIELDS = frozenset(
 
 def _clean_dumps(obj: Any) -> str:
     """A record line with every string through the redactor (no key reaches a record, whatever echoed it)."""
-    return _dumps(redact_value(to_jsonable(obj), EXACT_FIELDS))
-
-
-def _rewrite(path: Path, rows: Iterable[dict[str, Any]]) -> None:
-    """Replace a JSONL file atomically."""
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        f.writelines(_dumps(r) + "\n" for r in rows)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    return dumps(redact_value(to_jsonable(obj), EXACT_FIELDS))
 
 
 class RunStore:
@@ -271,10 +249,10 @@ class RunStore:
             raise
 
     def _open(self, retry_errors: bool) -> None:
-        self.frames_dir = self.dir / FRAMES
-        self.frames_dir.mkdir(parents=True, exist_ok=True)
+        self.shots_dir = self.dir / SHOTS
+        self.shots_dir.mkdir(parents=True, exist_ok=True)
         for name in (TRIALS, STEPS):
-            _repair_tail(self.dir / name)
+            repair_tail(self.dir / name)
         rows = [r for r in read_jsonl(self.dir / TRIALS) if "trial_key" in r]
         done = {"ok", "error"} if not retry_errors else {"ok"}
         self.finished: set[str] = {r["trial_key"] for r in rows if r.get("status", "ok") in done}
@@ -282,7 +260,7 @@ class RunStore:
         if rerun:
             self._supersede(rows, rerun)
         self._compact_steps()
-        self._known_frames: set[str] = set()
+        self._known_shots: set[str] = set()
         self.fsync_every_s = 1.0
         """Trial lines are flushed at once and fsynced at most this often (and at close)."""
         self._last_sync = 0.0
@@ -293,11 +271,11 @@ class RunStore:
         """Move the records (and steps) of trials to be run again out of the live files."""
         keys = {r["trial_key"] for r in rerun}
         steps = list(read_jsonl(self.dir / STEPS))
-        with (self.dir / "superseded.jsonl").open("a", encoding="utf-8") as f:
-            f.writelines(_dumps(r) + "\n" for r in rerun)
-        with (self.dir / "superseded_steps.jsonl").open("a", encoding="utf-8") as f:
-            f.writelines(_dumps(r) + "\n" for r in steps if r.get("trial_key") in keys)
-        _rewrite(self.dir / TRIALS, [r for r in rows if r["trial_key"] not in keys])
+        with (self.dir / SUPERSEDED).open("a", encoding="utf-8") as f:
+            f.writelines(dumps(r) + "\n" for r in rerun)
+        with (self.dir / SUPERSEDED_STEPS).open("a", encoding="utf-8") as f:
+            f.writelines(dumps(r) + "\n" for r in steps if r.get("trial_key") in keys)
+        write_jsonl(self.dir / TRIALS, [r for r in rows if r["trial_key"] not in keys])
 
     def _compact_steps(self) -> None:
         path = self.dir / STEPS
@@ -307,26 +285,23 @@ class RunStore:
         keep = [r for r in rows if r.get("trial_key") in self.finished]
         if len(keep) == len(rows):
             return
-        _rewrite(path, keep)
+        write_jsonl(path, keep)
 
     def write_plan(self, specs: Iterable[Any]) -> None:
         """Write the plan (atomically)."""
-        tmp = self.dir / (PLAN + ".tmp")
-        with tmp.open("w", encoding="utf-8") as f:
-            f.writelines(_clean_dumps(s) + "\n" for s in specs)
-        os.replace(tmp, self.dir / PLAN)
+        rewrite_lines(self.dir / PLAN, (_clean_dumps(s) + "\n" for s in specs))
 
-    def save_frame(self, png: bytes) -> str:
-        """Store a PNG under its sha256 (once) and return the hash."""
+    def save_shot(self, png: bytes) -> str:
+        """Store a shot (PNG) under its sha256 (once) and return the hash."""
         sha = hashlib.sha256(png).hexdigest()
-        if sha in self._known_frames:
+        if sha in self._known_shots:
             return sha
-        path = self.frames_dir / f"{sha}.png"
+        path = self.shots_dir / shot_name(sha)
         if not path.exists():
             tmp = path.with_name(f".{sha}.tmp")
             tmp.write_bytes(png)
             os.replace(tmp, path)
-        self._known_frames.add(sha)
+        self._known_shots.add(sha)
         return sha
 
     def append_trial(self, record: dict[str, Any], steps: Iterable[Any]) -> None:

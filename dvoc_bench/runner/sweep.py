@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -14,17 +13,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from dvoc_bench.core.geometry import Size
-from dvoc_bench.core.records import TrialSpec, read_jsonl, to_jsonable
+from dvoc_bench.core.records import TrialSpec, to_jsonable
+from dvoc_bench.core.rundir import PLAN, SUMMARY, read_jsonl, trial_line_ok, write_run_info
 from dvoc_bench.models.base import Model
 from dvoc_bench.models.config import ModelConfig
 from dvoc_bench.runner.budget import Spend, spent_in
-from dvoc_bench.runner.frames import FrameSaver
 from dvoc_bench.runner.gates import build_gates
 from dvoc_bench.runner.plan import build_plan
 from dvoc_bench.runner.runmeta import UNRENDERED, ResumeCheck, check_resume
 from dvoc_bench.runner.scheduler import RateGate
 from dvoc_bench.runner.setup import SweepSetup, model_options
 from dvoc_bench.runner.shard import check_shard, plan_digest, select, shard_budget
+from dvoc_bench.runner.shots import ShotSaver
 from dvoc_bench.runner.trials import ModelFactory, TrialRunner, scene_failure
 
 log = logging.getLogger(__name__)
@@ -81,10 +81,10 @@ class RunSummary:
     def unknown_cost_calls(self) -> int:
         """Calls of the run directory whose cost is unknown (not in ``spent_usd``)."""
         return self.spend.unknown
-    frames_line: str = ""
-    """The end-of-run line on the frames this call wrote (``run.frames``; :mod:`dvoc_bench.runner.frames`)."""
-    frame_bytes: int = 0
-    """Bytes of the frames this call wrote."""
+    shots_line: str = ""
+    """The end-of-run line on the shots this call stored (``run.frames``; :mod:`dvoc_bench.runner.shots`)."""
+    shot_bytes: int = 0
+    """Bytes of the shots this call stored."""
 
     @property
     def counts(self) -> dict[str, int]:
@@ -152,14 +152,14 @@ def run_sweep(
             checked.append(check_resume(d, fp, setup.settings.resume.allow_new_trials))
 
     with RunStore(run_dir, retry_errors=retry_errors, on_locked=on_locked) as store:
-        old_plan = [p for p in read_jsonl(run_dir / "plan.jsonl") if isinstance(p.get("trial_key"), str)]
+        old_plan = [p for p in read_jsonl(run_dir / PLAN) if trial_line_ok(p)]
         known = {p["trial_key"] for p in old_plan}
         store.write_plan(old_plan + [to_jsonable(s) for s in specs if s.trial_key not in known])
         todo = sum(s.trial_key not in store.finished for s in specs)
         log.info("%d trials planned, %d to run, run dir %s", len(specs), todo, run_dir)
         if on_start is not None:
             on_start(todo)
-        saver = FrameSaver(store.save_frame, setup.frames)
+        saver = ShotSaver(store.save_shot, setup.frames)
         gates = gates if gates is not None else build_gates(setup.models, setup.settings)
         runner = TrialRunner(setup, store, factory, gates, saver, on_done)
         _run_coroutine(lambda: runner.run(specs))
@@ -168,21 +168,18 @@ def run_sweep(
         spend = spent_in(run_dir)
         notes = frame_notes(trials, setup.models)
         table = format_table(summarise(trials), setup.settings.loop.epsilon, notes)
-        (run_dir / "summary.md").write_text(table + "\n", "utf-8")  # still under the run dir's lock
-        (run_dir / "run.json").write_text(
-            json.dumps(
-                {
-                    "experiment": setup.experiment,
-                    "planned": len(specs),
-                    "finished": len(trials),
-                    "simulated": any(t.get("simulated") for t in trials),
-                    "frames": setup.frames,
-                    "fingerprint": fp.digest if fp else None,
-                    **({"shard": shard.label, "planned_total": len(whole)} if shard else {}),
-                },
-                indent=1,
-            ),
-            encoding="utf-8",
+        (run_dir / SUMMARY).write_text(table + "\n", "utf-8")  # still under the run dir's lock
+        write_run_info(
+            run_dir,
+            {
+                "experiment": setup.experiment,
+                "planned": len(specs),
+                "finished": len(trials),
+                "simulated": any(t.get("simulated") for t in trials),
+                "frames": setup.frames,
+                "fingerprint": fp.digest if fp else None,
+                **({"shard": shard.label, "planned_total": len(whole)} if shard else {}),
+            },
         )
     return RunSummary(
         run_dir,

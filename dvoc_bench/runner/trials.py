@@ -35,11 +35,11 @@ from dvoc_bench.models.base import Model
 from dvoc_bench.models.config import ModelConfig
 from dvoc_bench.models.options import ImageOptions, model_image
 from dvoc_bench.runner.budget import Budget, BudgetedModel, Ticket, spent_in
-from dvoc_bench.runner.frames import FrameSaver
 from dvoc_bench.runner.gates import gate_key
 from dvoc_bench.runner.scheduler import FATAL_FOR_PROVIDER, GatedModel, RateGate
 from dvoc_bench.runner.setup import SweepSetup
 from dvoc_bench.runner.shard import shard_budget
+from dvoc_bench.runner.shots import ShotSaver
 from dvoc_bench.runner.store import RunStore
 from dvoc_bench.scenes import SceneRegistry
 
@@ -111,7 +111,7 @@ class TrialRunner:
         store: RunStore,
         factory: ModelFactory,
         gates: dict[str, RateGate],
-        saver: FrameSaver,
+        saver: ShotSaver,
         on_done: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         s = setup.settings
@@ -288,7 +288,7 @@ class TrialRunner:
             snapshot=self.registry.snapshot(spec.task),
             model=model,
             model_identity=f"{spec.model_id}@{spec.api_base or ''}",
-            save_frame=self.saver,
+            save_shot=self.saver,
             style=s.overlay_style,
             adaptive=s.adaptive,
             params=dict(s.sampling),

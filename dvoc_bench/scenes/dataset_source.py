@@ -22,7 +22,7 @@ from PIL import Image
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.geometry import Point, Size
 from dvoc_bench.core.memo import Memo
-from dvoc_bench.core.records import ErrorClass, Probe, SceneKind
+from dvoc_bench.core.records import Probe, SceneKind
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
 from dvoc_bench.scenes import sources as registry
 from dvoc_bench.scenes.datasets import FORMATS, DatasetSettings, DatasetSpec, Sample, load_samples, select
@@ -31,10 +31,8 @@ CACHE_IMAGES = 4
 """Decoded screenshots a dataset source keeps (the sweep runs a dataset's trials task by task)."""
 
 
-class SampleError(ConfigError):
+class SampleError(registry.SceneError):
     """One sample cannot be used (missing image, box outside it, wrong size): its trials are errors."""
-
-    error_class: ErrorClass = "scene"
 
     def __init__(self, message: str, size: Size | None = None) -> None:
         super().__init__(message)

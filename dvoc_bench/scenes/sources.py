@@ -23,9 +23,20 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from dvoc_bench.core.declare import ConfigError
-from dvoc_bench.core.geometry import Point
-from dvoc_bench.core.records import Probe, SceneKind
+from dvoc_bench.core.geometry import Point, Size
+from dvoc_bench.core.records import ErrorClass, Probe, SceneKind
 from dvoc_bench.core.scene import Snapshot
+
+
+class SceneError(ConfigError):
+    """A task that cannot be a scene (a page that hangs, navigates away, crashes or has no valid target; a
+    desktop program that shows no window; a dataset sample without its image). :meth:`TaskSource.snapshot`
+    raises it; the sweep records the task's trials as ``status=error`` with ``error_class``
+    :attr:`error_class` and goes on with the rest."""
+
+    error_class: ErrorClass = "scene"
+    size: Size | None = None
+    """The screen size the scene would have had (plans its start points), when known."""
 
 
 @runtime_checkable
@@ -46,7 +57,8 @@ class TaskSource(Protocol):
 
     def snapshot(self, task_id: str) -> Snapshot:
         """The rendered task (called once per task and registry; the registry caches it). A task that cannot
-        be built raises an exception with ``error_class = "scene"`` to fail its own trials only."""
+        be built raises :class:`SceneError` (or another exception with ``error_class = "scene"``) to fail
+        its own trials only."""
         ...
 
     def meta(self, task_id: str) -> dict[str, Any] | None:

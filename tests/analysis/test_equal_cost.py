@@ -227,7 +227,7 @@ def test_the_headline_figure_simulated_in_calls_real_in_calls_tokens_and_dollars
 
 @e2e
 def test_a_dataset_run_reports_every_equal_cost_table(tmp_path):
-    from dvoc_bench import report
+    from dvoc_bench.analysis import report
     from dvoc_bench.scenes.dataset_fixture import write_fixture
 
     write_fixture(tmp_path / "ds", "manifest", (1920, 1080), screens=2, per_screen=2)

@@ -13,6 +13,7 @@ import pytest
 from dvoc_bench import report
 from dvoc_bench.analysis import load_runs
 from dvoc_bench.analysis.export import CALL_FIELDS, FIELDS, SCHEMA_VERSION, SchemaError, export, load_export
+from dvoc_bench.analysis.report import build_report
 from dvoc_bench.analysis.schema import STEP_COLUMNS, TRIAL_COLUMNS
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.sweep import run_sweep
@@ -34,7 +35,7 @@ def tables(md: str) -> list[str]:
 
 
 def build(tmp: Path, name: str, runs: list[str] = (), imports: list[str] = ()) -> str:
-    text, _ = report.build_report(list(runs), [], "hit", tmp / name, n_boot=50, figures=False,
+    text, _ = build_report(list(runs), [], "hit", tmp / name, n_boot=50, figures=False,
                                   imports=list(imports))  # fmt: skip
     return text
 

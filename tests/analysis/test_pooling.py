@@ -11,8 +11,8 @@ import pytest
 
 from dvoc_bench.analysis.honest import PoolingError, without_repeats
 from dvoc_bench.analysis.loaders import load_runs
+from dvoc_bench.analysis.report import build_report
 from dvoc_bench.core.records import TrialSpec
-from dvoc_bench.report import build_report
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.sweep import run_sweep
 

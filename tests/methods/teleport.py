@@ -28,7 +28,7 @@ NAME = "teleport_test"
 async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     snap = env.snapshot
     png = env.clean_png()
-    sha = env.save_frame(png)
+    sha = env.save_shot(png)
     text = get_protocol(spec.protocol).oneshot_prompt(
         instruction=snap.instruction, size=snap.size, frame=Frame(spec.coord_frame), attempt=0, previous=None
     )

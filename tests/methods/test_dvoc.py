@@ -8,7 +8,7 @@ from dvoc_bench.draw.render import decode_png
 from dvoc_bench.methods.common import TrialEnv
 from dvoc_bench.models.base import ModelCallError, Reply
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
-from tests.support import FrameSink, ScriptedModel, click, make_spec, offset, run_method
+from tests.support import ScriptedModel, ShotSink, click, make_spec, offset, run_method
 
 REG = SceneRegistry(default_scenes_dir(), sources=build_sources(names=["synthetic"]))
 """S1: an 800x600 canvas, target box (360, 275)-(440, 325), centre (400, 300)."""
@@ -23,8 +23,8 @@ def dvoc_spec(**over):
 
 
 def env_for(model, task="S1"):
-    sink = FrameSink()
-    return TrialEnv(snapshot=REG.snapshot(task), model=model, model_identity="m@", save_frame=sink), sink
+    sink = ShotSink()
+    return TrialEnv(snapshot=REG.snapshot(task), model=model, model_identity="m@", save_shot=sink), sink
 
 
 def test_moves_by_alpha_times_the_offset_and_acts_on_two_small_confident_reports():

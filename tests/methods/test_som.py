@@ -22,7 +22,7 @@ from dvoc_bench.models.base import ModelCallError, ModelRequest, Reply, ToolCall
 from dvoc_bench.models.simulator import NOT_SUPPORTED, SimProfile, SimulatedModel, load_profile, parse_marks
 from dvoc_bench.protocol.som import som_prompt, som_tools
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
-from tests.support import FrameSink, ScriptedModel, make_spec, run_method
+from tests.support import ScriptedModel, ShotSink, make_spec, run_method
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "model"
 REG = SceneRegistry(default_scenes_dir())
@@ -33,15 +33,15 @@ EXACT = {  # perfect perception, no confusion
 }
 
 
-def _env(task="S6", model=None, backend="oracle", options=None, profile=EXACT) -> tuple[TrialEnv, FrameSink]:
-    frames = FrameSink()
+def _env(task="S6", model=None, backend="oracle", options=None, profile=EXACT) -> tuple[TrialEnv, ShotSink]:
+    frames = ShotSink()
     if model is None:
         model = SimulatedModel("sim", SimProfile.from_mapping(profile), REG.truth)
     env = TrialEnv(
         snapshot=REG.snapshot(task),
         model=model,
         model_identity="sim@",
-        save_frame=frames,
+        save_shot=frames,
         detector=DetectorService(detector_config({"backend": backend, **(options or {})})),
     )
     return env, frames

@@ -17,6 +17,7 @@ import pytest
 
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.geometry import Size
+from dvoc_bench.core.rundir import read_jsonl
 from dvoc_bench.draw.render import encode_png
 from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelRequest, Reply, ToolCall, bound_reply, reply_digest
 from dvoc_bench.models.cache import CachedModel, ResponseCache
@@ -26,7 +27,6 @@ from dvoc_bench.models.litellm_client import LiteLLMModel
 from dvoc_bench.protocol import tools_for
 from dvoc_bench.runner.settings import load_settings
 from dvoc_bench.runner.setup import model_options
-from dvoc_bench.runner.store import read_jsonl
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
 from tests.support import FAKE_KEY, ROOT, leaks, tree_text

@@ -7,7 +7,7 @@ import pytest
 
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.geometry import Size
-from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.core.rundir import read_jsonl
 from dvoc_bench.models.base import ModelCallError, ModelRequest, Reply, ToolCall
 from dvoc_bench.models.cache import CachedModel, ResponseCache, request_key
 from dvoc_bench.models.factory import build_model

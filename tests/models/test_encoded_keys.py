@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from dvoc_bench.core.redaction import REDACTED, redact
-from dvoc_bench.runner.store import read_jsonl
+from dvoc_bench.core.rundir import read_jsonl
 from tests.support import KEYS, Answer, chat_completion, fake_openai, leaks, run_cli, tree_text
 
 _AFTER = b"\x00\x01\x02\x03\x04"

@@ -3,7 +3,7 @@
 
 import pytest
 
-from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.core.rundir import read_jsonl
 from dvoc_bench.models.config import default_conf_dir, load_model_config
 from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.simulator import SimProfile, SimulatedModel

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dvoc_bench.core.declare import ConfigError
-from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.core.rundir import read_jsonl
 from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.ocr.tesseract import find_tesseract
 from dvoc_bench.runner.compose import quick_setup

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.core.rundir import read_jsonl
 from dvoc_bench.detect.omniparser import default_weights
 from dvoc_bench.models.factory import build_model
 from dvoc_bench.runner.compose import quick_setup

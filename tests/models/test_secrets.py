@@ -6,12 +6,12 @@ import os
 
 import pytest
 
+from dvoc_bench.core.rundir import read_jsonl
 from dvoc_bench.draw.render import encode_png
 from dvoc_bench.models.base import ModelCallError, ModelRequest
 from dvoc_bench.models.config import default_conf_dir, load_model_config
 from dvoc_bench.models.litellm_client import LiteLLMModel
 from dvoc_bench.protocol import tools_for
-from dvoc_bench.runner.store import read_jsonl
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import FaultOptions, SimBackend, serve_in_thread
 from tests.support import FAKE_KEY, KEYS, leaks, run_cli, tree_text

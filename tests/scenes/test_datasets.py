@@ -13,7 +13,7 @@ from PIL import Image
 
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.geometry import Box
-from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.core.rundir import read_jsonl
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.sweep import plan, run_sweep
 from dvoc_bench.scenes.dataset_fixture import write_fixture
@@ -166,7 +166,7 @@ def test_sweep_records_and_split_tables_screenspot_v2(tmp_path):
         assert s["instruction"] == e.instruction
         if t["method"] == "dvoc":  # the paper's points scaled from 800x600 to 1280x720
             assert t["start"][0] in {round(x * 1.6, 1) for x in (194, 361, 308, 184, 638)}
-    assert res.frames_line.startswith("frames: ") and "run.frames=sent" in res.frames_line
+    assert res.shots_line.startswith("frames: ") and "run.frames=sent" in res.shots_line
     from dvoc_bench.analysis import load_runs
     from dvoc_bench.analysis.datasets import tables
 
@@ -236,15 +236,15 @@ def test_frames_none_and_sent_downscaled(tmp_path):
     assert not list((tmp_path / "none" / "frames").glob("*.png"))
     steps = list(read_jsonl(tmp_path / "none" / "steps.jsonl"))
     assert steps and all(len(s["frame_sha"]) == 64 for s in steps)
-    assert res.frame_bytes == 0 and "0 written" in res.frames_line
-    from dvoc_bench.doctor import diagnose
+    assert res.shot_bytes == 0 and "0 written" in res.shots_line
+    from dvoc_bench.runner.doctor import diagnose
 
     assert diagnose(tmp_path / "none").clean  # hashes without files are what run.frames=none means
     res = run_sweep(quick_setup([*base, "image.max_side=1000"]), tmp_path / "sent")
     (png,) = (tmp_path / "sent" / "frames").glob("*.png")
     with Image.open(png) as im:
         assert im.size == (1000, 562)  # stored as a model with image.max_side=1000 is sent it
-    assert res.frame_bytes == png.stat().st_size
+    assert res.shot_bytes == png.stat().st_size
     res = run_sweep(quick_setup([*base, "run.frames=all", "image.max_side=1000"]), tmp_path / "all")
     sizes = sorted(Image.open(p).size for p in (tmp_path / "all" / "frames").glob("*.png"))
     assert sizes == [(1000, 562), (3840, 2160)]  # what was sent, and the original screenshot

@@ -15,7 +15,8 @@ from dvoc_bench.core.geometry import Point
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
 from dvoc_bench.scenes.desktop import display as display_mod
 from dvoc_bench.scenes.desktop.display import DesktopUnavailable, XDisplay
-from dvoc_bench.scenes.desktop.source import DesktopOptions, DesktopScenes, SceneError
+from dvoc_bench.scenes.desktop.source import DesktopOptions, DesktopScenes
+from dvoc_bench.scenes.sources import SceneError
 
 pytestmark = pytest.mark.e2e
 

@@ -19,8 +19,9 @@ import yaml
 from dvoc_bench.benchmarks.ocr_docs import rust_docs
 from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.sweep import run_sweep
+from dvoc_bench.scenes.sources import SceneError
 from dvoc_bench.scenes.web.browser import url_to_path
-from dvoc_bench.scenes.web.source import SceneError, WebOptions, WebScenes, load_task
+from dvoc_bench.scenes.web.source import WebOptions, WebScenes, load_task
 from tests.support import chromium_or_skip, need, required
 
 pytestmark = pytest.mark.e2e

@@ -16,8 +16,9 @@ from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.summary import exit_code, run_report
 from dvoc_bench.runner.sweep import run_sweep
 from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
+from dvoc_bench.scenes.sources import SceneError
 from dvoc_bench.scenes.web.chromium import ChromiumNotFoundError, find_chromium
-from dvoc_bench.scenes.web.source import SceneError, WebOptions, WebScenes, task_from_mapping
+from dvoc_bench.scenes.web.source import WebOptions, WebScenes, task_from_mapping
 from tests.support import need
 
 pytestmark = pytest.mark.e2e

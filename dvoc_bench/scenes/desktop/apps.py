@@ -53,9 +53,8 @@ from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
 from dvoc_bench.scenes.desktop.display import DesktopUnavailable, XDisplay, spawn, stop
 from dvoc_bench.scenes.desktop.settings import Desktop
 from dvoc_bench.scenes.desktop.source import DesktopOptions
-from dvoc_bench.scenes.sources import SceneFolder
+from dvoc_bench.scenes.sources import SceneError, SceneFolder
 from dvoc_bench.scenes.synthetic import DIFFICULTIES, content_hash, read_task_yaml
-from dvoc_bench.scenes.web.source import SceneError
 
 log = logging.getLogger(__name__)
 

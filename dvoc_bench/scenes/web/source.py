@@ -46,9 +46,9 @@ from urllib.parse import urlsplit
 
 from dvoc_bench.core.declare import ConfigError, validate
 from dvoc_bench.core.geometry import Point, Size
-from dvoc_bench.core.records import ErrorClass, Probe
+from dvoc_bench.core.records import Probe
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
-from dvoc_bench.scenes.sources import SceneFolder
+from dvoc_bench.scenes.sources import SceneError, SceneFolder
 from dvoc_bench.scenes.synthetic import DIFFICULTIES, content_hash, read_task_yaml
 from dvoc_bench.scenes.web.browser import BrowserHung, WebBrowser, inside, origin_of, url_to_path
 from dvoc_bench.scenes.web.page import IDLE_S, PageError, PageRender, WebTask, setup_actions
@@ -68,15 +68,6 @@ _TASK_KEYS = (
 )  # fmt: skip
 _REQUIRED = ("page", "instruction", "selector")
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
-
-
-class SceneError(ConfigError):
-    """A page that cannot be a scene (hangs, navigates away, crashes, no valid target). The sweep records
-    its trials as ``status=error`` with ``error_class`` :attr:`error_class` and goes on with the rest."""
-
-    error_class: ErrorClass = "scene"
-    size: Size | None = None
-    """The frame size the scene would have had (plans its start points)."""
 
 
 def check_origins(raw: Any, where: str = "web.allow_origins") -> tuple[str, ...]:

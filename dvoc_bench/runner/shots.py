@@ -1,13 +1,15 @@
-"""``run.frames``: which frames a sweep writes to ``frames/`` (and how many bytes it wrote).
+"""``run.frames``: which shots (the images a model was sent) a sweep stores in the run directory's
+``frames/`` folder (and how many bytes it wrote). The setting and the folder keep their old names
+(docs/run-directory.md, Words).
 
-A 4K frame is a few MB; 1,581 ScreenSpot-Pro samples x several steps is tens of GB. Three modes:
+A 4K shot is a few MB; 1,581 ScreenSpot-Pro samples x several steps is tens of GB. Three modes:
 
-- ``all``: every frame a model was sent, and the full-resolution screenshot of each task when a model's
+- ``all``: every shot a model was sent, and the full-resolution screenshot of each task when a model's
   input limits (``image.max_side``/``max_pixels``) downscale it (the default for the paper's scenes, web
   pages and desktop scenes);
-- ``sent``: only what a model saw: the frames as sent (the harness draws every overlay on the downscaled
+- ``sent``: only what a model saw: the shots as sent (the harness draws every overlay on the downscaled
   image, :mod:`dvoc_bench.draw.sending`, so they are stored at the sent size) (the default for datasets);
-- ``none``: nothing is written; every step still records the ``frame_sha`` of the frame it used.
+- ``none``: nothing is written; every step still records the ``frame_sha`` of the shot it used.
 
 The step's ``frame_sha`` always names the stored file when there is one (``frames/<sha>.png``).
 """
@@ -18,20 +20,20 @@ import hashlib
 import threading
 from collections.abc import Callable
 
-FRAME_MODES = ("all", "sent", "none")
+SHOT_MODES = ("all", "sent", "none")
 """Values of ``run.frames`` once ``auto`` is resolved."""
 
 
-class FrameSaver:
+class ShotSaver:
     """``save(png) -> sha`` for :class:`~dvoc_bench.methods.common.TrialEnv`, per ``run.frames``, counting
     the files and bytes this sweep wrote."""
 
     def __init__(self, save: Callable[[bytes], str], mode: str = "all") -> None:
-        if mode not in FRAME_MODES:
-            raise ValueError(f"run.frames: unknown value {mode!r}; allowed: {', '.join(FRAME_MODES)}")
+        if mode not in SHOT_MODES:
+            raise ValueError(f"run.frames: unknown value {mode!r}; allowed: {', '.join(SHOT_MODES)}")
         self._save, self.mode = save, mode
         self.files = 0
-        """Frames written by this sweep (a frame already stored is not counted again)."""
+        """Shots written by this sweep (a shot already stored is not counted again)."""
         self.bytes = 0
         """Their bytes."""
         self._seen: set[str] = set()
