@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from dvoc_bench import report
-from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.core.rundir import read_jsonl
 from dvoc_bench.runner import canary
 from tests.support import run_cli
 

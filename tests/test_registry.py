@@ -66,7 +66,10 @@ def test_builtin_entries_and_their_declarations():
         "web": "web",
         "desktop": "desktop",
         "apps": "desktop",
-        **dict.fromkeys(("screenspot", "screenspot_v2", "screenspot_pro", "manifest"), "dataset"),
+        **dict.fromkeys(
+            ("screenspot", "screenspot_v2", "screenspot_pro", "manifest", "cuactspot", "precision_cua"),
+            "dataset",
+        ),
     }
     with pytest.raises(ValueError, match="unknown knob"):
         method("bad", knobs=("colour",))

@@ -11,7 +11,7 @@ from collections import defaultdict
 import pytest
 
 from dvoc_bench import report
-from dvoc_bench.core.records import read_jsonl
+from dvoc_bench.core.rundir import read_jsonl
 from dvoc_bench.scenes.dataset_fixture import write_fixture
 from tests.support import make_run
 

@@ -17,7 +17,7 @@ from dvoc_bench.methods.common import TrialEnv
 from dvoc_bench.models.base import Reply
 from dvoc_bench.protocol.native import NATIVE_STYLES, native_prompt
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
-from tests.support import FrameSink, ScriptedModel, make_spec, run_method
+from tests.support import ScriptedModel, ShotSink, make_spec, run_method
 
 SEEN = Size(1288, 728)
 PREV = Point(200.0, 600.0)  # pixels of the image seen: left of centre, below it
@@ -108,7 +108,7 @@ def test_a_oneshot_retry_under_both_caps_repeats_the_answer_in_its_frame(
 ):
     rule = FrameRule(units=units, axes=axes, resize="downscale", **SMALL_CAPS)
     model = ScriptedModel(Reply(reply))
-    env = TrialEnv(snapshot=REG.snapshot("S1"), model=model, model_identity="m@", save_frame=FrameSink(),
+    env = TrialEnv(snapshot=REG.snapshot("S1"), model=model, model_identity="m@", save_shot=ShotSink(),
                    frame_rule=rule, prompt_style=style)  # fmt: skip
     res = run_method(make_spec(task="S1", method="oneshot", frame=units, max_attempts=2), env)
     assert [r.image_size for r in model.requests] == [Size(447, 335)] * 2
