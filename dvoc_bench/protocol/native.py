@@ -209,6 +209,9 @@ _GLM_BOX = re.compile(r"<\|begin_of_box\|>(.{1,200}?)<\|end_of_box\|>", re.DOTAL
 _ANSWER_TAG = re.compile(r"<answer>(.{1,400}?)</answer>", re.DOTALL)
 _BRACKETS = re.compile(r"[\[(]([^\[\]()]{1,200})[\])]")
 _BARE_BOX = re.compile(rf"\(\s*({_NUM}){_SEP}({_NUM})\s*\)\s*,?\s*\(\s*({_NUM}){_SEP}({_NUM})\s*\)")
+_PAIR = re.compile(rf"[\[(]\s*({_NUM})\s*,\s*({_NUM})\s*(?:,\s*({_NUM})\s*,\s*({_NUM})\s*)?[\])]")
+"""A pair (or box) written with commas, nothing else inside its brackets: ``(512, 304)``, ``[1, 2, 3, 4]``
+(not ``(0-1000)``, which is a range)."""
 _NAMED_X = re.compile(rf"(?<![\w.])[\"']?x[\"']?\s*[=:]\s*({_NUM})")
 _NAMED_Y = re.compile(rf"(?<![\w.])[\"']?y[\"']?\s*[=:]\s*({_NUM})")
 _REFUSAL = re.compile(
@@ -277,6 +280,16 @@ def _bare_box(text: str) -> list[Found]:
     return out
 
 
+def _strict_pairs(text: str) -> list[Found]:
+    out: list[Found] = []
+    for m in _PAIR.finditer(text):
+        nums = [float(g) for g in m.groups() if g is not None]
+        got = _pair_or_box(nums)
+        if got is not None:
+            out.append((*got, False))
+    return out
+
+
 def _named_pair(text: str) -> list[Found]:
     """``x=…, y=…`` or ``"x": …, "y": …`` in free text, read by name (one of each)."""
     xs, ys = _NAMED_X.findall(text), _NAMED_Y.findall(text)
@@ -324,7 +337,7 @@ _READERS: dict[str, Callable[[str], list[Found]]] = {
     "holo": _named_json(action=False),
     "osatlas": _either(_unnamed(_BOX_TOKENS, 1), _bare_box, _unnamed(_BRACKETS, 1)),
     "maiui": _either(_maiui_answer, _unnamed(_COORDINATE, 1)),
-    "free_text": _either(_named_pair, _bare_box, _unnamed(_BRACKETS, 1)),
+    "free_text": _either(_named_pair, _bare_box, _strict_pairs),
 }
 
 

@@ -60,6 +60,7 @@ CASES = [
     ("free_text", "The Save icon is at (512, 304) in the 0-1000 grid.", K, (512, 304)),
     ("free_text", "x=512, y=304", K, (512, 304)),
     ("free_text", "Click [250, 750].", K, (250, 750)),
+    ("free_text", "On the 0-1000 grid (0-1000 on each axis), the icon is at (512, 304).", K, (512, 304)),
     ("seeclick", "(0.49,0.40)", FrameRule(units="norm1"), (0.49, 0.40)),
 ]  # fmt: skip
 
