@@ -51,6 +51,8 @@ CASES = [
     ("pyautogui", "pyautogui.click(1027, 584)", PX, (1027, 584)),
     ("uitars15", "Thought: the save icon.\nAction: pyautogui.click(x=322, y=182)", PX, (322, 182)),
     ("uitars15", "Action: click(start_box='<|box_start|>(197,525)<|box_end|>')", PX, (197, 525)),
+    # UI-TARS-1.5's newer action space (CUActSpot's UI-TARS grounding prompt): point='<point>x y</point>'
+    ("uitars15", "Action: click(point='<point>197 525</point>')", PX, (197, 525)),
     # MAI-UI: the grounding answer, or its navigation tool call
     ("maiui", '<grounding_think>…</grounding_think><answer>{"coordinate": [500, 250]}</answer>', K,
      (500, 250)),
