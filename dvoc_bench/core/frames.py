@@ -22,9 +22,9 @@ Resize rules (the size the model sees, given the size of the image sent):
 
 Mapping (``mapping``): how a normalised answer ``u`` (0–``top``) becomes a pixel of the image seen:
 ``edge`` is ``u * W / top`` (``top`` is the right edge: the families' own code and the field's harnesses),
-``last_pixel`` is ``u * (W - 1) / top`` (``top`` is the last pixel column: this project's rule before
-issue 49, kept for the harness's own tool-call prompt, which the authors' records and the simulator's
-calibration were read with). ``rounding`` then rounds (or floors) the pixel, as a family's code may.
+``last_pixel`` is ``u * (W - 1) / top`` (``top`` is the last pixel column: this project's first rule,
+kept for the harness's own tool-call prompt, which the authors' records and the simulator's calibration
+were read with). ``rounding`` then rounds (or floors) the pixel, as a family's code may.
 
 The harness sends every image already at the size the model sees (:func:`dvoc_bench.draw.sending.model_view`),
 so the pixels of an answer are pixels of the image sent and map back to the screenshot through the resize.

@@ -1,5 +1,5 @@
 """Which box convention an annotation file really uses, found from its boxes and image sizes, not assumed
-from the format's name (docs/datasets.md, issue 49).
+from the format's name (docs/datasets.md).
 
 A ScreenSpot file is published with ``bbox = [x, y, w, h]``, a ScreenSpot-Pro file with ``[x1, y1, x2,
 y2]``; a file under one format's name in the other's convention (GUI-Actor's ScreenSpot-v2 release:

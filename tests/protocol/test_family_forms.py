@@ -1,4 +1,4 @@
-"""Every answer form the families really write (issue 49), read by the reader of the family's config: the
+"""Every answer form the families really write, read by the reader of the family's config: the
 forms as their own code, model cards and evaluation scripts show them, a refusal recorded as a refusal,
 and the frame taken from the config, never from the syntax."""
 

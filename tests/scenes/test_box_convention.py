@@ -1,4 +1,4 @@
-"""Dataset box conventions are found, not assumed (dvoc_bench/scenes/box_convention.py, issue 49): every
+"""Dataset box conventions are found, not assumed (dvoc_bench/scenes/box_convention.py): every
 file's boxes are checked against their images' sizes; a file whose boxes fit the other convention far
 better than the one its format names is refused in one line naming the file, the evidence and the override
 ``dataset.box_format``; with the override it loads right. Checked on a real release that ships ScreenSpot-v2
