@@ -404,6 +404,8 @@ def _tool_call_point(reply: Reply) -> Parsed:
     """:func:`~dvoc_bench.protocol.parse.parse_reply` for a point; a reply with no call or answer that
     declines is status ``refusal``."""
     parsed = parse_reply(reply, "point")
-    if parsed.status == "parse_error" and not reply.tool_calls and refusal(reply.text or ""):
+    text = getattr(reply, "text", None)
+    unread = parsed.status == "parse_error" and not getattr(reply, "tool_calls", None)
+    if unread and isinstance(text, str) and refusal(text):
         return Parsed("refusal", "refusal:tool_call", None, None)
     return parsed
