@@ -6,7 +6,8 @@ sweep sends a ``W x H`` screenshot to that model (its ``image:`` limits, then it
 ``--answer`` with the model's ``prompt_style`` (``--style`` overrides it), converts it from the declared
 frame and maps it back to the screenshot, clamped to it as a trial's final point is. It prints the parsed
 answer, the frame rule applied and, last, the screen pixel as ``x, y``. An answer outside the frame's
-declared range is reported ``out_of_frame`` (exit 1), one that cannot be read ``parse_error`` (exit 1); a
+declared range is reported ``out_of_frame`` (exit 1), one that cannot be read ``parse_error`` and one that
+declines ``refusal`` (exit 1); a
 bad model name or option is one line, exit 2. No model is called and no key is needed.
 """
 
@@ -51,11 +52,12 @@ def screen_point(
     lines = [
         f"model: {cfg.name} (prompt_style {style})",
         f"frame rule: {rule.describe()}" + (f"  [{rule.source}]" if rule.source else ""),
+        *([f"mapping: {rule.mapping}  [{rule.mapping_source}]"] if rule.mapping_source else []),
         f"image: {size.width}x{size.height} screenshot, sent and seen at {view.sent.width}x"
         f"{view.sent.height}",
     ]
     if parsed.values is None:
-        lines.append(f"parsed: parse_error ({parsed.detail})")
+        lines.append(f"parsed: {parsed.status} ({parsed.detail})")
         return lines, None
     raw = parsed.values
     lines.append(

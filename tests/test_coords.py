@@ -49,6 +49,7 @@ def answer_for(doc: dict) -> tuple[str, object]:
         "holo": json.dumps({"x": x, "y": y}),
         "osatlas": f"<|box_start|>({a},{b}),({a},{b})<|box_end|>",
         "maiui": f'<answer>{{"coordinate": [{a}, {b}]}}</answer>',
+        "free_text": f"The element is at ({a}, {b}).",
     }[doc.get("prompt_style", "tool_call")]
     reply = {"x": x, "y": y} if doc.get("prompt_style", "tool_call") == "tool_call" else text
     return text, reply

@@ -24,9 +24,15 @@ Every expected screen pixel below is worked BY HAND from the family's published 
   (its agent: ``x / 999 * W``), GLM-4.5V likewise, ``x * W / 1000`` within the step.
 - Claude Opus 4.7: pixels of the image after its caps (long edge <= 2576, 3.75 MP).
 
-The harness maps 0-1000 units as ``u * (W - 1) / 1000`` (docs/frames.md), which differs from ``u * W / 1000``
-by ``u / 1000`` px; the answers are chosen where both fit within half a step (0.5 * W / 1000), the tolerance
-the check allows for a normalised frame. Pixel frames: half the resize's step, ``0.5 * W / W'``.
+- TianXi-Action: box tokens in pixels of the image downscaled to at most 7,494,400 px (then padded to a
+  multiple of 28, which moves nothing): 1280x720 and 1920x1080 as they are; 3840x2160 -> s = sqrt(7494400 /
+  8294400) = 0.95055, 3650x2053 (floored): 1825*3840/3650 = 1920, 1026.5*2160/2053 = 1080.
+- GPT-4o asked for 0-1000 in free text: ``x * W / 1000``.
+
+A family whose own code maps a normalised answer as ``u * W / top`` declares ``mapping: edge`` and must land
+on that pixel exactly (:data:`EDGE`). The others are read by the harness's ``u * (W - 1) / top``
+(docs/frames.md), which differs from ``u * W / top`` by ``u / top`` px; their answers are chosen where both
+fit within half a step (0.5 * W / 1000). Pixel frames: half the resize's step, ``0.5 * W / W'``.
 """
 
 from __future__ import annotations
@@ -154,18 +160,22 @@ SCRIPT: dict[str, dict[tuple[int, int], tuple[Any, tuple[float, float], tuple[in
         (1920, 1080): ("```python\npyautogui.click(x=1449, y=819)\n```", (1440.0, 810.0), (1932, 1092)),
         (3840, 2160): ("pyautogui.click(x=959, y=539)", (960.0, 540.0), (3836, 2156)),
     },
-    # MAI-UI's <answer> JSON in thousandths (their agent divides by 999; the answer tag wins over a
-    # coordinate in the reasoning): 500*1280/1000 = 640,
-    # 250*720/1000 = 180; 250*1920/1000 = 480, 500*1080/1000 = 540; the box's centre (250, 250) -> 960, 540
+    # MAI-UI's <answer> JSON in thousandths (their agent: x / 999 * W; the answer tag wins over a
+    # coordinate in the reasoning): 999*1280/999 = 1280 is the right edge; 333*720/999 = 240;
+    # 333*1920/999 = 640, 666*1080/999 = 720; the box's centre (249.75, 249.75) -> 960, 540
     "vllm-mai-ui-8b": {
         (1280, 720): (
             '<grounding_think>"coordinate": [9, 9]</grounding_think>'
-            '<answer>{"coordinate": [500,250]}</answer>',
-            (640.0, 180.0),
+            '<answer>{"coordinate": [999,333]}</answer>',
+            (1279.0, 240.0),  # 1280 is past the last pixel: the final point is clamped to 1279
             (1280, 720),
         ),
-        (1920, 1080): ('<answer>{"coordinate": [250, 500]}</answer>', (480.0, 540.0), (1920, 1080)),
-        (3840, 2160): ('<answer>{"coordinate": [200, 200, 300, 300]}</answer>', (960.0, 540.0), (3840, 2160)),
+        (1920, 1080): ('<answer>{"coordinate": [333, 666]}</answer>', (640.0, 720.0), (1920, 1080)),
+        (3840, 2160): (
+            '<answer>{"coordinate": [199.8, 199.8, 299.7, 299.7]}</answer>',
+            (960.0, 540.0),
+            (3840, 2160),
+        ),
     },
     # box centres (500, 250) -> 640, 180; (250, 500) -> 480, 540; (750, 250) -> 2880, 540
     "vllm-os-atlas-7b": {
@@ -215,8 +225,39 @@ SCRIPT: dict[str, dict[tuple[int, int], tuple[Any, tuple[float, float], tuple[in
         (1920, 1080): ("<|begin_of_box|>[700, 200, 800, 300]<|end_of_box|>", (1440.0, 270.0), (1920, 1080)),
         (3840, 2160): ("<|begin_of_box|>[500, 500]<|end_of_box|>", (1920.0, 1080.0), (3840, 2160)),
     },
+    # pixels of the downscaled image (see the module's notes); a box's centre
+    "vllm-tianxi-action-7b": {
+        (1280, 720): ("<|box_start|>(600,340),(680,380)<|box_end|>", (640.0, 360.0), (1280, 720)),
+        (1920, 1080): (
+            "<|object_ref_start|>OK<|object_ref_end|><|box_start|>(470,260),(490,280)<|box_end|>",
+            (480.0, 270.0),
+            (1920, 1080),
+        ),  # fmt: skip
+        (3840, 2160): ("<|box_start|>(1805,1016),(1845,1037)<|box_end|>", (1920.0, 1080.0), (3650, 2053)),
+    },
+    "gpt-4o-text1000": {  # 500*1280/1000 = 640, 250*720/1000 = 180; 250*1920/1000 = 480; 750*3840/1000 = 2880
+        (1280, 720): ("The OK button is at (500, 250).", (640.0, 180.0), (1280, 720)),
+        (1920, 1080): ("Click at x=250, y=500 to press it.", (480.0, 540.0), (1920, 1080)),
+        (3840, 2160): ("[750, 250]", (2880.0, 540.0), (3840, 2160)),
+    },
 }
+EDGE = {
+    "vllm-qwen2-vl-7b",
+    "vllm-holo3-35b-a3b",
+    "vllm-qwen3-vl-8b",
+    "gemini-2.5-flash-point",
+    "vllm-seeclick",
+    "vllm-showui-2b",
+    "vllm-aguvis-7b",
+    "vllm-holo2-8b",
+    "vllm-mai-ui-8b",
+    "vllm-os-atlas-7b",
+    "vllm-ui-tars-7b-dpo",
+    "gpt-4o-text1000",
+}
+"""Families whose own code maps a normalised answer as ``u * W / top``: their pixel is exact."""
 NORMALISED = {
+    "gpt-4o-text1000",
     "vllm-qwen2-vl-7b",
     "vllm-holo3-35b-a3b",
     "vllm-glm-4.5v",
@@ -330,7 +371,7 @@ def test_every_family_lands_on_the_pixel_its_published_rule_gives(tmp_path):
     for t in trials:
         name, (w, h) = t["model"], next(s for s in SIZES if f"s{s[0]}" == t["task"])
         _, (ex, ey), (sw, sh) = SCRIPT[name][(w, h)]
-        tol = 0.5 * w / 1000 if name in NORMALISED else 0.5 * max(w / sw, 1.0)
+        tol = 1e-6 if name in EDGE else 0.5 * w / 1000 if name in NORMALISED else 0.5 * max(w / sw, 1.0)
         assert t["status"] == "ok" and t["final_point"] is not None, (name, w, t)
         fx, fy = t["final_point"]
         assert math.dist((fx, fy), (ex, ey)) <= tol, (name, (w, h), (fx, fy), (ex, ey), tol)

@@ -9,7 +9,7 @@ import yaml
 
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.frames import FrameRule, downscale, smart_resize
-from dvoc_bench.core.geometry import Size
+from dvoc_bench.core.geometry import Point, Size
 from dvoc_bench.draw.sending import model_view
 from dvoc_bench.models.config import load_model_config
 from tests.support import ROOT, run_cli
@@ -142,3 +142,68 @@ def test_the_range_is_the_declared_one():
         1289, 5, seen
     )
     assert not FrameRule(units="norm1").in_range(0.5, 1.2, seen) and not FrameRule().in_range(-1, 5, seen)
+
+
+# downscale_pad (TianXi-Action: area cap 7,494,400 px, then padding to a multiple of 28), by hand:
+#  3840x2160 = 8,294,400 px > the cap: s = sqrt(7494400 / 8294400) = 0.950552; 3840 s = 3650.1 -> 3650,
+#    2160 s = 2053.2 -> 2053 (floored); the canvas: 3650 -> 131*28 = 3668, 2053 -> 74*28 = 2072
+#  1920x1080 = 2,073,600 px, under the cap: as it is; canvas 69*28 = 1932, 39*28 = 1092
+TIANXI = FrameRule(units="pixel", resize="downscale_pad", max_pixels=7_494_400, factor=28)
+
+
+def test_downscale_pad_caps_the_area_then_pads_the_canvas():
+    assert TIANXI.seen(Size(3840, 2160)) == Size(3650, 2053)
+    assert TIANXI.canvas(Size(3650, 2053)) == Size(3668, 2072)
+    assert TIANXI.seen(Size(1920, 1080)) == Size(1920, 1080)
+    assert TIANXI.canvas(Size(1920, 1080)) == Size(1932, 1092)
+    # the image sent is the downscaled one; an answer on the padding is in frame, one past it is not
+    assert model_view(Size(3840, 2160), rule=TIANXI).sent == Size(3650, 2053)
+    assert TIANXI.in_range(3668, 2072, Size(3650, 2053)) and not TIANXI.in_range(3669, 10, Size(3650, 2053))
+    assert TIANXI.describe() == "pixel x-y, downscale_pad(max_pixels=7494400, factor=28)"
+
+
+def test_the_mapping_is_the_declared_one():
+    seen = Size(1920, 1080)
+    # by hand: 500 * 1920 / 1000 = 960 (edge); 500 * 1919 / 1000 = 959.5 (last_pixel)
+    edge = FrameRule(units="norm1000", mapping="edge")
+    assert edge.to_pixels(500, 1000, seen) == Point(960.0, 1080.0)
+    assert FrameRule(units="norm1000").to_pixels(500, 1000, seen) == Point(959.5, 1079.0)
+    # 0-999 (MAI-UI: x / 999 * W): 333 * 1920 / 999 = 640
+    assert FrameRule(units="norm999", mapping="edge").to_pixels(333, 0, seen) == Point(640.0, 0.0)
+    # rounding after the mapping: 0.4922 * 1920 = 945.024 -> 945 (round);
+    # 0.4036 * 1080 = 435.888 -> 435 (floor)
+    assert FrameRule(units="norm1", mapping="edge", rounding="round").to_pixels(0.4922, 0.5, seen).x == 945.0
+    assert FrameRule(units="norm1", mapping="edge", rounding="floor").to_pixels(0.5, 0.4036, seen).y == 435.0
+    # pixels are taken as they are, whatever the mapping says
+    raw = FrameRule(units="pixel", mapping="edge", rounding="floor").to_pixels(10.7, 3.2, seen)
+    assert raw == Point(10.7, 3.2)
+    # the inverse, and the recorded rule
+    back = edge.from_pixels(edge.to_pixels(123, 456, seen), seen)
+    assert (back.x, back.y) == pytest.approx((123, 456))
+    assert edge.describe() == "norm1000 x-y, u*W/top"
+    assert FrameRule(units="norm1000").describe() == "norm1000 x-y"  # the default leaves records as they were
+
+
+@pytest.mark.parametrize(
+    ("coord_frame", "line"),
+    [
+        (
+            {"units": "pixel", "resize": "downscale_pad", "max_pixels": 100},
+            "coord_frame.factor: required with",
+        ),
+        (
+            {"units": "pixel", "resize": "downscale_pad", "factor": 28},
+            "coord_frame.max_pixels: required with",
+        ),
+        (
+            {"units": "norm1000", "mapping": "W"},
+            "coord_frame.mapping: unknown value 'W'; allowed: last_pixel, edge",
+        ),
+        ({"units": "norm1000", "rounding": "ceil"}, "coord_frame.rounding: unknown value 'ceil'"),
+    ],
+)
+def test_a_bad_mapping_or_pad_rule_is_one_line_naming_the_key(tmp_path, coord_frame, line):
+    models = _model_file(tmp_path, coord_frame)
+    with pytest.raises(ConfigError) as e:
+        load_model_config("bad", models, check_key=False)
+    assert str(e.value).startswith(f"model bad: {line}"), str(e.value)

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from dvoc_bench.core.geometry import Box, Size
+from dvoc_bench.core.geometry import Box, Point, Size
 from dvoc_bench.models.config import default_conf_dir, load_model_config
 from dvoc_bench.models.factory import build_model
 from dvoc_bench.models.options import ImageOptions
@@ -17,6 +17,7 @@ from dvoc_bench.runner.probe import (
     classify,
     probe_model,
     probe_prompt,
+    readings,
     score_answer,
 )
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
@@ -102,6 +103,16 @@ def test_classification_rules():
     c = ProbeAnswer("m", "S1", 0, [60.0, 55.0], "ok")
     score_answer(c, box, size, Size(400, 300), 10)
     assert c.fits == ["pixel_sent"]
+
+
+def test_the_probe_reads_a_normalised_answer_by_the_declared_mapping():
+    # by hand, 800x600: (500, 250) in 0-1000 is 500*800/1000 = 400, 250*600/1000 = 150 under u*W/top and
+    # 500*799/1000 = 399.5, 250*599/1000 = 149.75 under u*(W-1)/top; pixels are pixels either way
+    size = Size(800, 600)
+    edge = readings(Point(500, 250), size, None, "edge")
+    assert edge["norm1000"] == Point(400.0, 150.0) and edge["pixel"] == Point(500.0, 250.0)
+    assert readings(Point(500, 250), size, None)["norm1000"] == Point(399.5, 149.75)
+    assert readings(Point(0.5, 0.25), size, None, "edge")["norm1"] == Point(400.0, 150.0)
 
 
 def test_probe_over_http_sees_the_sent_raster(registry, tmp_path):

@@ -15,6 +15,16 @@ Resize rules (the size the model sees, given the size of the image sent):
   in ``tests/test_frames.py``.
 - ``downscale``: a provider's server-side cap (Claude): the largest aspect-keeping downscale with the long
   edge at most ``max_long_edge`` and the area at most ``max_pixels``; never upscaled.
+- ``downscale_pad``: an area cap, then padding (TianXi-Action): the image is downscaled as ``downscale``
+  does to at most ``max_pixels``, then pasted at the top-left of a canvas whose sides are the next multiple
+  of ``factor``. The model's pixels are those of the downscaled image (the padding only adds room at the
+  right and bottom), so the image seen is the downscaled one and an answer on the padding is in frame.
+
+Mapping (``mapping``): how a normalised answer ``u`` (0–``top``) becomes a pixel of the image seen:
+``edge`` is ``u * W / top`` (``top`` is the right edge: the families' own code and the field's harnesses),
+``last_pixel`` is ``u * (W - 1) / top`` (``top`` is the last pixel column: this project's first rule,
+kept for the harness's own tool-call prompt, which the authors' records and the simulator's calibration
+were read with). ``rounding`` then rounds (or floors) the pixel, as a family's code may.
 
 The harness sends every image already at the size the model sees (:func:`dvoc_bench.draw.sending.model_view`),
 so the pixels of an answer are pixels of the image sent and map back to the screenshot through the resize.
@@ -28,14 +38,19 @@ from typing import Literal, get_args
 from pydantic import model_validator
 
 from dvoc_bench.core.declare import Declared, PosInt
-from dvoc_bench.core.geometry import Frame, FrameName, Size
+from dvoc_bench.core.geometry import Frame, FrameName, Offset, Point, Size
 from dvoc_bench.core.records import AnswerKind
 
 Axes = Literal["xy", "yx"]
 """Order of the two numbers of a point as the model writes them: ``xy`` (x first) or ``yx`` (Gemini)."""
-ResizeRule = Literal["none", "smart_resize", "downscale"]
+ResizeRule = Literal["none", "smart_resize", "downscale", "downscale_pad"]
 """How the image sent becomes the image the model sees."""
 RESIZE_RULES: tuple[str, ...] = get_args(ResizeRule)
+NormMapping = Literal["last_pixel", "edge"]
+"""How a normalised ``u`` in 0–``top`` becomes a pixel: ``u * (W - 1) / top`` or ``u * W / top``."""
+Rounding = Literal["none", "round", "floor"]
+"""What a family's code does to the pixel it computes: keep it, round it (half to even, Python's
+``round``) or floor it (``int()`` of a positive number)."""
 
 PromptStyle = Literal[
     "tool_call",
@@ -52,10 +67,43 @@ PromptStyle = Literal[
     "holo",
     "osatlas",
     "maiui",
+    "free_text",
 ]
 """How a one-shot grounding request is asked and its reply read (:mod:`dvoc_bench.protocol.native`):
 ``tool_call`` (the harness's ``click_at`` tool, the default) or a family's own format."""
 PROMPT_STYLES: tuple[str, ...] = get_args(PromptStyle)
+
+FORMS: dict[str, tuple[str, ...]] = {
+    "tool_call": ("`click_at` tool call", "`click_at(x, y)` / JSON `x`, `y` in text"),
+    "qwen25vl": (
+        "`point_2d` / `bbox_2d` JSON",
+        "`computer_use` / `left_click` tool call `coordinate`",
+        "box tokens",
+    ),
+    "qwen3vl": (
+        "`point_2d` / `bbox_2d` JSON",
+        "`computer_use` / `left_click` tool call `coordinate`",
+        "box tokens",
+    ),
+    "uitars15": ("`click(start_box='(x,y)')`", "`<point>x y</point>`", "box tokens", "`pyautogui.click`"),
+    "gemini_point": ('`[{"point": [y, x]}]`', "`box_2d`"),
+    "claude": ("`pyautogui.click(x=, y=)`", '`"coordinate": [x, y]`'),
+    "glm": ("`<|begin_of_box|>[x, y]<|end_of_box|>`",),
+    "seeclick": ("bare `[x, y]` / `(x, y)`", "a box"),
+    "showui": ("bare `[x, y]` / `(x, y)`", "a box"),
+    "pyautogui": ("`pyautogui.click(x=, y=)`", '`"coordinate": [x, y]`'),
+    "openai_cua": ('`{"type": "click", "x", "y"}`',),
+    "holo": ('JSON `{"x", "y"}`',),
+    "osatlas": (
+        "box tokens `<|box_start|>(x1,y1),(x2,y2)<|box_end|>`",
+        "`(x1,y1),(x2,y2)` tokens stripped",
+        "bare `(x, y)`",
+    ),
+    "maiui": ('`<answer>{"coordinate": [x, y]}</answer>`', "navigation `<tool_call>` `coordinate`"),
+    "free_text": ("`x=…, y=…`", "`(x, y)` / `[x, y]` in prose", "`(x1,y1),(x2,y2)`"),
+}
+"""The answer forms each prompt style's reader takes (:mod:`dvoc_bench.protocol.native`; docs/frames.md's
+table generates from it), a refusal besides."""
 
 SMART_MIN_TOKENS = 4
 """``qwen_vl_utils`` default ``min_pixels = 4 * factor**2``."""
@@ -84,6 +132,11 @@ def smart_resize(
     return Size(wb, hb)
 
 
+def pad_to(size: Size, factor: int) -> Size:
+    """``size`` with each side raised to the next multiple of ``factor`` (the canvas of ``downscale_pad``)."""
+    return Size(math.ceil(size.width / factor) * factor, math.ceil(size.height / factor) * factor)
+
+
 def downscale(size: Size, max_long_edge: int | None, max_pixels: int | None) -> Size:
     """The largest aspect-keeping downscale of ``size`` within both caps (``None``: no cap); never up."""
     w, h = size.width, size.height
@@ -108,33 +161,48 @@ class FrameRule(Declared):
     """Order of a point's two numbers in the model's own format: ``xy`` or ``yx`` (Gemini's ``[y, x]``).
     Named fields (``x=``, ``"x":``) are read by name whatever this says."""
     resize: ResizeRule = "none"
-    """``none``, ``smart_resize`` (the Qwen-VL processor) or ``downscale`` (a provider's server-side cap)."""
+    """``none``, ``smart_resize`` (the Qwen-VL processor), ``downscale`` (a provider's server-side cap) or
+    ``downscale_pad`` (an area cap, then padding to a multiple of ``factor``)."""
     factor: PosInt | None = None
-    """``smart_resize``: sides are multiples of this (28 for Qwen2/2.5-VL and UI-TARS, 32 for Qwen3-VL)."""
+    """``smart_resize``: sides are multiples of this (28 for Qwen2/2.5-VL and UI-TARS, 32 for Qwen3-VL);
+    ``downscale_pad``: the canvas's sides are padded to multiples of this."""
     min_pixels: PosInt | None = None
     """``smart_resize``: least area (default ``4 * factor**2``)."""
     max_pixels: PosInt | None = None
-    """``smart_resize``: most area (default ``16384 * factor**2``); ``downscale``: the area cap."""
+    """``smart_resize``: most area (default ``16384 * factor**2``); ``downscale``, ``downscale_pad``: the
+    area cap."""
     max_long_edge: PosInt | None = None
     """``downscale``: the long-edge cap, pixels."""
+    mapping: NormMapping = "last_pixel"
+    """A normalised answer ``u`` as a pixel: ``edge`` = ``u * W / top`` (what the families' code and the
+    field's harnesses do), ``last_pixel`` = ``u * (W - 1) / top`` (the harness's own tool-call frame, the
+    default). No effect on ``pixel`` units."""
+    rounding: Rounding = "none"
+    """What the family's code does to the pixel it computes from a normalised answer: ``none``, ``round``
+    or ``floor``."""
     source: str = ""
     """Where the rule is published (documentation page, issue, source file)."""
+    mapping_source: str = ""
+    """Where the ``mapping`` (and ``rounding``) is published: the family's code that turns its numbers into
+    pixels."""
 
     @model_validator(mode="after")
     def _parameters_fit_the_rule(self) -> FrameRule:
-        if self.resize == "smart_resize" and self.factor is None:
-            raise ValueError("factor: required with resize: smart_resize")
-        if self.resize != "smart_resize":
-            for key in ("factor", "min_pixels"):
-                if getattr(self, key) is not None:
-                    raise ValueError(f"{key}: only with resize: smart_resize")
+        if self.resize in ("smart_resize", "downscale_pad") and self.factor is None:
+            raise ValueError(f"factor: required with resize: {self.resize}")
+        if self.resize == "downscale_pad" and self.max_pixels is None:
+            raise ValueError("max_pixels: required with resize: downscale_pad")
+        if self.resize != "smart_resize" and self.min_pixels is not None:
+            raise ValueError("min_pixels: only with resize: smart_resize")
+        if self.resize not in ("smart_resize", "downscale_pad") and self.factor is not None:
+            raise ValueError("factor: only with resize: smart_resize or downscale_pad")
         if self.resize == "none" and self.max_pixels is not None:
             raise ValueError("max_pixels: only with resize: smart_resize or downscale")
         if self.resize == "none" and self.max_long_edge is not None:
             raise ValueError("max_long_edge: only with resize: downscale")
         if self.resize == "downscale" and self.max_pixels is None and self.max_long_edge is None:
             raise ValueError("max_long_edge: downscale needs max_long_edge or max_pixels")
-        if self.resize == "smart_resize" and self.max_long_edge is not None:
+        if self.resize in ("smart_resize", "downscale_pad") and self.max_long_edge is not None:
             raise ValueError("max_long_edge: only with resize: downscale")
         if self.min_pixels is not None and self.max_pixels is not None and self.min_pixels > self.max_pixels:
             raise ValueError("min_pixels: above max_pixels")
@@ -145,13 +213,58 @@ class FrameRule(Declared):
         if self.resize == "smart_resize":
             assert self.factor is not None
             return smart_resize(sent, self.factor, self.min_pixels, self.max_pixels)
-        if self.resize == "downscale":
+        if self.resize in ("downscale", "downscale_pad"):
             return downscale(sent, self.max_long_edge, self.max_pixels)
         return sent
 
+    def canvas(self, seen: Size) -> Size:
+        """The size of the canvas the model's pixels range over: ``seen`` itself, or padded to multiples of
+        ``factor`` under ``downscale_pad``."""
+        if self.resize == "downscale_pad":
+            assert self.factor is not None
+            return pad_to(seen, self.factor)
+        return seen
+
+    def _factors(self, seen: Size) -> tuple[float, float]:
+        """Pixels of the image seen per answer unit, along x and y (1 for ``pixel``)."""
+        scale = Frame(self.units).scale
+        if scale is None:
+            return 1.0, 1.0
+        w, h = (seen.width, seen.height) if self.mapping == "edge" else (seen.width - 1, seen.height - 1)
+        return w / scale, h / scale
+
+    def _rounded(self, v: float) -> float:
+        if self.rounding == "round":
+            return float(round(v))
+        if self.rounding == "floor":
+            return float(math.floor(v))
+        return v
+
+    def to_pixels(self, x: float, y: float, seen: Size) -> Point:
+        """An answer point ``(x, y)`` (in :attr:`units`) in pixels of the image seen, by :attr:`mapping` and
+        :attr:`rounding` (pixel units are taken as they are)."""
+        if Frame(self.units).scale is None:
+            return Point(x, y)
+        fx, fy = self._factors(seen)
+        return Point(self._rounded(x * fx), self._rounded(y * fy))
+
+    def from_pixels(self, p: Point, seen: Size) -> Point:
+        """A pixel of the image seen in :attr:`units` (the inverse of :meth:`to_pixels`, unrounded)."""
+        fx, fy = self._factors(seen)
+        return Point(p.x / fx, p.y / fy)
+
+    def offset_to_pixels(self, dx: float, dy: float, seen: Size) -> Offset:
+        """An answer offset in pixels of the image seen (the same factor as a point, never rounded)."""
+        fx, fy = self._factors(seen)
+        return Offset(dx * fx, dy * fy)
+
     def describe(self) -> str:
-        """The rule in one line, as recorded in a step's ``frame_rule``: units, axes, resize."""
+        """The rule in one line, as recorded in a step's ``frame_rule``: units, axes, the mapping when it is
+        not the default, resize."""
         head = f"{self.units} {self.axes[0]}-{self.axes[1]}"
+        if Frame(self.units).scale is not None and (self.mapping, self.rounding) != ("last_pixel", "none"):
+            top = "W" if self.mapping == "edge" else "(W-1)"
+            head += f", u*{top}/top" + ("" if self.rounding == "none" else f" {self.rounding}ed")
         if self.resize == "smart_resize":
             f = self.factor or 0
             lo = self.min_pixels or SMART_MIN_TOKENS * f * f
@@ -159,13 +272,17 @@ class FrameRule(Declared):
             return f"{head}, smart_resize(factor={f}, min_pixels={lo}, max_pixels={hi})"
         if self.resize == "downscale":
             return f"{head}, downscale(max_long_edge={self.max_long_edge}, max_pixels={self.max_pixels})"
+        if self.resize == "downscale_pad":
+            return f"{head}, downscale_pad(max_pixels={self.max_pixels}, factor={self.factor})"
         return head
 
     def in_range(self, x: float, y: float, seen: Size) -> bool:
         """True when ``(x, y)`` (in :attr:`units`) lies inside the frame: ``[0, W] × [0, H]`` of the image
-        seen for pixels, ``[0, scale]`` on both axes for the normalised units."""
+        seen (of its padded canvas under ``downscale_pad``) for pixels, ``[0, scale]`` on both axes for the
+        normalised units."""
         scale = Frame(self.units).scale
-        xm, ym = (seen.width, seen.height) if scale is None else (scale, scale)
+        room = self.canvas(seen)
+        xm, ym = (room.width, room.height) if scale is None else (scale, scale)
         return 0.0 <= x <= xm and 0.0 <= y <= ym
 
     def offset_in_range(self, dx: float, dy: float, seen: Size) -> bool:
@@ -183,7 +300,8 @@ class FrameRule(Declared):
         scale = Frame(self.units).scale
         if kind == "offset":
             return f"|dx| <= {seen.width}, |dy| <= {seen.height} px" if scale is None else f"|d| <= {scale:g}"
-        return f"{seen.width}x{seen.height} px" if scale is None else f"0-{scale:g}"
+        room = self.canvas(seen)
+        return f"{room.width}x{room.height} px" if scale is None else f"0-{scale:g}"
 
 
 def frame_rule_of(coord_frame: str) -> FrameRule:

@@ -8,7 +8,9 @@ Conversion rule for the normalised frames: a frame coordinate ``u`` maps to pixe
 ``norm1``), so 0 is the first pixel column and ``scale`` the last one. Offsets are differences of two
 points, so they use the same factor with no translation term: ``dx_px = du * (W - 1) / scale``.
 (Gemini's and Qwen's documentation describe ``u * W / 1000``; the difference is ``u / scale`` pixels, at
-most one, and the (W - 1) form keeps ``scale`` on the last pixel instead of one past it.)
+most one, and the (W - 1) form keeps ``scale`` on the last pixel instead of one past it.) This is the
+harness's own frame; a model config whose family maps ``u * W / scale`` declares ``coord_frame.mapping:
+edge``, and a one-shot answer is read through :meth:`dvoc_bench.core.frames.FrameRule.to_pixels`.
 """
 
 from __future__ import annotations

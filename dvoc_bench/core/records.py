@@ -74,10 +74,10 @@ Task sources declare theirs when they register (:mod:`dvoc_bench.scenes.sources`
 StepKind = Literal["verify", "click", "select", "baseline"]
 """``verify``: a DVOC step; ``click``: a one-shot attempt; ``select``: a Set-of-Mark pick."""
 
-ParseStatus = Literal["ok", "text_fallback", "parse_error", "out_of_frame", "call_error"]
+ParseStatus = Literal["ok", "text_fallback", "parse_error", "out_of_frame", "call_error", "refusal"]
 """What reading a reply gave: numbers from a tool call, numbers recovered from the text, nothing usable,
-numbers outside the declared frame's range (kept in ``values_raw``, never clamped, not used), or no reply
-at all."""
+numbers outside the declared frame's range (kept in ``values_raw``, never clamped, not used), no reply
+at all, or a reply that declined to answer (``I'm unable to…``: unusable, not counted as a parse error)."""
 
 AnswerKind = Literal["offset", "point"]
 """What an answer's numbers are: an ``offset`` (``dx, dy``: a DVOC report) or a ``point`` (``x, y``: a

@@ -128,7 +128,8 @@ def model_view(
 ) -> View:
     """The view of ``crop`` sent at the size the model sees it: within the input limits, then through the
     model's declared resize (``coord_frame.resize``: the processor's ``smart_resize``, which may also
-    upscale a little, or a provider's downscale cap), so that the image sent is the image seen and the
+    upscale a little, a provider's downscale cap, or ``downscale_pad``'s area cap, whose padding moves no
+    pixel), so that the image sent is the image seen and the
     model's pixels are the pixels of the image sent (docs/frames.md). The sweep, the zoom crops and
     ``python -m dvoc_bench.coords`` all size images here."""
     v = view_of(full, crop, max_side, max_pixels)

@@ -222,21 +222,20 @@ def read_value(
     parsed: Parsed, kind: AnswerKind, rule: FrameRule, seen: Size
 ) -> tuple[Point | Offset | None, str | None]:
     """A parsed answer (``kind``: ``point`` or ``offset``) in pixels of the image seen, through ``rule``'s
-    units; ``(None, "out_of_frame:...")`` when its numbers lie outside the frame's declared range (a point:
-    :meth:`FrameRule.in_range`; an offset: :meth:`FrameRule.offset_in_range`), never clamped; ``(None,
-    None)`` when nothing was parsed."""
+    units and mapping (:meth:`FrameRule.to_pixels`); ``(None, "out_of_frame:...")`` when its numbers lie
+    outside the frame's declared range (a point: :meth:`FrameRule.in_range`; an offset:
+    :meth:`FrameRule.offset_in_range`), never clamped; ``(None, None)`` when nothing was parsed."""
     if parsed.values is None:
         return None, None
-    fr = Frame(rule.units)
     if kind == "offset":
         dx, dy = parsed.values["dx"], parsed.values["dy"]
         if not rule.offset_in_range(dx, dy, seen):
             return None, f"out_of_frame:({dx:g}, {dy:g}) outside {rule.range_words(seen, 'offset')}"
-        return offset_to_pixels(Offset(dx, dy), fr, seen), None
+        return rule.offset_to_pixels(dx, dy, seen), None
     x, y = parsed.values["x"], parsed.values["y"]
     if not rule.in_range(x, y, seen):
         return None, f"out_of_frame:({x:g}, {y:g}) outside {rule.range_words(seen)}"
-    return point_to_pixels(Point(x, y), fr, seen), None
+    return rule.to_pixels(x, y, seen), None
 
 
 def checked(

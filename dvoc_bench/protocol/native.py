@@ -21,7 +21,20 @@ harness's ``click_at`` tool (:mod:`dvoc_bench.protocol.prompts`); the others sen
 - ``holo``: asks for structured JSON ``{"x": …, "y": …}`` in the frame's units (Holo1.5 pixels, Holo2
   0–1000); reads the first object with both keys;
 - ``osatlas``: asks for ``<|box_start|>(x1,y1),(x2,y2)<|box_end|>`` in 0–1000; reads the box tokens (a box
-  as its centre, a point as it is).
+  as its centre, a point as it is), the same box with its special tokens stripped (``(x1,y1),(x2,y2)``)
+  and a bare pair;
+- ``free_text``: asks for the point as ``(x, y)`` in the frame's units (GPT-4o asked in plain words);
+  reads ``x=…, y=…`` by name, else the first ``(x, y)`` or ``[x, y]`` pair (a box as its centre).
+
+Every style also reads the forms its family writes whatever the prompt asked (:data:`FORMS`): Qwen2.5-VL
+and Qwen3-VL answer with their ``computer_use`` tool call (``<tool_call>{"name": "computer_use",
+"arguments": {"action": "left_click", "coordinate": [x, y]}}</tool_call>``, or ``"name": "left_click"``),
+MAI-UI with its navigation ``<tool_call>``, UI-TARS with ``pyautogui.click``. A tool call the server parsed
+(``Reply.tool_calls``) is read like one written in the text. The frame is the config's, never the syntax's:
+the same box tokens are 0–1000 for OS-Atlas and pixels for TianXi-Action.
+
+A reply with no answer that declines (``I'm unable to…``, ``I cannot…``, ``Sorry…``) is recorded with status
+``refusal`` (:data:`~dvoc_bench.core.records.ParseStatus`), not ``parse_error``.
 
 Every prompt is this project's own wording. Pairs written without names are read in the frame's declared
 axis order (``coord_frame.axes``: Gemini writes ``[y, x]``); named ``x=`` / ``y=`` are read by name. A box
@@ -31,16 +44,17 @@ is read as its centre. Reading never raises (:class:`~dvoc_bench.protocol.parse.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable
 
-from dvoc_bench.core.frames import PROMPT_STYLES, FrameRule
-from dvoc_bench.core.geometry import Frame, Point, Size, point_from_pixels
+from dvoc_bench.core.frames import FORMS, PROMPT_STYLES, FrameRule
+from dvoc_bench.core.geometry import Frame, Point, Size
 from dvoc_bench.models.base import Reply
 from dvoc_bench.protocol.parse import MAX_MAGNITUDE, Parsed, parse_reply
 
-__all__ = ["NATIVE_STYLES", "native_prompt", "parse_native", "point_parser"]
+__all__ = ["FORMS", "NATIVE_STYLES", "native_prompt", "parse_native", "point_parser", "refusal"]
 
 NATIVE_STYLES: tuple[str, ...] = tuple(s for s in PROMPT_STYLES if s != "tool_call")
 """The prompt styles of :func:`native_prompt` (every style but the tool call)."""
@@ -74,7 +88,7 @@ def _previous(previous: Point | None, rule: FrameRule, seen: Size) -> str:
     """The retry sentence: the last answer (pixels of the image seen) written in the model's frame."""
     if previous is None:
         return ""
-    q = point_from_pixels(previous, Frame(rule.units), seen)
+    q = rule.from_pixels(previous, seen)
     a, b = (q.x, q.y) if rule.axes == "xy" else (q.y, q.x)
     digits = 3 if rule.units == "norm1" else 0
     return f" Your last answer, ({a:.{digits}f}, {b:.{digits}f}), was not on the element; look again."
@@ -157,6 +171,11 @@ def native_prompt(
             f"Give the centre of the element as [x, y] in {units}, wrapped as "
             f"<|begin_of_box|>[x, y]<|end_of_box|>.{again}"
         )
+    if style == "free_text":
+        return (
+            f"Look at this screenshot and find the element for this request: {instruction}\n"
+            f"Tell me where to click: give the centre of that element as (x, y) in {units}.{again}"
+        )
     if style == "maiui":
         return (
             f"Locate the user interface element this instruction means: {instruction}\n"
@@ -189,6 +208,18 @@ _COORDINATE = re.compile(r'"coordinate"\s*:\s*\[([^\[\]]{1,100})\]')
 _GLM_BOX = re.compile(r"<\|begin_of_box\|>(.{1,200}?)<\|end_of_box\|>", re.DOTALL)
 _ANSWER_TAG = re.compile(r"<answer>(.{1,400}?)</answer>", re.DOTALL)
 _BRACKETS = re.compile(r"[\[(]([^\[\]()]{1,200})[\])]")
+_BARE_BOX = re.compile(rf"\(\s*({_NUM}){_SEP}({_NUM})\s*\)\s*,?\s*\(\s*({_NUM}){_SEP}({_NUM})\s*\)")
+_PAIR = re.compile(rf"[\[(]\s*({_NUM})\s*,\s*({_NUM})\s*(?:,\s*({_NUM})\s*,\s*({_NUM})\s*)?[\])]")
+"""A pair (or box) written with commas, nothing else inside its brackets: ``(512, 304)``, ``[1, 2, 3, 4]``
+(not ``(0-1000)``, which is a range)."""
+_NAMED_X = re.compile(rf"(?<![\w.])[\"']?x[\"']?\s*[=:]\s*({_NUM})")
+_NAMED_Y = re.compile(rf"(?<![\w.])[\"']?y[\"']?\s*[=:]\s*({_NUM})")
+_REFUSAL = re.compile(
+    r"\b(?:I(?:'|’)?m|I am|I'm)\s+(?:unable|not able|sorry)\b|\bI\s+(?:cannot|can(?:'|’)?t|could not|"
+    r"couldn(?:'|’)?t)\b|\b(?:sorry|apologi[sz]e)\b|\bunable to (?:locate|find|identify|determine|help|"
+    r"assist|view|see|process)\b",
+    re.IGNORECASE,
+)
 _OBJECT = re.compile(r"\{([^{}]{1,400})\}")
 _CLICK_TYPE = re.compile(r'"(?:type|action)"\s*:\s*"(?:left_)?(?:click|double_click)"')
 
@@ -239,6 +270,34 @@ def _named_json(*, action: bool) -> Callable[[str], list[Found]]:
     return read
 
 
+def _bare_box(text: str) -> list[Found]:
+    """A box written as two bracketed pairs, ``(x1,y1),(x2,y2)`` (box tokens stripped by the decoder), as
+    its centre."""
+    out: list[Found] = []
+    for m in _BARE_BOX.finditer(text):
+        a0, b0, a1, b1 = (float(m.group(i)) for i in range(1, 5))
+        out.append(((a0 + a1) / 2, (b0 + b1) / 2, True, False))
+    return out
+
+
+def _strict_pairs(text: str) -> list[Found]:
+    out: list[Found] = []
+    for m in _PAIR.finditer(text):
+        nums = [float(g) for g in m.groups() if g is not None]
+        got = _pair_or_box(nums)
+        if got is not None:
+            out.append((*got, False))
+    return out
+
+
+def _named_pair(text: str) -> list[Found]:
+    """``x=…, y=…`` or ``"x": …, "y": …`` in free text, read by name (one of each)."""
+    xs, ys = _NAMED_X.findall(text), _NAMED_Y.findall(text)
+    if len(xs) >= 1 and len(ys) >= 1:
+        return [(float(xs[0]), float(ys[0]), False, True)]
+    return []
+
+
 def _maiui_answer(text: str) -> list[Found]:
     """MAI-UI's grounding answer: ``"coordinate": [x, y]`` (or a box) inside ``<answer>…</answer>``."""
     out: list[Found] = []
@@ -258,10 +317,16 @@ def _either(*readers: Callable[[str], list[Found]]) -> Callable[[str], list[Foun
     return read
 
 
+_QWEN = _either(_unnamed(_QWEN_JSON, 2), _unnamed(_COORDINATE, 1), _unnamed(_BOX_TOKENS, 1))
+"""Qwen2.5-VL / Qwen3-VL: their grounding JSON, their ``computer_use`` tool call's ``coordinate``, box
+tokens."""
+
 _READERS: dict[str, Callable[[str], list[Found]]] = {
-    "qwen25vl": _either(_unnamed(_QWEN_JSON, 2), _unnamed(_BOX_TOKENS, 1)),
-    "qwen3vl": _either(_unnamed(_QWEN_JSON, 2), _unnamed(_BOX_TOKENS, 1)),
-    "uitars15": _either(_unnamed(_START_BOX, 1), _unnamed(_POINT_TAG, 1), _unnamed(_BOX_TOKENS, 1)),
+    "qwen25vl": _QWEN,
+    "qwen3vl": _QWEN,
+    "uitars15": _either(
+        _unnamed(_START_BOX, 1), _unnamed(_POINT_TAG, 1), _unnamed(_BOX_TOKENS, 1), _pyautogui
+    ),
     "gemini_point": _unnamed(_GEMINI_JSON, 2),
     "claude": _pyautogui,
     "glm": _unnamed(_GLM_BOX, 1),
@@ -270,23 +335,48 @@ _READERS: dict[str, Callable[[str], list[Found]]] = {
     "pyautogui": _pyautogui,
     "openai_cua": _named_json(action=True),
     "holo": _named_json(action=False),
-    "osatlas": _either(_unnamed(_BOX_TOKENS, 1), _unnamed(_BRACKETS, 1)),
+    "osatlas": _either(_unnamed(_BOX_TOKENS, 1), _bare_box, _unnamed(_BRACKETS, 1)),
     "maiui": _either(_maiui_answer, _unnamed(_COORDINATE, 1)),
+    "free_text": _either(_named_pair, _bare_box, _strict_pairs),
 }
+
+
+def refusal(text: str) -> bool:
+    """True when ``text`` declines to answer (``I'm unable to…``, ``I cannot…``, ``Sorry…``)."""
+    return bool(_REFUSAL.search(text[:_MAX_TEXT]))
+
+
+def _call_text(reply: Reply) -> str:
+    """The tool calls a server parsed out of the reply, written back as the JSON text they came from."""
+    parts: list[str] = []
+    for call in reply.tool_calls or ():
+        name, args = getattr(call, "name", None), getattr(call, "arguments", None)
+        if not isinstance(args, str):
+            try:
+                args = json.dumps(args)
+            except (TypeError, ValueError):
+                continue
+        parts.append(f'<tool_call>{{"name": {json.dumps(str(name))}, "arguments": {args}}}</tool_call>')
+    return "\n".join(parts)
 
 
 def parse_native(reply: Reply, style: str, rule: FrameRule) -> Parsed:
     """The point of a reply written in ``style``'s format: ``values = {"x", "y"}`` in the frame's units
     (unnamed pairs in ``rule.axes`` order, a box as its centre); the first answer when there are several.
-    Never raises."""
+    A reply that holds no answer and declines is status ``refusal``. Never raises."""
     try:
         text = (reply.text or "")[:_MAX_TEXT]
+        calls = _call_text(reply)
+        if calls:
+            text = f"{text}\n{calls}"
         if style not in _READERS:
             return Parsed("parse_error", f"unknown_style:{style}", None, None)
         if not text.strip():
             return Parsed("parse_error", "empty_reply", None, None)
         found = _READERS[style](text.replace("\\n", "\n"))
         if not found:
+            if refusal(text):
+                return Parsed("refusal", f"refusal:{style}", None, None)
             return Parsed("parse_error", f"no_native_answer:{style}", None, None)
         a, b, is_box, named = found[0]
         if not all(math.isfinite(v) and abs(v) <= MAX_MAGNITUDE for v in (a, b)):
@@ -306,5 +396,16 @@ def point_parser(style: str, rule: FrameRule) -> Callable[[Reply], Parsed]:
     """The reader of a one-shot reply in ``style``: the tool call's (:func:`~dvoc_bench.protocol.parse.
     parse_reply`, which also reads a ``click_at`` written as text) or the family's own."""
     if style == "tool_call":
-        return lambda reply: parse_reply(reply, "point")
+        return _tool_call_point
     return lambda reply: parse_native(reply, style, rule)
+
+
+def _tool_call_point(reply: Reply) -> Parsed:
+    """:func:`~dvoc_bench.protocol.parse.parse_reply` for a point; a reply with no call or answer that
+    declines is status ``refusal``."""
+    parsed = parse_reply(reply, "point")
+    text = getattr(reply, "text", None)
+    unread = parsed.status == "parse_error" and not getattr(reply, "tool_calls", None)
+    if unread and isinstance(text, str) and refusal(text):
+        return Parsed("refusal", "refusal:tool_call", None, None)
+    return parsed

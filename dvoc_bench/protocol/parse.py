@@ -88,7 +88,8 @@ class Parsed:
     """The outcome of reading one reply."""
 
     status: ParseStatus
-    """``ok`` (from a tool call), ``text_fallback`` (from the free text) or ``parse_error``."""
+    """``ok`` (from a tool call), ``text_fallback`` (from the free text), ``parse_error``, or ``refusal``
+    (a family reader's: the reply declined to answer, :mod:`dvoc_bench.protocol.native`)."""
     detail: str | None
     """Why / which rule: ``None`` or ``;``-separated tags ``category[:argument]`` (see module docs)."""
     values: dict[str, float] | None

@@ -38,8 +38,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from dvoc_bench.core.declare import check_list
-from dvoc_bench.core.frames import FrameRule
-from dvoc_bench.core.geometry import Box, Frame, Point, Size, point_to_pixels
+from dvoc_bench.core.frames import FrameRule, NormMapping
+from dvoc_bench.core.geometry import Box, Frame, Point, Size
 from dvoc_bench.core.records import ParseStatus
 from dvoc_bench.core.rundir import PROBE_ANSWERS, PROBE_TABLE, PROBE_VERDICTS
 from dvoc_bench.draw.render import encode_png
@@ -136,9 +136,15 @@ def probe_prompt(instruction: str) -> str:
     )
 
 
-def readings(raw: Point, size: Size, sent: Size | None) -> dict[str, Point]:
-    """The answer read in every candidate frame, in screenshot pixels."""
-    out = {f.value: point_to_pixels(raw, f, size) for f in (Frame.PIXEL, Frame.NORM1000, Frame.NORM1)}
+def readings(
+    raw: Point, size: Size, sent: Size | None, mapping: NormMapping = "last_pixel"
+) -> dict[str, Point]:
+    """The answer read in every candidate frame, in screenshot pixels; a normalised reading by the
+    declared ``mapping`` (``coord_frame.mapping``), as a sweep and ``python -m dvoc_bench.coords`` read it."""
+    out = {
+        f.value: FrameRule(units=f.value, mapping=mapping).to_pixels(raw.x, raw.y, size)
+        for f in (Frame.PIXEL, Frame.NORM1000, Frame.NORM1)
+    }
     if sent is not None:
         fx = (size.width - 1) / max(sent.width - 1, 1)
         fy = (size.height - 1) / max(sent.height - 1, 1)
@@ -150,12 +156,19 @@ def _grown(box: Box, m: float) -> Box:
     return Box(box.x0 - m, box.y0 - m, box.x1 + m, box.y1 + m)
 
 
-def score_answer(ans: ProbeAnswer, box: Box, size: Size, sent: Size | None, margin: float) -> None:
-    """Fill ``dist_px`` and ``fits`` of an answer with numbers."""
+def score_answer(
+    ans: ProbeAnswer,
+    box: Box,
+    size: Size,
+    sent: Size | None,
+    margin: float,
+    mapping: NormMapping = "last_pixel",
+) -> None:
+    """Fill ``dist_px`` and ``fits`` of an answer with numbers (normalised readings by ``mapping``)."""
     if ans.raw is None:
         return
     target = _grown(box, margin)
-    for name, p in readings(Point(*ans.raw), size, sent).items():
+    for name, p in readings(Point(*ans.raw), size, sent, mapping).items():
         ans.dist_px[name] = round(p.dist(box.centre), 3)
         if target.contains(p):
             ans.fits.append(name)
@@ -247,7 +260,7 @@ async def probe_model(
             )
             raw = [float(parsed.values["x"]), float(parsed.values["y"])] if parsed.values else None
             ans = ProbeAnswer(model.name, task, rep, raw, parsed.status)
-            score_answer(ans, snap.target_box, snap.size, sent, opts.margin_px)
+            score_answer(ans, snap.target_box, snap.size, sent, opts.margin_px, frame.mapping)
             answers.append(ans)
     return answers
 

@@ -197,6 +197,7 @@ def spec_from_options(d: DatasetSettings) -> DatasetSpec:
         sample_seed=d.sample_seed,
         where=dict(d.where or {}),
         allow_outside_root=d.allow_outside_root,
+        box_format=d.box_format,
     )
 
 

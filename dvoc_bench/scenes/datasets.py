@@ -15,7 +15,10 @@ Formats, as published (docs/datasets.md); every field is read defensively:
   ``image`` relative to the manifest's folder; ``tags`` a mapping whose ``ui_type``, ``platform``,
   ``application``, ``group``, ``data_source`` keys are the sample's metadata.
 
-Copies converted to parquet (images embedded, normalised boxes) are refused with a one-line hint.
+Copies converted to parquet (images embedded, normalised boxes) are refused with a one-line hint. Each
+file's boxes are checked against their images' sizes in both conventions
+(:mod:`dvoc_bench.scenes.box_convention`): a file whose boxes fit the other convention far better than the
+one its format names is refused in one line, with the override ``dataset.box_format``.
 Everything here is pure reading and selection: no image is decoded (:mod:`dvoc_bench.scenes.dataset_source`
 loads them lazily).
 """
@@ -34,6 +37,7 @@ import numpy as np
 from dvoc_bench.core.declare import ConfigError, Declared, NonNegInt, PosInt
 from dvoc_bench.core.geometry import Box
 from dvoc_bench.core.text import safe_text
+from dvoc_bench.scenes.box_convention import BoxFormat, convention, evidence
 
 FORMATS = ("screenspot", "screenspot_v2", "screenspot_pro", "manifest")
 """Dataset formats accepted in ``dataset=<format>``."""
@@ -70,6 +74,10 @@ class DatasetSettings(Declared):
     lang: Literal["en", "zh"] = "en"
     """CUActSpot: the task text's language (``en``: its ``task_en``; ``zh``: its Chinese ``task``; a sample
     written in one language only keeps it, and records which)."""
+    box_format: Literal["xyxy", "xywh"] | None = None
+    """How every file's ``bbox`` is written, overriding the format's own convention (``xyxy``:
+    ``[x1, y1, x2, y2]``, ``xywh``: ``[x, y, w, h]``); ``null``: the format's, checked against the images'
+    sizes (a file that fits the other convention far better is refused, naming this override)."""
 
 
 
@@ -125,6 +133,7 @@ class DatasetSpec:
     sample_seed: int = 0
     where: Mapping[str, Any] = field(default_factory=dict)
     allow_outside_root: bool = False
+    box_format: BoxFormat | None = None
 
     def inside(self, path: Path) -> bool:
         """Whether ``path`` (symlinks resolved) lies inside the root or the image folder, or may lie
@@ -217,7 +226,7 @@ def _read_records(path: Path) -> list[Any]:
     return data
 
 
-def _sample(fmt: str, rec: Any, path: Path, index: int, images: Path) -> Sample:
+def _sample(fmt: str, rec: Any, path: Path, index: int, images: Path, box: str | None = None) -> Sample:
     where = f"{path.name}[{index}]"
     if not isinstance(rec, Mapping):
         raise _bad(where, f"a sample must be a mapping, got {type(rec).__name__}")
@@ -229,7 +238,7 @@ def _sample(fmt: str, rec: Any, path: Path, index: int, images: Path) -> Sample:
     nums = _num_list(raw_box, 4)
     if nums is None:
         raise _bad(where, f"bbox must be four finite numbers, got {raw_box!r}")
-    if layout.box == "xywh":
+    if (box or layout.box) == "xywh":
         x, y, w, h = nums
         nums = [x, y, x + w, y + h]
     instruction = rec.get("instruction")
@@ -269,8 +278,10 @@ def load_samples(spec: DatasetSpec) -> list[Sample]:
     for path in annotation_files(spec):
         own = path.parent if spec.format == "manifest" else spec.root / LAYOUTS[spec.format].images
         images = spec.images or own
-        for i, rec in enumerate(_read_records(path)):
-            s = _sample(spec.format, rec, path, i, images)
+        records = _read_records(path)
+        box = _box_format(spec, path, records, images)
+        for i, rec in enumerate(records):
+            s = _sample(spec.format, rec, path, i, images, box)
             if s.id in seen:  # ids must be unique task ids: a repeated one gets its file and index
                 s = Sample(f"{path.stem}:{i}", s.image, s.box, s.instruction, s.img_size, s.meta)
             if s.id in seen:
@@ -278,6 +289,25 @@ def load_samples(spec: DatasetSpec) -> list[Sample]:
             seen[s.id] = path.name
             out.append(s)
     return out
+
+
+def _box_format(spec: DatasetSpec, path: Path, records: list[Any], images: Path) -> BoxFormat:
+    """The convention ``path``'s boxes are read in: ``dataset.box_format``, else the layout's unless the
+    boxes and their images' sizes show the other far better (refused, :mod:`box_convention`)."""
+    named: BoxFormat = "xywh" if LAYOUTS[spec.format].box == "xywh" else "xyxy"
+    if spec.box_format is not None:
+        return spec.box_format
+    manifest = spec.format == "manifest"
+    key = "bbox_xyxy" if manifest else "bbox"
+
+    def image_of(rec: Any) -> Path | None:
+        name = rec.get("image" if manifest else "img_filename")
+        if not isinstance(name, str) or not name:
+            return None
+        image = images / name
+        return image if spec.inside(image) else None
+
+    return convention(named, None, evidence(records, key, image_of), path.name)
 
 
 def _matches(sample: Sample, where: Mapping[str, Any]) -> bool:

@@ -70,7 +70,7 @@ def test_the_first_of_several_answers_is_used_and_said():
         ("llava", "(1, 2)", "unknown_style:llava"),
         ("openai_cua", '{"type": "scroll", "x": 5, "y": 6}', "no_native_answer:openai_cua"),  # not a click
         ("holo", '{"x": 5}', "no_native_answer:holo"),
-        ("seeclick", "I cannot find it.", "no_native_answer:seeclick"),
+        ("seeclick", "The element is not visible here.", "no_native_answer:seeclick"),
     ],
 )
 def test_what_cannot_be_read_is_a_parse_error(style, text, detail):
