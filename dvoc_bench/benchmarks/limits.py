@@ -1,0 +1,79 @@
+"""``python -m dvoc_bench.bench limits NAME``: the cost of the guards every input passes. Figures, not
+assertions (docs/benchmarks.md).
+
+- ``redact``: :func:`dvoc_bench.core.redaction.redact` on a 1.3 KB DVOC prompt (the step prompt with a
+  history, cut to 1,300 characters) with two registered keys (an ``sk-`` key of 51 characters and a local
+  token), as every reply and record passes it on the event loop: median and p90 microseconds per call, and
+  the same for a prompt that holds the key spread out (every character apart), which takes the slow path.
+- ``serve``: ``python -m dvoc_bench serve``'s HTTP server on loopback while ``--slow`` slowloris clients
+  (each sends its request line and then one header byte every ``--drip`` seconds) hold connections: the
+  latency of normal ``GET /healthz`` requests made meanwhile (median and max, seconds), and how many of
+  the slow connections the server had closed by the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+PROMPT_CHARS = 1300
+
+
+def bench_prompt() -> str:
+    """A DVOC step prompt with three earlier steps, cut to :data:`PROMPT_CHARS` characters."""
+    from dvoc_bench.core.geometry import Frame, Offset, Point, Size
+    from dvoc_bench.protocol.prompts import HistoryEntry, dvoc_prompt
+
+    history = [
+        HistoryEntry(Point(400 + 40 * i, 300), Offset(-40, 12), 0.6, Point(440 + 40 * i, 300))
+        for i in range(3)
+    ]
+    text = dvoc_prompt(
+        instruction="Click the green Submit button below the shipping address form",
+        size=Size(1280, 720),
+        frame=Frame.PIXEL,
+        overlay="full",
+        predict="relative",
+        draft=Point(640, 360),
+        iteration=3,
+        history=history,
+    )
+    while len(text) < PROMPT_CHARS:
+        text += "\n" + text
+    return text[:PROMPT_CHARS]
+
+
+def bench_redact(n: int = 3000) -> dict[str, float]:
+    from dvoc_bench.core.redaction import redact
+
+    key = "sk-dvoc-bench-" + "0123456789abcdefghijklmnopqrstuvwxyzABC"[: 51 - 14]
+    keys = frozenset({key, "local-token-0123456789"})
+    plain = bench_prompt()
+    spread = plain[:600] + " ".join(key) + plain[600 + 2 * len(key) :]
+    out: dict[str, float] = {"prompt_chars": float(len(plain))}
+    for name, text in (("plain", plain), ("spread", spread)):
+        redact(text, keys)  # the pattern is compiled once per set of keys
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            redact(text, keys)
+            times.append(1e6 * (time.perf_counter() - t0))
+        times.sort()
+        out[f"{name}_median_us"] = statistics.median(times)
+        out[f"{name}_p90_us"] = times[int(0.9 * len(times))]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m dvoc_bench.bench limits", description=__doc__)
+    ap.add_argument("which", choices=["redact"])
+    ap.add_argument("-n", type=int, default=3000, help="calls to time (redact)")
+    args = ap.parse_args(argv)
+    r = bench_redact(args.n)
+    print(" ".join(f"{k}={v:.1f}" for k, v in r.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
