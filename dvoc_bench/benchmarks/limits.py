@@ -65,13 +65,74 @@ def bench_redact(n: int = 3000) -> dict[str, float]:
     return out
 
 
+def bench_serve(n_slow: int = 400, drip: float = 2.0, n_normal: int = 20) -> dict[str, float]:
+    import contextlib
+    import socket
+    import threading
+
+    from dvoc_bench.serve import serve_in_thread
+
+    with serve_in_thread() as (_, server):
+        port = server.server_address[1]
+        slow: list[socket.socket] = []
+        for _ in range(n_slow):
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n")
+            s.setblocking(False)
+            slow.append(s)
+        stop = threading.Event()
+
+        def dribble() -> None:
+            while not stop.wait(drip):
+                for s in slow:
+                    with contextlib.suppress(OSError):
+                        s.send(b"X")
+
+        thread = threading.Thread(target=dribble, daemon=True)
+        thread.start()
+        time.sleep(drip)  # every slow client has started its headers and sent a byte since
+        lat = []
+        try:
+            for _ in range(n_normal):
+                t0 = time.perf_counter()
+                with socket.create_connection(("127.0.0.1", port), timeout=60) as c:
+                    c.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                    answer = b""
+                    while chunk := c.recv(65536):
+                        answer += chunk
+                lat.append(time.perf_counter() - t0)
+                if not answer.startswith(b"HTTP/1.1 200"):
+                    raise RuntimeError(f"a normal request was answered {answer[:40]!r}")
+            still = 0
+            for s in slow:
+                try:
+                    s.recv(1, socket.MSG_PEEK)
+                except BlockingIOError:
+                    still += 1
+                except OSError:
+                    pass
+        finally:
+            stop.set()
+            thread.join(5)
+            for s in slow:
+                s.close()
+    return {
+        "slow_clients": float(n_slow),
+        "normal_median_s": statistics.median(lat),
+        "normal_max_s": max(lat),
+        "slow_still_open": float(still),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dvoc_bench.bench limits", description=__doc__)
-    ap.add_argument("which", choices=["redact"])
+    ap.add_argument("which", choices=["redact", "serve"])
     ap.add_argument("-n", type=int, default=3000, help="calls to time (redact)")
+    ap.add_argument("--slow", type=int, default=400, help="slowloris clients (serve)")
+    ap.add_argument("--drip", type=float, default=2.0, help="seconds between a slow client's bytes (serve)")
     args = ap.parse_args(argv)
-    r = bench_redact(args.n)
-    print(" ".join(f"{k}={v:.1f}" for k, v in r.items()))
+    r = bench_redact(args.n) if args.which == "redact" else bench_serve(args.slow, args.drip)
+    print(" ".join(f"{k}={v:.4g}" for k, v in r.items()))
     return 0
 
 
