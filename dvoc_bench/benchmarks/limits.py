@@ -5,10 +5,10 @@ assertions (docs/benchmarks.md).
   history, cut to 1,300 characters) with two registered keys (an ``sk-`` key of 51 characters and a local
   token), as every reply and record passes it on the event loop: median and p90 microseconds per call, and
   the same for a prompt that holds the key spread out (every character apart), which takes the slow path.
-- ``serve``: ``python -m dvoc_bench serve``'s HTTP server on loopback while ``--slow`` slowloris clients
-  (each sends its request line and then one header byte every ``--drip`` seconds) hold connections: the
-  latency of normal ``GET /healthz`` requests made meanwhile (median and max, seconds), and how many of
-  the slow connections the server had closed by the end.
+- ``serve``: ``python -m dvoc_bench.serve`` (its own process, default limits) on loopback while ``--slow``
+  slowloris clients (each sends its request line and then one header byte every ``--drip`` seconds) hold
+  connections: the latency of normal ``GET /health`` requests made meanwhile (median and max, seconds),
+  and how many of the slow connections are still open at the end.
 """
 
 from __future__ import annotations
@@ -67,13 +67,24 @@ def bench_redact(n: int = 3000) -> dict[str, float]:
 
 def bench_serve(n_slow: int = 400, drip: float = 2.0, n_normal: int = 20) -> dict[str, float]:
     import contextlib
+    import re
     import socket
+    import subprocess
+    import sys
     import threading
 
-    from dvoc_bench.serve import serve_in_thread
-
-    with serve_in_thread() as (_, server):
-        port = server.server_address[1]
+    proc = subprocess.Popen(  # the server as users start it: its own process, default limits
+        [sys.executable, "-m", "dvoc_bench.serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        found = re.search(r"http://[^:]+:(\d+)/", line)
+        if found is None:
+            raise RuntimeError(f"serve did not say where it serves: {line!r}")
+        port = int(found[1])
         slow: list[socket.socket] = []
         for _ in range(n_slow):
             s = socket.create_connection(("127.0.0.1", port), timeout=10)
@@ -116,6 +127,9 @@ def bench_serve(n_slow: int = 400, drip: float = 2.0, n_normal: int = 20) -> dic
             thread.join(5)
             for s in slow:
                 s.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
     return {
         "slow_clients": float(n_slow),
         "normal_median_s": statistics.median(lat),
