@@ -340,3 +340,30 @@ def test_headers_must_arrive_within_the_header_deadline(backend):
                 assert got.startswith(b"HTTP/1.1 408"), got
         finally:
             slow.stop()
+
+
+def test_kept_alive_and_pipelined_requests_come_back_through_the_front(backend):
+    """Two requests sent at once on one connection (the second already in the front's buffer when the
+    first is answered) and a third after both answers: all answered, in order, on the same connection."""
+    with serve_in_thread(backend=backend) as (_, server):
+        one = json.dumps(text_body(backend)).encode()
+        req = (
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(one)}\r\n\r\n".encode()
+            + one
+        )
+        with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=20) as s:
+            s.sendall(req + req)
+            got = b""
+            while got.count(b"HTTP/1.1 200") < 2 or not got.endswith(b"}"):
+                got += s.recv(65536)
+            s.sendall(req[:40])  # the third dribbles in two parts
+            time.sleep(0.2)
+            s.sendall(req[40:])
+            third = b""
+            while not third.endswith(b"}"):
+                third += s.recv(65536)
+        assert got.count(b"HTTP/1.1 200 ") == 2 and third.startswith(b"HTTP/1.1 200 "), (
+            got[:200],
+            third[:200],
+        )
