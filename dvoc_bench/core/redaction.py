@@ -191,6 +191,8 @@ def spread_needles(key: str) -> list[str]:
 def _spread_sub(text: str, needles: tuple[str, ...]) -> str:
     """``text`` with every stretch whose letters and digits spell one of ``needles`` replaced (whatever
     non-letters lie between them: spaces, zero-width characters, NULs, quotes and ``+`` between pieces)."""
+    if len(text) < _MIN_SPREAD:  # fewer letters than any needle (most strings of a record)
+        return text
     letters = _alnum(text)
     if not any(n in letters for n in needles):
         return text

@@ -105,5 +105,8 @@ def test_ordinary_text_without_the_key_is_left_unchanged(key: str, text: str) ->
 def test_prompts_and_replies_without_the_key_are_left_unchanged(key: str, words: list[str]) -> None:
     prompt = " ".join(words)
     reply = '{"dx": -40, "dy": 12, "confidence": 0.6, "note": "the Submit button is left of the crosshair"}'
-    for text in (prompt, reply, bench_prompt()):
+    texts = (prompt, reply, bench_prompt())
+    pieces = {t[i : i + 8].lower() for t in (key, key[::-1]) for i in range(len(t) - 7)}
+    assume(not any(p in text.lower() for p in pieces for text in texts))  # the fragment rule's business
+    for text in texts:
         assert redact(text, {key}) == text
