@@ -12,6 +12,8 @@ Figures, not assertions (docs/benchmarks.md lists each target). ``NAME`` picks t
 - ``throughput``: samples and model calls per second, CPU per call, peak RSS and bytes per sample of a
   ScreenSpot-Pro-size sweep against an instant model over HTTP, at 16, 64 and 256 in flight, on 1 and 2 cores;
 - ``view``: the run viewer on a synthetic 10,000-trial run dir: build time, size, open time in Chromium;
+- ``limits``: the cost of the guards every input passes (key redaction on a 1.3 KB prompt; ``serve``
+  answering while 400 slowloris clients hold connections);
 - ``help``: the wall time of ``python -m dvoc_bench --help`` (fresh processes, median);
 - ``recorded-calls``: rewrites the table of calls per trial in the authors' records (``run.plan_only``).
 
@@ -36,6 +38,7 @@ SCRIPTS = {
     "help": "dvoc_bench.benchmarks.startup",
     "view": "dvoc_bench.benchmarks.view",
     "throughput": "dvoc_bench.benchmarks.throughput",
+    "limits": "dvoc_bench.benchmarks.limits",
 }
 """Scripts with their own options, by name; every other name goes to the harness benchmarks."""
 

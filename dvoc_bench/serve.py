@@ -108,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     d = ServerLimits()
     p.add_argument(
         "--max-connections", type=int, default=d.max_connections,
-        help=f"open connections (threads) at most; more wait in the backlog (default {d.max_connections})",
+        help=f"handler threads at most (complete requests beyond wait; default {d.max_connections})",
     )  # fmt: skip
     p.add_argument(
         "--idle-timeout", type=float, default=d.idle_timeout_s,

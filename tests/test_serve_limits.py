@@ -4,6 +4,7 @@ model name is never a path; bad input is a 4xx, never a 500; ``stream=True`` is 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
@@ -264,3 +265,105 @@ def test_the_serving_line_reaches_a_pipe_before_the_server_exits(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+class Slowloris:
+    """``n`` loopback clients that send a request line and then one header byte each every ``drip`` seconds,
+    from one thread, until :meth:`stop` or ``stop_after`` seconds (they never finish their headers)."""
+
+    def __init__(self, port: int, n: int, drip: float = 0.5, stop_after: float = 20.0):
+        self.socks = []
+        for _ in range(n):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\n")
+            s.setblocking(False)
+            self.socks.append(s)
+        self._stop = threading.Event()
+        self._end = time.monotonic() + stop_after
+        self.thread = threading.Thread(target=self._drip, args=(drip,), daemon=True)
+        self.thread.start()
+
+    def _drip(self, drip: float) -> None:
+        while not self._stop.wait(drip) and time.monotonic() < self._end:
+            for s in self.socks:
+                with contextlib.suppress(OSError):
+                    s.send(b"X")
+
+    def open_count(self) -> int:
+        """Slow connections the server has not closed (nothing to read, no EOF)."""
+        n = 0
+        for s in self.socks:
+            try:
+                s.recv(1, socket.MSG_PEEK)  # an answer or EOF: the server closed it
+            except BlockingIOError:
+                n += 1
+            except OSError:
+                pass
+        return n
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(5)
+        for s in self.socks:
+            s.close()
+
+
+def test_slow_clients_hold_no_thread_and_a_normal_request_is_answered_while_they_wait(backend):
+    """Before (issue 51): slow clients held all the connection threads until the request deadline; a
+    normal request waited until they were closed. Here 60 slow clients face 8 handler threads."""
+    limits = ServerLimits(max_connections=8, header_timeout_s=60, request_timeout_s=60)
+    with serve_in_thread(backend=backend, limits=limits) as (_, server):
+        port = server.server_address[1]
+        slow = Slowloris(port, 60)
+        try:
+            time.sleep(1.0)  # every slow client has sent bytes since it connected
+            for _ in range(3):
+                status, _, body = exchange(port, request(text_body(backend)), timeout=30)
+                assert status == 200, body
+            assert slow.open_count() == 60  # answered while every slow client still waits
+        finally:
+            slow.stop()
+
+
+def test_headers_must_arrive_within_the_header_deadline(backend):
+    """A client that keeps dribbling header bytes is answered 408 once ``header_timeout_s`` has passed."""
+    limits = ServerLimits(header_timeout_s=0.5, request_timeout_s=60, idle_timeout_s=60)
+    with serve_in_thread(backend=backend, limits=limits) as (_, server):
+        slow = Slowloris(server.server_address[1], 5, drip=0.1, stop_after=30)
+        try:
+            for s in slow.socks:
+                s.setblocking(True)
+                s.settimeout(10)
+                got = b""
+                while chunk := s.recv(4096):
+                    got += chunk
+                assert got.startswith(b"HTTP/1.1 408"), got
+        finally:
+            slow.stop()
+
+
+def test_kept_alive_and_pipelined_requests_come_back_through_the_front(backend):
+    """Two requests sent at once on one connection (the second already in the front's buffer when the
+    first is answered) and a third after both answers: all answered, in order, on the same connection."""
+    with serve_in_thread(backend=backend) as (_, server):
+        one = json.dumps(text_body(backend)).encode()
+        req = (
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(one)}\r\n\r\n".encode()
+            + one
+        )
+        with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=20) as s:
+            s.sendall(req + req)
+            got = b""
+            while got.count(b"HTTP/1.1 200") < 2 or not got.endswith(b"}"):
+                got += s.recv(65536)
+            s.sendall(req[:40])  # the third dribbles in two parts
+            time.sleep(0.2)
+            s.sendall(req[40:])
+            third = b""
+            while not third.endswith(b"}"):
+                third += s.recv(65536)
+        assert got.count(b"HTTP/1.1 200 ") == 2 and third.startswith(b"HTTP/1.1 200 "), (
+            got[:200],
+            third[:200],
+        )

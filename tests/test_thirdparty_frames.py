@@ -12,15 +12,13 @@ the harness's own pixels."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from dvoc_bench.coords import screen_point
 from dvoc_bench.core.geometry import Box, Point, Size
-from tests.support import ROOT, required
+from tests.support import need_thirdparty
 
-THIRDPARTY = ROOT.parent / "shared" / "thirdparty"
 CONFIG = "vllm-qwen3-vl-8b"
 RUNS = {  # file -> (step-1 key, crop key, step-2 key, final key, correct key)
     "kv_capture.json": ("step1", "crop_box", "step2", "final", "correct"),
@@ -28,15 +26,6 @@ RUNS = {  # file -> (step-1 key, crop key, step-2 key, final key, correct key)
 }
 
 
-def need_thirdparty(sub: str) -> Path:
-    """``../shared/thirdparty/<sub>``, or skip (fail under ``DVOC_REQUIRE_UPSTREAM``)."""
-    path = THIRDPARTY / sub
-    if path.exists():
-        return path
-    msg = f"the third-party records are not at {path}"
-    if required():
-        pytest.fail(f"{msg}; DVOC_REQUIRE_UPSTREAM is set, so this is a failure, not a skip", pytrace=False)
-    pytest.skip(msg)
 
 
 def reply(point: list[float]) -> str:

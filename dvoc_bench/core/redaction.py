@@ -26,12 +26,22 @@ console lines of the app, and the log handlers.
   character that carries bits of the key is removed, and the padding, except the one character before the
   key's first whole character at offsets 1 and 2 (it carries two or four bits of the key's first byte);
 - any piece of at least eight characters of the key or of the key reversed inside a longer token (the
-  whole token is removed), which covers a key split into pieces of eight characters or more.
+  whole token is removed), which covers a key split into pieces of eight characters or more;
+- **by the key itself** (:func:`spread_needles`): the stretch of text whose letters and digits, read on
+  their own in lower case, spell the key's letters and digits, whatever non-letters lie between them (a
+  key split into pieces of any size joined by quotes, ``+``, ``|`` or newlines; spaced by any number of
+  spaces, dots or dashes; zero-width characters; UTF-16 bytes, whose NULs sit between the characters),
+  and the same for the key reversed and for these transforms: base32 of the key or the reversed key (five
+  alignments, the characters carrying only the key's bits), base64 of the reversed key and of the key's
+  UTF-16 bytes, UTF-16 bytes in hexadecimal (either byte order, any separators) and as a ``repr``
+  (``s\\x00k\\x00``), and the key's bytes URL-encoded twice or three times (``%2573``). Only
+  needles of at least twelve letters and digits are looked for (a chance spelling of twelve given
+  characters in ordinary text is never seen; ``tests/models/test_redact_spread.py`` checks both ways).
 
-**Not covered**: pieces shorter than eight characters; a key spaced by three or more whitespace characters
-or by other separators; encodings other than the above (base32, base85, rot13, double encodings such as
-URL-encoded hex of base64, hashes, compressed or encrypted forms, UTF-16 bytes); a base64 string that
-breaks lines more than twice in a row. Keys shorter than six characters are not registered.
+**Not covered**: pieces shorter than eight characters with letters or digits between them (``sk-dv and
+then oc12``); encodings other than the above (base85, rot13, double encodings other than URL twice such
+as URL-encoded hex of base64, base64 of base64, hashes, compressed or encrypted forms); a key spread
+across the cut of :func:`redact_head`. Keys shorter than six characters are not registered.
 """
 
 from __future__ import annotations
@@ -85,6 +95,11 @@ _NEEDLES: tuple[tuple[tuple[str, ...], bool], ...] = (
 the case-folded text (a superset of what ``re.IGNORECASE`` equates: ``\u212a`` is ``k``, ``\u017f`` is
 ``s``). Text holding none of them cannot match, so the pattern is not run (most strings of a record)."""
 
+_MIN_SPREAD = 12
+"""A key (or transform of one) is looked for among a text's letters and digits when it has at least this
+many: a chance spelling of twelve given characters in ordinary text is never seen."""
+_ALNUM = re.compile(r"[A-Za-z0-9]")
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]+")
 _TOKEN_RE = re.compile(r"[A-Za-z0-9_\-+/=.:]{" + str(_FRAGMENT) + ",}")
 _SEP = r"\s{0,2}"
 """Between two characters of an echoed form: nothing, or up to two whitespace characters."""
@@ -137,6 +152,67 @@ def base64_cores(data: bytes) -> list[str]:
     return out
 
 
+def base32_cores(data: bytes) -> list[str]:
+    """The base32 characters that depend on ``data`` alone, when ``data`` sits at offset 0 to 4 (mod 5)
+    of a longer base32-encoded string (each character carries five bits)."""
+    out: list[str] = []
+    for a in range(5):
+        enc = base64.b32encode(b"\0" * a + data).decode("ascii")
+        core = enc[-(-8 * a // 5) : 8 * (a + len(data)) // 5]
+        if core not in out:
+            out.append(core)
+    return out
+
+
+def _alnum(text: str) -> str:
+    return _NOT_ALNUM.sub("", text).lower()
+
+
+def spread_needles(key: str) -> list[str]:
+    """What a key leaves among a text's letters and digits once everything else is dropped (lower case),
+    for the key and each transform a provider may echo it in: the key and the key reversed; their bytes
+    in base32 (five alignments) and base64 (three; both alphabets, which differ only in two non-letters);
+    the key's UTF-16 bytes (little and big endian) in base64, in hexadecimal and as ``\\x00``-escaped
+    bytes (a ``repr``), raw UTF-16 bytes being the key's characters with NULs between; the key's bytes in
+    hexadecimal (also what URL-encoding every byte leaves) and URL-encoded twice or three times (``%2573``).
+    Needles with fewer than :data:`_MIN_SPREAD` letters and digits are dropped (too likely by chance)."""
+    data = key.encode("utf-8", "surrogatepass")
+    out: list[str] = []
+    for text in (key, key[::-1]):
+        raw = text.encode("utf-8", "surrogatepass")
+        out += [text, *base32_cores(raw), *base64_cores(raw)]
+    for raw in (key.encode("utf-16-le", "surrogatepass"), key.encode("utf-16-be", "surrogatepass")):
+        out += [raw.hex(), *base64_cores(raw), repr(raw)[2:-1]]
+    out += [data.hex(), "".join("25" + f"{b:02x}" for b in data), "".join("2525" + f"{b:02x}" for b in data)]
+    needles = [_alnum(n) for n in out]
+    return [n for n in dict.fromkeys(needles) if len(n) >= _MIN_SPREAD]
+
+
+def _spread_sub(text: str, needles: tuple[str, ...]) -> str:
+    """``text`` with every stretch whose letters and digits spell one of ``needles`` replaced (whatever
+    non-letters lie between them: spaces, zero-width characters, NULs, quotes and ``+`` between pieces)."""
+    if len(text) < _MIN_SPREAD:  # fewer letters than any needle (most strings of a record)
+        return text
+    letters = _alnum(text)
+    if not any(n in letters for n in needles):
+        return text
+    at = [m.start() for m in _ALNUM.finditer(text)]  # position in text of each letter or digit
+    spans: list[tuple[int, int]] = []
+    for n in needles:
+        k = letters.find(n)
+        while k >= 0:
+            spans.append((at[k], at[k + len(n) - 1] + 1))
+            k = letters.find(n, k + 1)
+    out: list[str] = []
+    end = 0
+    for a, b in sorted(spans):
+        if a >= end:
+            out += [text[end:a], REDACTED]
+        end = max(end, b)
+    out.append(text[end:])
+    return "".join(out)
+
+
 def _hex_form(data: bytes) -> str:
     return _HEX_SEP.join("(?:0[xX])?" + _hex(f"{b:02x}") for b in data)
 
@@ -149,6 +225,9 @@ class _Matcher:
     """Every echoed form of every key (one alternation, longest keys first)."""
     grams: frozenset[str]
     """Every ``_FRAGMENT``-character piece of every key and reversed key."""
+    spread: tuple[str, ...]
+    """The letters and digits (lower case) of every key and of its transforms (:func:`spread_needles`):
+    found in a text's letters and digits read on their own, whatever lies between them is removed too."""
     reach: int
     """Upper bound on the characters one match of ``forms`` (or a fragment's token) can span."""
 
@@ -173,7 +252,8 @@ def _matcher(known: frozenset[str]) -> _Matcher | None:
             grams |= {text[i : i + _FRAGMENT] for i in range(len(text) - _FRAGMENT + 1)}
     lead = "(?=[" + "".join(re.escape(c) for c in sorted(first)) + "])"  # one test per position first
     forms = re.compile(lead + "(?:" + "|".join(parts) + ")")
-    return _Matcher(forms, frozenset(grams), 2 * longest * _CHAR_REACH + 64)
+    spread = tuple(dict.fromkeys(n for s in known for n in spread_needles(s)))
+    return _Matcher(forms, frozenset(grams), spread, 2 * longest * _CHAR_REACH + 64)
 
 
 def register_secret(value: str | None) -> None:
@@ -201,6 +281,7 @@ def redact(text: str, secrets: set[str] | frozenset[str] | None = None) -> str:
         text = m.forms.sub(REDACTED, text)
         if any(g in text for g in m.grams):  # a piece of a key is left: remove the tokens holding one
             text = _TOKEN_RE.sub(lambda t: REDACTED if any(g in t[0] for g in m.grams) else t[0], text)
+        text = _spread_sub(text, m.spread)
     folded = text.casefold()
     for pat, (needles, fold) in zip(_PATTERNS, _NEEDLES, strict=True):
         where = folded if fold else text

@@ -16,6 +16,7 @@ import numpy as np
 
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.geometry import Size
+from dvoc_bench.core.pixels import TooManyPixels, decode_rgb
 from dvoc_bench.detect.types import DetectionRun, Detector
 from dvoc_bench.draw.render import encode_png
 from dvoc_bench.draw.som_layout import Mark
@@ -37,15 +38,17 @@ class Marked:
 
 
 def read_image(path: str | Path) -> np.ndarray:
-    """An image file as ``HxWx3`` uint8 RGB; a missing or unreadable file is a ``ConfigError`` naming it."""
-    from PIL import Image, UnidentifiedImageError
+    """An image file as ``HxWx3`` uint8 RGB; a missing or unreadable file, or one of more pixels than the
+    decompression-bomb limit (read from its header, nothing decoded), is a ``ConfigError`` naming it."""
+    from PIL import UnidentifiedImageError
 
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"{path}: file not found")
     try:
-        with Image.open(p) as im:
-            return np.asarray(im.convert("RGB"))
+        return decode_rgb(p)
+    except TooManyPixels as e:
+        raise ConfigError(f"{path}: {e}") from None
     except (UnidentifiedImageError, OSError, ValueError) as e:
         raise ConfigError(f"{path}: not a readable image ({type(e).__name__})") from None
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import io
 import os
 import struct
 import threading
@@ -41,6 +40,7 @@ from PIL import Image, ImageDraw, ImageFont
 from dvoc_bench.core.declare import RGB, Declared, NonNegInt
 from dvoc_bench.core.geometry import Point
 from dvoc_bench.core.memo import Memo
+from dvoc_bench.core.pixels import decode_rgb
 
 Color = tuple[int, int, int]
 
@@ -473,9 +473,9 @@ def encode_png(image: np.ndarray, *, base: np.ndarray | None = None) -> bytes:
 
 
 def decode_png(data: bytes) -> np.ndarray:
-    """Decode PNG bytes to an ``HxWx3`` uint8 array (inverse of :func:`encode_png`)."""
-    with Image.open(io.BytesIO(data)) as img:
-        return np.array(img.convert("RGB"), dtype=np.uint8)
+    """Decode PNG bytes to an ``HxWx3`` uint8 array (inverse of :func:`encode_png`); more pixels than the
+    decompression-bomb limit raise :class:`~dvoc_bench.core.pixels.TooManyPixels` before decoding."""
+    return np.array(decode_rgb(data), dtype=np.uint8)
 
 
 def png_sha256(data: bytes) -> str:

@@ -61,6 +61,7 @@ from dvoc_bench.core.redaction import (
     redact_value,
     register_secret,
 )
+from dvoc_bench.models import error_bodies
 from dvoc_bench.models.base import (
     CROP_FIELD,
     MAX_REPLY_CHARS,
@@ -107,6 +108,7 @@ def import_litellm() -> Any:
             import litellm
 
             _disable_litellm_redaction()
+            error_bodies.install(litellm)  # error bodies cut to 64 KB (gzip inflated bounded) on arrival
             litellm.suppress_debug_info = True
             litellm.set_verbose = False
             litellm.drop_params = True

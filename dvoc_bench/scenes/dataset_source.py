@@ -22,6 +22,7 @@ from PIL import Image
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.geometry import Point, Size
 from dvoc_bench.core.memo import Memo
+from dvoc_bench.core.pixels import decode_rgb, open_checked
 from dvoc_bench.core.records import Probe, SceneKind
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
 from dvoc_bench.scenes import sources as registry
@@ -58,8 +59,7 @@ def _decode(path: Path) -> np.ndarray:
     """The screenshot at ``path`` as a read-only ``HxWx3`` uint8 array; a file that does not decode raises
     :class:`SampleError` (its sample fails, not the sweep)."""
     try:
-        with Image.open(path) as im:
-            arr = np.asarray(im.convert("RGB"), dtype=np.uint8)
+        arr = decode_rgb(path)  # at most MAX_PIXELS pixels, checked before decoding
     except (OSError, ValueError, Image.DecompressionBombError) as e:  # a truncated file: its sample fails
         raise SampleError(f"{path.name}: cannot decode: {e}".splitlines()[0]) from None
     arr.setflags(write=False)
@@ -112,9 +112,9 @@ def sample_snapshot(
     if not sample.image.is_file():
         raise SampleError(f"{where}: image not found: {sample.image}", stated)
     try:
-        with Image.open(sample.image) as im:  # the header only: no pixels decoded
+        with open_checked(sample.image) as im:  # the header only: no pixels decoded
             size = Size(*im.size)
-    except (OSError, ValueError, Image.DecompressionBombError) as e:
+    except (OSError, ValueError, Image.DecompressionBombError) as e:  # TooManyPixels included
         raise SampleError(f"{where}: cannot open {sample.image.name}: {e}", stated) from None
     if max_side is not None and max(size.width, size.height) > max_side:
         shown = f"{size.width}x{size.height}"
@@ -157,7 +157,6 @@ class DatasetScenes:
 
     def snapshot(self, task_id: str) -> Snapshot:
         return sample_snapshot(self.samples[task_id], self.cache, self.spec, self.max_side)
-
 
     def meta(self, task_id: str) -> dict[str, Any]:
         """What the trial record keeps of the sample (:class:`dvoc_bench.core.records.SampleMeta`)."""

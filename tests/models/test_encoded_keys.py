@@ -60,6 +60,21 @@ def forms(key: str) -> dict[str, tuple[str, str]]:
                 name = f"base64-{offset}{'-urlsafe' if urlsafe else ''}{'' if pad else '-nopad'}"
                 out[name] = _b64_around(key, offset, urlsafe, pad)
     out["base64-alone"] = (base64.b64encode(raw).decode(), base64.b64encode(raw).decode()[:-2])
+    # issue 51: the key's characters in order with non-letters between, and further transforms
+    pieces = '" + "'.join(key[i : i + 5] for i in range(0, len(key), 5))
+    out["pieces"] = (pieces, pieces)
+    out["spaced-3"] = ("   ".join(key), "   ".join(key))
+    out["dotted"] = (".".join(key), ".".join(key))
+    b32 = base64.b32encode(raw).decode()
+    out["base32"] = (b32, b32[: 8 * len(raw) // 5])
+    out["base32-lower"] = (b32.lower(), b32[: 8 * len(raw) // 5])
+    for order in ("le", "be"):
+        wide = key.encode(f"utf-16-{order}")
+        out[f"utf16{order}-hex"] = (wide.hex(), wide.hex())
+        out[f"utf16{order}-repr"] = (repr(wide)[2:-1], repr(wide)[2:-1])
+    out["url-twice"] = ("".join(f"%25{b:02X}" for b in raw), "".join(f"%25{b:02x}" for b in raw))
+    rev = base64.b64encode(raw[::-1]).decode()
+    out["base64-reversed"] = (rev, rev[:-2])
     return out
 
 
@@ -73,7 +88,8 @@ def found(haystack: str, key: str) -> list[str]:
     folded = re.sub(r"\\+", lambda _: "\\", haystack).lower()
     hits = []
     for name, (_, needle) in forms(key).items():
-        where, what = (haystack, needle) if name.startswith("base64") else (folded, needle.lower())
+        exact = name.startswith("base64") or name == "base32"
+        where, what = (haystack, needle) if exact else (folded, needle.lower())
         if what in where:
             hits.append(name)
     return hits

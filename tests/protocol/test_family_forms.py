@@ -16,7 +16,7 @@ from dvoc_bench.methods.common import TrialEnv
 from dvoc_bench.models.base import Reply, ToolCall
 from dvoc_bench.protocol.native import parse_native, point_parser
 from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
-from tests.support import FrameSink, ScriptedModel, make_spec, run_method
+from tests.support import ScriptedModel, ShotSink, make_spec, run_method
 
 REG = SceneRegistry(default_scenes_dir(), sources=build_sources(names=["synthetic"]))
 
@@ -112,7 +112,7 @@ def test_a_refusing_model_fails_its_one_shot_trial_with_refusals_not_parse_error
         snapshot=REG.snapshot("S1"),
         model=model,
         model_identity="m@",
-        save_frame=FrameSink(),
+        save_shot=ShotSink(),
         frame_rule=K,
         prompt_style="free_text",
     )

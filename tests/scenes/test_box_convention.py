@@ -17,18 +17,11 @@ from dvoc_bench.scenes.box_convention import Evidence, convention
 from dvoc_bench.scenes.dataset_fixture import write_fixture
 from dvoc_bench.scenes.dataset_source import spec_from_options
 from dvoc_bench.scenes.datasets import DatasetSettings, load_samples
-from tests.support import ROOT, required
-
-GUI_ACTOR = ROOT.parent / "shared" / "thirdparty" / "gui-actor-ssv2"
+from tests.support import need_thirdparty
 
 
 def need_release() -> Path:
-    if GUI_ACTOR.is_dir():
-        return GUI_ACTOR
-    msg = f"the GUI-Actor ScreenSpot-v2 release is not at {GUI_ACTOR}"
-    if required():
-        pytest.fail(f"{msg}; DVOC_REQUIRE_UPSTREAM is set, so this is a failure, not a skip", pytrace=False)
-    pytest.skip(msg)
+    return need_thirdparty("gui-actor-ssv2")
 
 
 def load(root: Path, fmt: str, **options):

@@ -3,11 +3,13 @@ process (Xvfb, D-Bus, AT-SPI daemons, the application) left after a run or ``kil
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -232,3 +234,53 @@ def test_the_bundled_application_set_runs_and_sim_ideal_hits_every_target(tmp_pa
     bad = {k: (t["status"], t.get("error"), t["hit_element"]) for k, t in trials.items() if not t["hit"]}
     assert bad == {}, bad
     assert all(t["status"] == "ok" and t["hit_rule"] == "accessible" for t in trials.values())
+
+
+def test_an_app_run_leaves_no_bus_socket_in_tmp_and_no_child_without_environment(tmp_path):
+    """Issue 51, item 10. Before: the private session bus listened on ``/tmp/dbus-*`` (its config's
+    ``unix:tmpdir=/tmp``) and the socket stayed (398 after a day); a child the application started with
+    an empty environment survived the run. Now the bus listens in the runner's own folder, removed after.
+    The bus addresses are read from the application's environment while it runs (other runs on the
+    machine may create ``/tmp/dbus-*`` files of their own meanwhile)."""
+    from tests.scenes.test_desktop_procs import sleeping
+
+    stamp = f"{5000 + uuid.uuid4().int % 10**6 / 10**6:.6f}"
+    script = tmp_path / "app.sh"
+    script.write_text(f"#!/bin/sh\nenv -i sleep {stamp} &\nexec {QUESTION}\n")
+    script.chmod(0o755)
+    mark = uuid.uuid4().hex
+    before = {p.name for p in Path("/tmp").glob("dbus-*")}
+    seen: set[str] = set()
+    done = threading.Event()
+
+    def watch() -> None:  # the session bus address of every process of this run, while it runs
+        while not done.is_set():
+            for p in marked(mark):
+                with contextlib.suppress(psutil.Error):
+                    if address := p.environ().get("DBUS_SESSION_BUS_ADDRESS"):
+                        seen.add(address)
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        r = run_cli(
+            "task=desktop_app", f"desktop.app.command={script}", "desktop.app.target=push button:No",
+            "desktop.app.instruction=Keep the files", "methods=[oneshot]", "models=[sim-ideal]",
+            "starts=random:1", f"hydra.run.dir={tmp_path / 'run'}", env_extra={"DVOC_TEST_MARK": mark},
+            timeout=240,
+        )  # fmt: skip
+    finally:
+        done.set()
+        watcher.join(5)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert _trials(tmp_path / "run")[0]["hit"]
+    paths = [a.split("path=", 1)[1].split(",", 1)[0] for a in seen if "path=" in a]
+    assert paths, seen  # the application ran on a private bus, seen through its environment
+    assert all("/dvoc-atspi-" in p and not Path(p).parent.exists() for p in paths), paths  # folder removed
+    new = {p.name for p in Path("/tmp").glob("dbus-*")} - before
+    assert not {Path(p).name for p in paths} & new
+    left = sleeping(stamp)
+    for p in left:
+        p.kill()
+    assert left == [] and gone_within(mark, 5) == []

@@ -195,3 +195,88 @@ def test_a_killed_runs_atspi_folder_is_swept_too(tmp_path):
         (d / "home").mkdir(parents=True)
     assert remove_stale_folders(tmp_path) == [stale]
     assert not stale.exists() and live.exists()
+
+
+EMPTY_ENV_APP = """
+import os
+import subprocess
+import sys
+import tkinter as tk
+
+plain, daemon = sys.argv[1], sys.argv[2]
+subprocess.Popen(["env", "-i", "sleep", plain])  # no environment at all: no mark, no tree token
+if os.fork() == 0:  # a daemon without environment: fork, setsid, fork again; its parent exits at once
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp("env", ["env", "-i", "sleep", daemon])
+    os._exit(0)
+root = tk.Tk()
+root.geometry("300x200+0+0")
+tk.Button(root, name="ok", text="OK", command=root.destroy).pack(pady=40)
+root.mainloop()
+"""
+
+
+def sleeping(*args: str) -> list[psutil.Process]:
+    """Live ``sleep`` processes whose argument is one of ``args``."""
+    out = []
+    for p in psutil.process_iter():
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE and p.cmdline()[1:] and p.cmdline()[-1] in args:
+                out.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            pass
+    return out
+
+
+def test_children_started_with_an_empty_environment_end_with_the_run(tmp_path):
+    """Issue 51, item 10. Before: cleanup found descendants by an environment token, so a child started
+    with ``env -i`` (plain, or daemonised out of the session) outlived the run."""
+    app = tmp_path / "bare.py"
+    app.write_text(EMPTY_ENV_APP.replace("sys.argv[1], sys.argv[2]", "PLAIN, DAEMON"))
+    n = uuid.uuid4().int % 10**6
+    plain, daemon = f"{3000 + n / 10**6:.6f}", f"{4000 + n / 10**6:.6f}"  # unique sleep arguments
+    app.write_text(app.read_text().replace("PLAIN, DAEMON", f"{plain!r}, {daemon!r}"))
+    r = run_cli(
+        "task=desktop_custom", f"desktop.custom.script={app}", "desktop.custom.target=widget:.ok",
+        "desktop.custom.instruction=Click OK", "methods=[oneshot]", "models=[sim-ideal]", "starts=random:1",
+        f"hydra.run.dir={tmp_path / 'run'}", timeout=180,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    deadline = time.monotonic() + 5
+    while (left := sleeping(plain, daemon)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for p in left:  # never leave them to the machine, whatever the outcome
+        p.kill()
+    assert left == []
+
+
+def test_kill_9_of_the_harness_ends_the_children_without_environment_too(tmp_path):
+    """Issue 51, item 10: after ``kill -9`` of the harness the Tk runner (told by ``SIGTERM``, its
+    parent-death signal) ends its whole tree, also children started with an empty environment."""
+    n = uuid.uuid4().int % 10**6
+    plain, daemon = f"{6000 + n / 10**6:.6f}", f"{7000 + n / 10**6:.6f}"
+    app = tmp_path / "bare.py"
+    app.write_text(EMPTY_ENV_APP.replace("sys.argv[1], sys.argv[2]", f"{plain!r}, {daemon!r}"))
+    argv = [sys.executable, "-m", "dvoc_bench", "task=desktop_custom", f"desktop.custom.script={app}",
+            "desktop.custom.target=widget:.ok", "desktop.custom.instruction=Click OK", "methods=[oneshot]",
+            "models=[sim-ideal]", "starts=random:1", "repeats=300",
+            f"hydra.run.dir={tmp_path / 'run'}"]  # fmt: skip
+    env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
+    harness = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(sleeping(plain, daemon)) < 2 and harness.poll() is None:
+            time.sleep(0.2)
+        assert len(sleeping(plain, daemon)) == 2, "the app never started its children"
+        harness.send_signal(signal.SIGKILL)
+        harness.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while (left := sleeping(plain, daemon)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for p in left:
+            p.kill()
+        assert left == []
+    finally:
+        if harness.poll() is None:
+            harness.kill()

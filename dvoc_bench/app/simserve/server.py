@@ -1,12 +1,16 @@
 """The simulator server's HTTP side: a bounded threaded server, its limits and its injected faults.
 
-Limits (:class:`ServerLimits`, all overridable): the listen backlog holds a burst of connections the
-handler threads have not taken yet (queued by the kernel, never reset); at most ``max_connections``
-handler threads exist (more connections wait in the backlog); at most ``max_busy`` requests are inside the
-simulator at once, the others wait up to ``queue_timeout_s`` and are then answered 503 with
-``Retry-After``; a connection that sends nothing for ``idle_timeout_s`` (or has not sent a whole request
-``request_timeout_s`` after it began) is closed, so a slow client cannot hold a thread; a body larger than
-``max_body`` is a 413. A bad request is a 4xx with one line saying what is wrong, never a 500.
+Every connection is first held by the front (:mod:`dvoc_bench.app.simserve.front`: one thread, a
+selector), which reads each request whole and only then hands it to a handler thread: a slow client
+(slowloris: a byte every few seconds) costs a socket, never a thread, and complete requests are answered
+while hundreds of slow ones wait. Limits (:class:`ServerLimits`, all overridable): the listen backlog
+holds a burst of connections not accepted yet (queued by the kernel, never reset); at most ``max_open``
+connections are open in the front; at most ``max_connections`` handler threads exist (complete requests
+beyond wait in the front); at most ``max_busy`` requests are inside the simulator at once, the others wait
+up to ``queue_timeout_s`` and are then answered 503 with ``Retry-After``; a request's line and headers
+must arrive within ``header_timeout_s`` of its first byte and all of it within ``request_timeout_s`` (else
+408, connection closed); a connection that sends nothing for ``idle_timeout_s`` is closed; a body larger
+than ``max_body`` is a 413. A bad request is a 4xx with one line saying what is wrong, never a 500.
 """
 
 from __future__ import annotations
@@ -26,10 +30,12 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from socketserver import _SocketWriter  # type: ignore[attr-defined]
 from typing import Any
 
 from dvoc_bench.app.simserve import wire
 from dvoc_bench.app.simserve.backend import SimBackend
+from dvoc_bench.app.simserve.front import Conn, Front, FrontLimits
 from dvoc_bench.app.simserve.wire import HTTPError, bad_request
 
 log = logging.getLogger(__name__)
@@ -45,7 +51,10 @@ class ServerLimits:
     """Listen backlog: connections the kernel queues before a handler thread takes them (capped by the
     system's ``net.core.somaxconn``)."""
     max_connections: int = 256
-    """Handler threads (one per open connection); more connections wait in the backlog."""
+    """Handler threads (one per request being answered); more complete requests wait in the front."""
+    max_open: int = 4096
+    """Connections open at once in the front (reading requests, or waiting for the next on a kept-alive
+    connection); more wait in the listen backlog."""
     max_busy: int = 8
     """Requests inside the simulator at once (it is CPU-bound: more threads would not answer sooner)."""
     queue_timeout_s: float = 30.0
@@ -54,9 +63,12 @@ class ServerLimits:
     """The ``Retry-After`` of a 503."""
     idle_timeout_s: float = 10.0
     """A connection that sends nothing for this long (also between keep-alive requests) is closed."""
+    header_timeout_s: float = 5.0
+    """A request whose line and headers have not all arrived this long after its first byte is answered
+    408 and its connection closed (slowloris)."""
     request_timeout_s: float = 30.0
     """A request whose line, headers and body have not all arrived this long after it began is
-    answered 408 and its connection closed (a client dribbling bytes cannot hold a thread)."""
+    answered 408 and its connection closed. Until then it waits in the front, holding no thread."""
     max_body: int = 64 * 1024 * 1024
     """Largest request body, bytes; a larger ``Content-Length`` is a 413."""
 
@@ -133,23 +145,12 @@ class _Faults:
             return o.delay_s + (self.rng.uniform(0, o.delay_jitter_s) if o.delay_jitter_s > 0 else 0.0)
 
 
-class _Deadline(io.RawIOBase):
-    """A connection's receiving side whose every read waits at most the idle timeout and never past the
-    current request's deadline (``TimeoutError`` then)."""
+@dataclass(frozen=True)
+class _Request:
+    """A complete request handed from the front to a handler thread."""
 
-    def __init__(self, sock: socket.socket, idle_s: float):
-        self.sock, self.idle_s = sock, idle_s
-        self.deadline = math.inf
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("request deadline passed")
-        self.sock.settimeout(min(self.idle_s, left))
-        return self.sock.recv_into(b)
+    conn: Conn
+    data: bytes
 
 
 class _Server(ThreadingHTTPServer):
@@ -161,28 +162,49 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], limits: ServerLimits):
         self.limits = limits
         self.request_queue_size = limits.backlog
-        self._connections = threading.BoundedSemaphore(limits.max_connections)
+        self._workers = threading.BoundedSemaphore(limits.max_connections)
+        self._ready: deque[_Request] = deque()
         self.busy = threading.BoundedSemaphore(limits.max_busy)
-        self._closing = threading.Event()
         super().__init__(address, _Handler)
+        front = FrontLimits(
+            limits.header_timeout_s,
+            limits.request_timeout_s,
+            limits.idle_timeout_s,
+            limits.max_body,
+            limits.max_open,
+        )
+        self.front = Front(self.socket, front, self._handoff, tick=self._start_ready)
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        # at max_connections the accept loop waits here; new connections queue in the listen backlog
-        while not self._connections.acquire(timeout=0.2):
-            if self._closing.is_set():
-                self.shutdown_request(request)
-                return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._connections.release()
-            raise
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        """Run the front until :meth:`shutdown` (``poll_interval`` is unused: the front wakes itself)."""
+        self.front.run()
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
+    def _handoff(self, conn: Conn, data: bytes) -> None:
+        """On the front's loop: a complete request gets a handler thread, or waits for one."""
+        self._ready.append(_Request(conn, data))
+        self._start_ready()
+
+    def _start_ready(self) -> None:
+        """On the front's loop: waiting complete requests get the handler threads that are free."""
+        while self._ready and self._workers.acquire(blocking=False):
+            req = self._ready.popleft()
+            threading.Thread(target=self._answer, args=(req,), name="dvoc-sim-handler", daemon=True).start()
+
+    def _answer(self, req: _Request) -> None:
+        conn = req.conn
+        keep = False
         try:
-            super().process_request_thread(request, client_address)
+            conn.sock.setblocking(True)
+            handler = _Handler(req, conn.addr, self)  # type: ignore[arg-type]
+            keep = not handler.close_connection
+        except Exception:
+            self.handle_error(conn.sock, conn.addr)
         finally:
-            self._connections.release()
+            self._workers.release()
+            if not keep:
+                with contextlib.suppress(OSError):
+                    conn.sock.close()
+            self.front.give_back(conn)  # also when closed: the front counts it back
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that went away (reset, broken pipe, timeout) is logged at debug level; anything else
@@ -194,8 +216,8 @@ class _Server(ThreadingHTTPServer):
             log.exception("request from %s failed", client_address)
 
     def shutdown(self) -> None:
-        self._closing.set()
-        super().shutdown()
+        self.front.stop()
+        self.front.stopped.wait(5)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -203,16 +225,25 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body are two writes: without this, +40 ms per reply
 
-    def setup(self) -> None:
-        super().setup()
-        self.connection.settimeout(self.server.limits.idle_timeout_s)  # reads and writes alike
-        self._raw = _Deadline(self.connection, self.server.limits.idle_timeout_s)
-        self.rfile = io.BufferedReader(self._raw, 64 * 1024)
-        self._arm()
+    request: _Request
 
-    def _arm(self) -> None:
-        """Start the next request's deadline."""
-        self._raw.deadline = time.monotonic() + self.server.limits.request_timeout_s
+    def setup(self) -> None:
+        """The request was read whole by the front: it is read here from memory; answers go to the
+        socket (each write waits at most ``idle_timeout_s``)."""
+        self.connection = self.request.conn.sock
+        self.connection.settimeout(self.server.limits.idle_timeout_s)
+        if self.disable_nagle_algorithm:
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+        self.rfile = io.BytesIO(self.request.data)
+        self.wfile = _SocketWriter(self.connection)
+
+    def handle(self) -> None:
+        """One request: the connection goes back to the front for the next one."""
+        self.close_connection = True
+        self.handle_one_request()
+
+    def handle_expect_100(self) -> bool:
+        return True  # the front sent ``100 Continue`` while it read the body
 
     def log_message(self, format: str, *args: Any) -> None:  # no headers, never to stderr
         log.debug("%s %s", self.address_string(), format % args)
@@ -229,7 +260,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
-        self._arm()
 
     def _error(self, e: HTTPError) -> None:
         with self.server.faults.lock:
@@ -243,12 +273,6 @@ class _Handler(BaseHTTPRequestHandler):
         closed."""
         self.close_connection = True
         self._error(HTTPError(int(code), message or explain or "bad request", "invalid_request_error"))
-
-    def handle_one_request(self) -> None:
-        try:
-            super().handle_one_request()
-        except TimeoutError:  # raised by _Deadline between or inside reads the base class does not catch
-            self.close_connection = True
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
@@ -277,11 +301,7 @@ class _Handler(BaseHTTPRequestHandler):
         if n > self.server.limits.max_body:
             self.close_connection = True
             raise bad_request(f"the body is {n} bytes (at most {self.server.limits.max_body})", 413)
-        try:
-            raw = self.rfile.read(n)
-        except TimeoutError:
-            self.close_connection = True
-            raise HTTPError(408, "the request body did not arrive in time", "invalid_request_error") from None
+        raw = self.rfile.read(n)  # the front read it whole (or it is larger than max_body: 413 above)
         if len(raw) < n:
             self.close_connection = True
             raise bad_request(f"the body ended after {len(raw)} of {n} bytes")

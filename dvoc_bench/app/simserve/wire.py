@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import io
 import json
 import math
 import re
@@ -18,14 +17,16 @@ from typing import Any
 
 import numpy as np
 
+from dvoc_bench.core.pixels import MAX_PIXELS, TooManyPixels, decode_rgb
 from dvoc_bench.models.base import CROP_FIELD, Reply
 
 MAX_NAME_CHARS = 128
 """Longest model name accepted (a longer one is a 400, never looked up)."""
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 """What a model name looks like: a config's file stem (no path separator, no leading dot)."""
-MAX_IMAGE_PIXELS = 89_478_485
-"""Largest image decoded (PIL's own decompression-bomb limit); a larger one is a 400."""
+MAX_IMAGE_PIXELS = MAX_PIXELS
+"""Largest image decoded (PIL's own decompression-bomb limit, :mod:`dvoc_bench.core.pixels`); a larger one is
+a 400."""
 
 
 class HTTPError(Exception):
@@ -130,11 +131,9 @@ def decode(png: bytes) -> np.ndarray:
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(io.BytesIO(png)) as img:
-            w, h = img.size
-            if w * h > MAX_IMAGE_PIXELS:
-                raise bad_request(f"the image is {w}x{h} pixels (at most {MAX_IMAGE_PIXELS} pixels)")
-            return np.asarray(img.convert("RGB"), dtype=np.uint8)
+        return decode_rgb(png)
+    except TooManyPixels as e:
+        raise bad_request(str(e)) from None
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
         raise bad_request(f"the image is too large to decode ({e})") from None
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -195,10 +194,9 @@ def decode_image(req: ModelRequest) -> np.ndarray | None:
         return np.asarray(req.image_rgb)
     if req.image_png is None:
         return None
-    from PIL import Image
+    from dvoc_bench.core.pixels import decode_rgb
 
-    with Image.open(io.BytesIO(req.image_png)) as img:
-        return np.asarray(img.convert("RGB"), dtype=np.uint8)
+    return decode_rgb(req.image_png)  # at most MAX_PIXELS pixels, checked before decoding
 
 
 def image_digest(req: ModelRequest) -> bytes:

@@ -14,9 +14,11 @@ harness starts it with the display's ``DISPLAY`` and ``FONTCONFIG_FILE``; the ru
 3. waits until the application's accessible shows the ``wait_for`` accessible (or any window), and the
    tree stops changing, says ``{"ready": ...}`` and serves JSON-line queries on stdin.
 
-Every process started below it carries the harness's tree token (``DVOC_PROCESS_TREE``) in its
-environment; on ``quit``, a closed pipe (the harness is gone, even after ``kill -9``), ``SIGTERM`` or an
-error the runner kills every live process carrying the token, then exits.
+On ``quit``, a closed pipe (the harness is gone, even after ``kill -9``), ``SIGTERM`` or an error the
+runner kills every process below it (parent links in ``/proc``: as their subreaper, even a process that
+cleared its environment or left the session and lost its parent is below it; the harness's tree token,
+``DVOC_PROCESS_TREE``, is a second net), removes its folder, then exits. The session bus listens in that
+folder (``bus/``, not ``/tmp/dbus-*``) and AT-SPI's bus under its ``XDG_RUNTIME_DIR`` (``run/at-spi/``).
 
 Element ids: ``ROLE:NAME`` (``push button:OK``), and ``ROLE:NAME#N`` for the N-th (N >= 2) accessible
 with that role and name in reading order (top to bottom, then left to right, by the clipped box).
@@ -93,7 +95,8 @@ class Session:
     def start(self) -> dict[str, Any]:
         runtime = os.path.join(self.tmp, "run")
         home = os.path.join(self.tmp, "home")
-        for d in (runtime, home):
+        sockets = os.path.join(self.tmp, "bus")  # the session bus's socket (its config says /tmp)
+        for d in (runtime, home, sockets):
             os.makedirs(d, mode=0o700, exist_ok=True)
         os.environ.update(XDG_RUNTIME_DIR=runtime, HOME=home, XDG_CONFIG_HOME=os.path.join(home, ".config"))
         os.environ.update(GTK_MODULES="gail:atk-bridge", QT_ACCESSIBILITY="1", GDK_BACKEND="x11")
@@ -102,6 +105,7 @@ class Session:
         os.environ.pop("AT_SPI_BUS_ADDRESS", None)
         r, w = os.pipe()
         argv = ["dbus-daemon", "--session", "--nofork", "--nopidfile", f"--print-address={w}"]
+        argv.append(f"--address=unix:dir={sockets}")  # removed with the folder; AT-SPI's bus: run/at-spi/
         try:
             # the bus and the services it starts (AT-SPI's) write to their own sink, not to the program's
             # log: what a program that died at start wrote is its own last words (apps.last_words)
@@ -219,6 +223,7 @@ class Session:
         for pid in tree_pids(self.token):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+        end_tree()  # by parent links: what cleared its environment is below this subreaper too
         with contextlib.suppress(OSError):
             subprocess.run(["rm", "-rf", self.tmp], check=False)
 
@@ -418,6 +423,45 @@ class Session:
 def canonical(target: str) -> str:
     """``ROLE:NAME#1`` is ``ROLE:NAME``."""
     return target[:-2] if target.endswith("#1") else target
+
+
+def descendants(root: int) -> list[int]:
+    """The live processes below ``root`` (parent links read from ``/proc``; zombies left out)."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != b"Z":
+            children.setdefault(int(fields[1]), []).append(int(name))
+    out, todo = [], [root]
+    while todo:
+        for kid in children.get(todo.pop(), []):
+            out.append(kid)
+            todo.append(kid)
+    return out
+
+
+def end_tree() -> None:
+    """Kill everything below this process (its child subreaper: orphans come back to it) and reap it."""
+    for _ in range(50):
+        below = descendants(os.getpid())
+        for pid in below:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        while True:
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+        if not below:
+            return
+        time.sleep(0.01)
 
 
 def tree_pids(token: str) -> list[int]:

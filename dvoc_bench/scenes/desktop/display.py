@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from dvoc_bench.core.geometry import Size
+from dvoc_bench.scenes.desktop.runner import descendants
 
 PR_SET_PDEATHSIG = 1
 """``prctl`` option: the signal a child receives when the thread that forked it ends (linux/prctl.h)."""
@@ -152,8 +153,11 @@ def tree_pids(token: str) -> list[int]:
 
 
 def stop(proc: subprocess.Popen[bytes], grace_s: float = 2.0) -> None:
-    """Terminate ``proc`` (SIGTERM, then SIGKILL after ``grace_s``), reap it, and kill what it started
-    (its whole tree, :func:`tree_pids`); idempotent."""
+    """Terminate ``proc`` (SIGTERM, then SIGKILL after ``grace_s``), reap it, and kill what it started:
+    every process below it when it was asked to stop (parent links in ``/proc``, whatever their
+    environment; the runners also end their own trees as child subreapers) and every process carrying its
+    tree token (:func:`tree_pids`: one that left the tree while its environment was kept); idempotent."""
+    below = descendants(proc.pid) if proc.poll() is None else []
     if proc.poll() is None:
         with contextlib.suppress(OSError):
             proc.terminate()
@@ -164,7 +168,7 @@ def stop(proc: subprocess.Popen[bytes], grace_s: float = 2.0) -> None:
                 proc.kill()
             proc.wait(timeout=grace_s)
     token = _TREES.pop(proc.pid, None)
-    for pid in tree_pids(token) if token else []:
+    for pid in [*below, *(tree_pids(token) if token else [])]:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     for stream in (proc.stdin, proc.stdout, proc.stderr):

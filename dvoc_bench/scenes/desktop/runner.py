@@ -6,7 +6,10 @@ its main loop (``root.mainloop()`` or ``tkinter.mainloop()``; a script that only
 after it returns) the runner waits until every toplevel is on screen, says ``{"ready": ...}`` and serves
 JSON-line queries read from its stdin inside the Tk event loop. Replies go to the original stdout; the
 script's own prints go to stderr. When the pipe closes (the harness ended, even by ``kill -9``) the
-runner exits.
+runner exits. Everything the script starts ends with the runner: it is their child subreaper and kills
+every process below it (parent links in ``/proc``, not an environment mark: a child started with an empty
+environment or in a session of its own is found too) on ``quit``, a closed pipe, ``SIGTERM`` (which the
+harness's death sends it) or exit.
 
 Queries (``{"op": ...}``), all in screen pixels:
 
@@ -26,9 +29,13 @@ canvas items carrying ``tag``; a number is an item id).
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import ctypes
 import json
 import os
 import runpy
+import signal
 import sys
 import time
 import traceback
@@ -295,6 +302,7 @@ class Server:
     def on_readable(self, *_: Any) -> None:
         chunk = os.read(self.cmd_fd, 65536)
         if not chunk:  # the harness is gone
+            end_tree()
             os._exit(0)
         self._buf += chunk
         while b"\n" in self._buf:
@@ -302,6 +310,7 @@ class Server:
             req = json.loads(line)
             if req.get("op") == "quit":
                 self.send({"ok": True})
+                end_tree()
                 os._exit(0)
             try:
                 reply = self.handle(req)
@@ -348,10 +357,76 @@ class Server:
                     self.send({"error": "the application has closed"})
 
 
+# ------------------------------------------------------------------------------------ the process tree
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def descendants(root: int) -> list[int]:
+    """The live processes below ``root`` (parent links read from ``/proc``; zombies left out), whatever
+    their environment or session."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != b"Z":
+            children.setdefault(int(fields[1]), []).append(int(name))
+    out, todo = [], [root]
+    while todo:
+        for kid in children.get(todo.pop(), []):
+            out.append(kid)
+            todo.append(kid)
+    return out
+
+
+def end_tree() -> None:
+    """Kill everything below this process and reap it. As the child subreaper (:func:`adopt_orphans`)
+    every descendant stays below it, also one that cleared its environment or started a session of its
+    own and whose parent exited; the loop repeats as the killed processes' orphans come back to it."""
+    for _ in range(50):
+        below = descendants(os.getpid())
+        for pid in below:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        while True:
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+        if not below:
+            return
+        time.sleep(0.01)
+
+
+def adopt_orphans() -> None:
+    """Become the child subreaper of everything the application starts, and have ``SIGTERM`` (instead of
+    the harness's ``SIGKILL``) when the harness dies, so the whole tree is ended on every way out."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+    def bye(*_: Any) -> None:
+        end_tree()
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, bye)
+    signal.signal(signal.SIGHUP, bye)
+    atexit.register(end_tree)
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print("usage: runner.py SCRIPT [ARGS...]", file=sys.stderr)
         return 2
+    adopt_orphans()
     script = os.path.abspath(argv[0])
     cmd_fd = os.dup(0)
     out = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
