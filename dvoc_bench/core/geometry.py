@@ -202,3 +202,14 @@ def offset_from_pixels(o: Offset, frame: Frame, size: Size) -> Offset:
 def clamp_point(p: Point, size: Size) -> Point:
     """Clamp a point to the image, ``[0, W-1] x [0, H-1]``."""
     return Point(min(max(p.x, 0.0), size.width - 1.0), min(max(p.y, 0.0), size.height - 1.0))
+
+
+def finite_numbers(v: object, n: int) -> list[float] | None:
+    """``v`` as ``n`` finite floats (a box, a size read from a file), or ``None`` when it is anything else."""
+    if not isinstance(v, list | tuple) or len(v) != n:
+        return None
+    try:
+        out = [float(x) for x in v]
+    except (TypeError, ValueError):
+        return None
+    return out if all(math.isfinite(x) for x in out) else None

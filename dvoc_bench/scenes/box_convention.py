@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import finite_numbers
 
 BoxFormat = Literal["xyxy", "xywh"]
 """``xyxy``: ``[x1, y1, x2, y2]`` corners; ``xywh``: ``[x, y, w, h]``."""
@@ -63,14 +64,6 @@ def fits(nums: Sequence[float], fmt: str, size: tuple[float, float]) -> bool:
     return -SLACK_PX <= x1 < x2 <= w + SLACK_PX and -SLACK_PX <= y1 < y2 <= h + SLACK_PX
 
 
-def _four(v: Any) -> list[float] | None:
-    if not isinstance(v, list | tuple) or len(v) != 4:
-        return None
-    try:
-        out = [float(x) for x in v]
-    except (TypeError, ValueError):
-        return None
-    return out if all(math.isfinite(x) for x in out) else None
 
 
 def _two(v: Any) -> tuple[float, float] | None:
@@ -109,7 +102,7 @@ def evidence(
     for rec in records[:CHECKED]:
         if not isinstance(rec, dict):
             continue
-        nums = _four(rec.get(box_key))
+        nums = finite_numbers(rec.get(box_key), 4)
         if nums is None:
             continue
         size = _two(rec.get("img_size"))

@@ -35,7 +35,7 @@ from typing import Any, Literal
 import numpy as np
 
 from dvoc_bench.core.declare import ConfigError, Declared, NonNegInt, PosInt
-from dvoc_bench.core.geometry import Box
+from dvoc_bench.core.geometry import Box, finite_numbers
 from dvoc_bench.core.text import safe_text
 from dvoc_bench.scenes.box_convention import BoxFormat, convention, evidence
 
@@ -190,14 +190,6 @@ def annotation_files(spec: DatasetSpec) -> list[Path]:
     return found
 
 
-def _num_list(v: Any, n: int) -> list[float] | None:
-    if not isinstance(v, list | tuple) or len(v) != n:
-        return None
-    try:
-        out = [float(x) for x in v]
-    except (TypeError, ValueError):
-        return None
-    return out if all(math.isfinite(x) for x in out) else None
 
 
 def _text(v: Any) -> str | None:
@@ -235,7 +227,7 @@ def _sample(fmt: str, rec: Any, path: Path, index: int, images: Path, box: str |
     if not isinstance(name, str) or not name:
         raise _bad(where, "missing the image file name")
     raw_box = rec.get("bbox_xyxy") if fmt == "manifest" else rec.get("bbox")
-    nums = _num_list(raw_box, 4)
+    nums = finite_numbers(raw_box, 4)
     if nums is None:
         raise _bad(where, f"bbox must be four finite numbers, got {raw_box!r}")
     if (box or layout.box) == "xywh":
@@ -244,7 +236,7 @@ def _sample(fmt: str, rec: Any, path: Path, index: int, images: Path, box: str |
     instruction = rec.get("instruction")
     if not isinstance(instruction, str) or not instruction.strip():
         raise _bad(where, "missing the instruction")
-    size = _num_list(rec.get("img_size"), 2)
+    size = finite_numbers(rec.get("img_size"), 2)
     stem = path.stem
     if fmt == "manifest":
         tags = rec.get("tags")

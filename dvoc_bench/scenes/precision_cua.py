@@ -14,13 +14,12 @@ and line), the sweep goes on.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from dvoc_bench.core.declare import ConfigError
-from dvoc_bench.core.geometry import Box
+from dvoc_bench.core.geometry import Box, finite_numbers
 from dvoc_bench.core.records import SceneKind
 from dvoc_bench.core.scene import Snapshot
 from dvoc_bench.scenes import sources as registry
@@ -64,14 +63,6 @@ def _instruction(rec: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _numbers(v: Any, n: int) -> list[float] | None:
-    if not isinstance(v, list) or len(v) != n:
-        return None
-    try:
-        out = [float(x) for x in v]
-    except (TypeError, ValueError):
-        return None
-    return out if all(math.isfinite(x) for x in out) else None
 
 
 def _line(theme: str, index: int, text: str, images: Path) -> tuple[Sample, str | None]:
@@ -85,8 +76,8 @@ def _line(theme: str, index: int, text: str, images: Path) -> tuple[Sample, str 
     if not isinstance(rec, Mapping):
         return Sample(sid, images / "-", BROKEN, "", None, meta), "a line must be a JSON object"
     name = rec.get("image")
-    box = _numbers(rec.get("bbox"), 4)
-    size = _numbers(rec.get("image_size"), 2)
+    box = finite_numbers(rec.get("bbox"), 4)
+    size = finite_numbers(rec.get("image_size"), 2)
     instruction = _instruction(rec)
     meta["category"] = str(rec["label_type"]) if rec.get("label_type") is not None else None
     problem = None
