@@ -323,48 +323,75 @@ def _differing(a: pd.Series, b: pd.Series, cols: Sequence[str]) -> list[str]:
 
 
 def setting_differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> list[str]:
-    """``key: a vs b`` for every setting two runs were made with differently (none when either is unknown)."""
+    """``key: a vs b`` for every setting two runs both recorded and were made with differently (none when
+    either run's settings are unknown; a setting only one run recorded, newer than the other, is left out)."""
     if a is None or b is None:
         return []
     out = []
-    for k in sorted(set(a) | set(b)):
-        if a.get(k) != b.get(k):
-            out.append(f"{k}: {json.dumps(a.get(k), default=str)} vs {json.dumps(b.get(k), default=str)}")
+    for k in sorted(set(a) & set(b)):
+        if k != "models" and a[k] != b[k]:
+            out.append(f"{k}: {json.dumps(a[k], default=str)} vs {json.dumps(b[k], default=str)}")
     return out
+
+
+def _model_digest(made_with: Mapping[str, Any] | None, model: object) -> str | None:
+    """The digest a run recorded for a model config (``name@digest`` in its fingerprint), if any."""
+    for entry in (made_with or {}).get("models") or []:
+        name, _, digest = str(entry).rpartition("@")
+        if name == model:
+            return digest
+    return None
+
+
+def _first_finished(trials: pd.DataFrame) -> pd.Series:
+    """True for a trial that repeats a key already taken: per key the first record of status ``ok`` is taken,
+    else the first (a transient error in one job does not hide the other job's answer)."""
+    rank = (trials["status"] != "ok").astype(int) if "status" in trials else pd.Series(0, index=trials.index)
+    order = trials.assign(_rank=rank).sort_values("_rank", kind="stable")
+    return order["trial_key"].duplicated(keep="first").reindex(trials.index)
 
 
 def without_repeats(
     trials: pd.DataFrame, steps: pd.DataFrame, settings: Mapping[str, Mapping[str, Any]] | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame, int]:
-    """``trials`` and ``steps`` without the trials :func:`duplicate_keys` marks (and their steps), and how
-    many were dropped.
+    """``trials`` and ``steps`` without the repeats of a key (:func:`duplicate_keys`; their steps too), and
+    how many were dropped; of a key's records, the first of status ``ok`` is kept (else the first).
 
-    Only true re-runs are dropped: a second record of a key must hold the same spec (every
-    :data:`SPEC_COLUMNS`), and either the same outcome or come from a run made with the same settings
-    (``settings``: run directory -> its settings, :attr:`Runs.settings`; a model that answers anew each
-    time). Anything else raises :class:`PoolingError` naming the key, the two runs and what differs: a
-    setting the key did not see would otherwise silently drop half of what was run."""
-    dup = duplicate_keys(trials)
-    if not dup.any():
+    Only true re-runs are dropped: the records of a key must hold the same spec (every
+    :data:`SPEC_COLUMNS`) and the same model config (the digest their runs recorded for it). Records whose key
+    saw every setting (``full_key``) are then the same trial, whatever they answered (a model may answer
+    anew each time). Older records whose outcomes differ while both ran are the same trial only when
+    their runs were made with the same settings (``settings``: run directory -> its settings,
+    :attr:`Runs.settings`).
+    Anything else raises :class:`PoolingError` naming the key, the two runs and what differs: a setting the
+    key did not see would otherwise silently drop half of what was run."""
+    if "trial_key" not in trials.columns or trials.empty or not trials["trial_key"].duplicated().any():
         return trials, steps, 0
+    dup = _first_finished(trials)
     made_with = settings or {}
-    first = trials[~dup].drop_duplicates("trial_key").set_index("trial_key", drop=False)
+    first = trials[~dup].set_index("trial_key", drop=False)
     for _, row in trials[dup].iterrows():
         ref = first.loc[row["trial_key"]]
+        a, b = made_with.get(str(ref["run_dir"])), made_with.get(str(row["run_dir"]))
         where = f"trial {row['trial_key']} of {ref['run_dir']} and {row['run_dir']}"
         if cols := _differing(ref, row, SPEC_COLUMNS):
             what = ", ".join(f"{c} ({ref[c]} vs {row[c]})" for c in cols)
             raise PoolingError(f"{where}: one key, two specs ({what}); analyse the runs apart")
-        if _differing(ref, row, OUTCOME_COLUMNS):
-            knobs = setting_differences(
-                made_with.get(str(ref["run_dir"])), made_with.get(str(row["run_dir"]))
+        da, db = _model_digest(a, row.get("model")), _model_digest(b, row.get("model"))
+        if da is not None and db is not None and da != db:
+            raise PoolingError(
+                f"{where}: one key, two configs of model {row.get('model')} (digest {da} vs {db}); analyse "
+                "the runs apart"
             )
-            if knobs:
-                raise PoolingError(
-                    f"{where}: one key, two outcomes, and the runs were made with different settings "
-                    f"({'; '.join(knobs)}): the trial key does not see that setting, so these trials cannot "
-                    "be pooled; analyse the runs apart"
-                )
+        if bool(ref.get("full_key", False)) and bool(row.get("full_key", False)):
+            continue  # the key saw every setting: the same trial run again
+        both_ran = ref.get("status") == "ok" and row.get("status") == "ok"
+        if both_ran and _differing(ref, row, OUTCOME_COLUMNS) and (knobs := setting_differences(a, b)):
+            raise PoolingError(
+                f"{where}: one key, two outcomes, and the runs were made with different settings "
+                f"({'; '.join(knobs)}): the trial key of these records (made before it saw every setting) "
+                "does not tell whether that setting reached the trial; analyse the runs apart"
+            )
     kept = trials[~dup]
     keep = pd.MultiIndex.from_frame(kept[["run_dir", "trial_key"]].astype(str))
     sel = pd.MultiIndex.from_frame(steps[["run_dir", "trial_key"]].astype(str)).isin(keep)

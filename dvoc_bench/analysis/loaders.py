@@ -478,6 +478,9 @@ def load_runs(*paths: Path | str, text: bool = False, cache: bool = True) -> Run
     settings: dict[str, dict[str, Any]] = {}
     for run_dir in find_run_dirs(paths):
         trials, steps = _read_run(run_dir, cache)
+        # the cache keeps the path the run was read by then: the rows name the path given now
+        trials["run_dir"] = pd.array([str(run_dir)] * len(trials), dtype="string")
+        steps["run_dir"] = pd.array([str(run_dir)] * len(steps), dtype="string")
         if (made_with := read_settings(run_dir)) is not None:
             settings[str(run_dir)] = made_with
         if not text:
@@ -495,13 +498,36 @@ def load_runs(*paths: Path | str, text: bool = False, cache: bool = True) -> Run
     steps = pd.concat(parts_s, ignore_index=True) if parts_s else empty_frame(STEP_COLUMNS)
     if "label_placement" in trials:  # records made before the knob: the authors' corners, the only placement
         trials["label_placement"] = trials["label_placement"].fillna("corner")
+    # records made before the trial key saw every setting carry no settings blocks: known by that column
+    has = "model_config" in trials
+    full = trials["model_config"].notna() if has else pd.Series(False, index=trials.index)
+    trials[FULL_KEY] = full.astype(bool)
+    for col, default in SPEC_DEFAULTS.items():  # shown as the defaults, not as a row of their own
+        if col in trials:
+            trials[col] = trials[col].fillna(default)
     return Runs(trials, steps, sources, settings)
+
+
+SPEC_DEFAULTS = {
+    "adaptive": "-", "sampling": "-", "overlay_style": "-", "image": "-", "retry_rule": "hit",
+    "model_config": "-",
+}  # fmt: skip
+"""The settings blocks of the spec at their defaults (:class:`dvoc_bench.core.records.TrialSpec`): how a
+record made before they were spec fields is shown in a table (its real values are unknown: the pooling guard
+compares such records' runs by their settings instead, :data:`FULL_KEY`)."""
+
+FULL_KEY = "full_key"
+"""Trial column: whether the record's key saw every setting (made since the settings blocks are spec fields);
+not exported."""
 
 
 def read_settings(run_dir: Path) -> dict[str, Any] | None:
     """The settings a run directory was made with (its fingerprint's ``settings`` in ``run_meta.json``,
-    written by the runner before its first trial: ``dotted.key -> value``), or ``None`` when it recorded
-    none or the file is unreadable."""
+    written by the runner before its first trial: ``dotted.key -> value``, plus ``models``: the model configs
+    as ``name@digest``), or ``None`` when it recorded none or the file is unreadable."""
     meta = read_json(Path(run_dir) / META)
     made_with = meta.get("settings") if meta is not None else None
-    return made_with if isinstance(made_with, dict) else None
+    if not isinstance(made_with, dict):
+        return None
+    models = (meta.get("lists") or {}).get("models") if isinstance(meta.get("lists"), dict) else None
+    return {**made_with, "models": list(models)} if isinstance(models, list) else dict(made_with)

@@ -67,6 +67,11 @@ def test_a_multirun_over_a_settings_block_reports_both_jobs_as_two_rows(multirun
     assert "10 trials are the same trial" in text
 
 
+NEW_FIELDS = ("sweep_seed", "adaptive", "sampling", "overlay_style", "image", "retry_rule", "verify_click",
+              "model_config")  # fmt: skip
+"""The spec fields the key gained when it came to see every setting."""
+
+
 def _as_the_old_key_would(run_dir: Path) -> None:
     """Rewrite a run's records as the code before issue 47 made them: the adaptive block outside the spec,
     so its trials share their keys with the other job's."""
@@ -78,7 +83,9 @@ def _as_the_old_key_would(run_dir: Path) -> None:
             fields = {k: rec[k] for k in TrialSpec.__dataclass_fields__}
             old = TrialSpec(**{**fields, "adaptive": "-"}).key()
             renamed[rec["trial_key"]] = old
-            rec["trial_key"], rec["adaptive"] = old, "-"
+            rec["trial_key"] = old
+        for f in NEW_FIELDS:  # the old code wrote none of them
+            rec.pop(f, None)
         lines.append(json.dumps(rec))
     (run_dir / "trials.jsonl").write_text("\n".join(lines) + "\n")
     steps = []
@@ -95,6 +102,7 @@ def _as_the_old_key_would(run_dir: Path) -> None:
 def test_records_whose_key_missed_a_setting_are_refused_naming_it(tmp_path):
     for job, start in enumerate(("1.0", "0.25")):
         run_sweep(quick_setup([*SWEEP, f"adaptive.start={start}"]), tmp_path / str(job))
+    _as_the_old_key_would(tmp_path / "0")
     _as_the_old_key_would(tmp_path / "1")
     runs = load_runs(tmp_path, cache=False)
     assert runs.trials["trial_key"].duplicated().sum() == 20  # every trial of job 1 shares a key with job 0
@@ -131,3 +139,46 @@ def test_a_true_rerun_is_counted_once_even_when_the_model_answered_anew(multirun
     kept, _, n = without_repeats(both, runs.steps, settings)
     assert n == len(t) and len(kept) == len(t)
     assert (kept["final_x"].to_numpy() == t["final_x"].to_numpy()).all()
+
+
+def test_records_whose_key_saw_every_setting_are_one_trial_whatever_they_answered(multirun):
+    """A key that saw every setting names one trial: two records of it are a re-run (a model may answer anew
+    each time, a call may fail in one job), never refused; the record that ran is kept over an error."""
+    runs = load_runs(multirun)
+    t = runs.trials[runs.trials["run_dir"].str.endswith("0")]
+    again = t.copy()
+    again["run_dir"] = again["run_dir"].str[:-1] + "1"  # job 1's settings differ (adaptive.start)
+    again["final_x"] = again["final_x"] + 50.0
+    first = t.copy()
+    first.loc[first.index[0], "status"] = "error"  # a transient failure in the first job
+    kept, _, n = without_repeats(first._append(again, ignore_index=True), runs.steps, runs.settings)
+    assert n == len(t) and len(kept) == len(t)
+    key = t["trial_key"].iloc[0]
+    assert kept[kept["trial_key"] == key]["status"].tolist() == ["ok"]  # the one that ran
+    assert kept[kept["trial_key"] == key]["run_dir"].str.endswith("1").all()
+
+
+def test_one_key_under_two_configs_of_its_model_is_refused(multirun):
+    runs = load_runs(multirun)
+    t = runs.trials[runs.trials["run_dir"].str.endswith("0")]
+    again = t.copy()
+    again["run_dir"] = again["run_dir"] + "-other"
+    other = {**runs.settings[str(t["run_dir"].iloc[0])]}
+    other["models"] = [m.replace("@", "@0000") for m in other["models"]]
+    settings = {**runs.settings, str(again["run_dir"].iloc[0]): other}
+    with pytest.raises(PoolingError, match="two configs of model sim-gemma-4-31b"):
+        without_repeats(t._append(again, ignore_index=True), runs.steps, settings)
+
+
+def test_a_report_over_a_run_read_under_another_path_still_sees_its_settings(multirun, tmp_path):
+    """The analysis cache keeps the path a run was read by; the rows name the path given now, so the
+    settings (keyed by it) are found."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(multirun, copy)
+    load_runs(copy / "0")  # writes the cache under this path
+    moved = tmp_path / "moved"
+    copy.rename(moved)
+    runs = load_runs(moved / "0")
+    assert set(runs.trials["run_dir"]) == {str(moved / "0")} and str(moved / "0") in runs.settings
