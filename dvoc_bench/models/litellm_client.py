@@ -61,6 +61,7 @@ from dvoc_bench.core.redaction import (
     redact_value,
     register_secret,
 )
+from dvoc_bench.core.text import safe_text
 from dvoc_bench.models import error_bodies
 from dvoc_bench.models.base import (
     CROP_FIELD,
@@ -312,8 +313,15 @@ class ClientSettings:
         )
 
 
+SERVED_MAX_CHARS = 200
+"""Bound on what a server says of itself (the model id it served, its fingerprint)."""
+
+
 def _text_or_none(v: Any) -> str | None:
-    return v if isinstance(v, str) and v else None
+    """A server's word about itself as recorded: bounded, redacted, valid UTF-8 (``None``: it said none)."""
+    if not isinstance(v, str) or not v:
+        return None
+    return safe_text(redact(v[:SERVED_MAX_CHARS]))
 
 
 ENGINE_TIMEOUT_S = 3.0
@@ -340,7 +348,7 @@ def server_engine(api_base: str, timeout_s: float = ENGINE_TIMEOUT_S) -> str | N
     version = body.get("version") if isinstance(body, dict) else None
     if not isinstance(version, str) or not version or len(version) > 64:
         return None
-    return f"vllm {version}"
+    return f"vllm {safe_text(version)}"
 
 
 class LiteLLMModel:

@@ -193,7 +193,7 @@ def annotation_files(spec: DatasetSpec) -> list[Path]:
 
 
 def _text(v: Any) -> str | None:
-    return None if v is None else str(v)
+    return None if v is None else safe_text(str(v))  # a lone surrogate cannot be written: U+FFFD
 
 
 def _bad(where: str, why: str) -> ConfigError:
@@ -252,7 +252,7 @@ def _sample(fmt: str, rec: Any, path: Path, index: int, images: Path, box: str |
     meta["file"] = stem
     sid = rec.get("id")
     return Sample(
-        id=str(sid) if sid is not None and str(sid) != "" else f"{stem}:{index}",
+        id=safe_text(str(sid)) if sid is not None and str(sid) != "" else f"{stem}:{index}",
         image=images / name,
         box=Box(*nums),
         instruction=safe_text(instruction.strip()),  # a lone surrogate cannot be written: U+FFFD

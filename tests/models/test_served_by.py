@@ -68,3 +68,15 @@ def test_a_server_that_says_nothing_leaves_them_empty(tmp_path):
 def test_server_engine_reads_only_a_version_object():
     assert server_engine("not a url") is None
     assert server_engine("http://127.0.0.1:9/v1", timeout_s=0.5) is None  # nothing listens there
+
+
+def test_what_a_server_says_of_itself_is_bounded_and_always_writable(tmp_path):
+    """A lone surrogate or a huge string in the served model id, the fingerprint or the version never stops
+    the sweep: bounded, redacted, U+FFFD for what cannot be encoded (found by a cold review)."""
+    steps = _sweep(tmp_path, "0.8.5\ud800", "fp\udfff" + "x" * 10_000)
+    raw = (tmp_path / "run" / "steps.jsonl").read_bytes().decode("utf-8")  # strict: valid UTF-8
+    assert steps and all(s["parse_status"] == "ok" for s in steps)
+    assert all(s["engine"] == "vllm 0.8.5\ufffd" for s in steps)
+    fps = [s["system_fingerprint"] for s in steps]
+    assert all(fp.startswith("fp\ufffd") and len(fp) <= 200 for fp in fps)
+    assert "\\ud800" not in raw
