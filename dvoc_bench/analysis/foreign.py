@@ -158,10 +158,14 @@ def read_records(path: Path, fmt: str) -> list[dict[str, Any]]:
     evaluator's log) or one JSON object per line."""
     try:
         text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise SchemaError(f"{path}: not UTF-8 text (byte {e.start}); --format {fmt}") from None
     except OSError as e:
         raise SchemaError(f"{path}: cannot read ({e})") from None
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise SchemaError(f"{path}: JSON nested too deep; --format {fmt}") from None
     except json.JSONDecodeError:
         data = []
         for i, line in enumerate(text.splitlines(), 1):
@@ -171,6 +175,8 @@ def read_records(path: Path, fmt: str) -> list[dict[str, Any]]:
                 data.append(json.loads(line))
             except json.JSONDecodeError as e:
                 raise SchemaError(f"{path}: line {i}: not JSON ({e.msg}); --format {fmt}") from None
+            except RecursionError:
+                raise SchemaError(f"{path}: line {i}: JSON nested too deep; --format {fmt}") from None
     if isinstance(data, dict) and fmt in ("sspro", "omniparser"):
         if not isinstance(data.get("details"), list):
             raise SchemaError(f"{path}: field `details`: missing; --format {fmt} reads the evaluator's log")

@@ -256,3 +256,19 @@ def test_an_import_exports_and_reimports_as_v1(omni, tmp_path):
     assert counts(again.trials) == counts(omni.trials)
     rows = sorted(differing(omni.trials)["paper_trial_id"])
     assert sorted(differing(again.trials)["paper_trial_id"]) == rows and len(rows) == 5
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"\xff\xfe not utf-8", "not UTF-8 text"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deep"),
+        (b'{"a": 1}\n' + b"[" * 100_000 + b"]" * 100_000 + b"\n", "line 2: JSON nested too deep"),
+    ],
+)
+def test_a_file_that_is_no_text_or_nested_too_deep_is_one_line_exit_2(tmp_path, capsys, content, says):
+    log = tmp_path / "bad.json"
+    log.write_bytes(content)
+    assert report.main(["--import", str(log), "--format", "sspro", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert says in err and len(err.splitlines()) == 1
