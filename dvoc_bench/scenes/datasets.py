@@ -140,7 +140,10 @@ class DatasetSpec:
         anywhere (``allow_outside_root``)."""
         if self.allow_outside_root:
             return True
-        real = Path(path).resolve()
+        try:
+            real = Path(path).resolve()
+        except (ValueError, OSError):  # a NUL byte or a name the filesystem refuses: not inside anything
+            return False
         bases = [self.root, *([self.images] if self.images else [])]
         return any(real.is_relative_to(b.resolve()) for b in bases)
 
