@@ -186,9 +186,15 @@ def need_thirdparty(sub: str) -> Path:
 # ------------------------------------------------------------------------------------- the command line
 
 
+HANG_S = 1800.0
+"""How long a test waits for a command before it calls it hung: a guard against a hang, never a check of
+speed (speed is measured by ``python -m dvoc_bench.bench``, with the machine's load); under a load of 12 a
+viewer build of 10,000 trials once needed more than the 120 s it had."""
+
+
 def run_cli(
     *args: str,
-    timeout: float = 120,
+    timeout: float = HANG_S,
     env_extra: dict[str, str] | None = None,
     cwd: Path = ROOT,
     full_error: bool = False,

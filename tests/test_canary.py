@@ -12,13 +12,13 @@ import pytest
 from dvoc_bench import report
 from dvoc_bench.core.rundir import read_jsonl
 from dvoc_bench.runner import canary
-from tests.support import run_cli
+from tests.support import HANG_S, run_cli
 
 
 @pytest.fixture(scope="module")
 def canary_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("canary") / "run"
-    p = run_cli("experiment=canary", f"hydra.run.dir={run_dir}", timeout=300)
+    p = run_cli("experiment=canary", f"hydra.run.dir={run_dir}", timeout=HANG_S)
     assert p.returncode == 0, p.stderr[-2000:]
     return run_dir, p.stdout
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from dvoc_bench.core.rundir import read_jsonl
-from tests.support import ROOT, run_cli
+from tests.support import HANG_S, ROOT, run_cli
 
 pytestmark = pytest.mark.e2e
 
@@ -117,7 +117,7 @@ def test_help_does_not_import_litellm():
         "bad=[m for m in ('litellm','pandas','matplotlib.pyplot') if m in sys.modules]\n"
         "print('HEAVY', bad)\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=HANG_S)
     assert "HEAVY []" in r.stdout, r.stdout + r.stderr
     assert "models" in r.stdout  # hydra's help shows the config
 
@@ -159,7 +159,7 @@ def test_killed_sweep_resumes_without_duplicates_or_losses(tmp_path):
     done_before = sum(1 for _ in read_jsonl(trials))
     planned = {json.loads(line)["trial_key"] for line in (run_dir / "plan.jsonl").open()}
     assert 8 <= done_before < len(planned), "the kill should land mid-sweep"
-    r = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0, r.stderr
     keys = [json.loads(line)["trial_key"] for line in trials.open()]  # every line parses
     assert sorted(keys) == sorted(planned)

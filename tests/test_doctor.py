@@ -18,7 +18,7 @@ from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.doctor import diagnose, repair
 from dvoc_bench.runner.store import RunDirBusy, RunDirLock
 from dvoc_bench.runner.sweep import run_sweep
-from tests.support import ROOT
+from tests.support import HANG_S, ROOT
 
 
 @pytest.fixture(scope="module")
@@ -176,9 +176,9 @@ def test_repair_needs_the_lock_and_the_cli_says_who_has_it(run_dir, capsys):
 def test_doctor_is_a_command(run_dir):
     (run_dir / "trials.jsonl").open("ab").write(lines(run_dir / "trials.jsonl")[0])
     cmd = [sys.executable, "-m", "dvoc_bench.doctor", str(run_dir)]
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 1 and "1 duplicate trial lines" in r.stdout, r.stdout + r.stderr
-    r = subprocess.run([*cmd, "--repair"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    r = subprocess.run([*cmd, "--repair"], cwd=ROOT, capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0 and "moved 1 lines/files aside" in r.stdout, r.stdout + r.stderr
     r = subprocess.run([*cmd[:-1], str(run_dir / "nope")], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "no such run directory" in r.stderr

@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 
 from dvoc_bench.benchmarks import readme_numbers
-from tests.support import UPSTREAM, need, required
+from tests.support import HANG_S, UPSTREAM, need, required
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -211,7 +211,7 @@ def results(tmp_path_factory, default_run, one_trial_run, sim_url) -> dict[int, 
 
     def run(item):
         i, (argv, env, out_dir) = item
-        p = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        p = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG_S)
         return i, Result(argv, p.returncode, p.stdout, p.stderr, out_dir)
 
     # the slowest first, so the two workers finish together

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from dvoc_bench.core.rundir import read_jsonl
-from tests.support import ROOT, run_cli
+from tests.support import HANG_S, ROOT, run_cli
 
 pytestmark = pytest.mark.e2e
 
@@ -145,7 +145,7 @@ def test_ctrl_c_saves_what_finished_prints_the_resume_command_and_that_command_f
     cmd = err.split("resume with: ")[1].strip()
     assert cmd.startswith("python -m dvoc_bench ") and f"hydra.run.dir={run}" in cmd
     r = subprocess.run(cmd.replace("python -m", f"{sys.executable} -m", 1), shell=True, cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=300)  # fmt: skip
+                       capture_output=True, text=True, timeout=HANG_S)  # fmt: skip
     assert r.returncode == 0, r.stderr
     trials = list(read_jsonl(run / "trials.jsonl"))
     assert len(trials) == 20 == len({t["trial_key"] for t in trials})

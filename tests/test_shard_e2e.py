@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ROOT, run_cli
+from tests.support import HANG_S, ROOT, run_cli
 from tests.test_shard import VOLATILE, _by_key, _frames, _lines, _steps
 
 pytestmark = pytest.mark.e2e
@@ -25,7 +25,7 @@ SWEEP = ("model=sim-ideal", "tasks=[S1,S2]", "methods=[dvoc,centre]", "starts=ra
 def _door(name: str, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", f"dvoc_bench.{name}", *args], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=300)  # fmt: skip
+                          env=env, cwd=ROOT, timeout=HANG_S)  # fmt: skip
 
 
 def _merge(*args: str) -> subprocess.CompletedProcess:
@@ -40,11 +40,11 @@ def _report(run_dir: Path, out: Path) -> str:
 
 def test_four_submitit_local_shards_merged_equal_one_process(tmp_path):
     one = tmp_path / "one"
-    p = run_cli(*SWEEP, f"hydra.run.dir={one}", timeout=300)
+    p = run_cli(*SWEEP, f"hydra.run.dir={one}", timeout=HANG_S)
     assert p.returncode == 0, p.stderr[-2000:]
     sweep = tmp_path / "sweep"
     p = run_cli("-m", "run.shard=0/4,1/4,2/4,3/4", "hydra/launcher=submitit_local", *SWEEP,
-                f"hydra.sweep.dir={sweep}", timeout=600)  # fmt: skip
+                f"hydra.sweep.dir={sweep}", timeout=HANG_S)  # fmt: skip
     assert p.returncode == 0, p.stderr[-3000:]
     shards = [json.loads((sweep / str(i) / "shard.json").read_text())["shard"] for i in range(4)]
     assert shards == ["0/4", "1/4", "2/4", "3/4"]
@@ -70,9 +70,9 @@ def test_four_submitit_local_shards_merged_equal_one_process(tmp_path):
 def test_a_killed_shard_resumed_and_merged_again_loses_and_duplicates_nothing(tmp_path):
     slow = (*SWEEP, "model.sim.latency_s=0.15")  # the same sweep, each call 0.15 s
     one = tmp_path / "one"
-    assert run_cli(*slow, f"hydra.run.dir={one}", timeout=300).returncode == 0
+    assert run_cli(*slow, f"hydra.run.dir={one}", timeout=HANG_S).returncode == 0
     a, b = tmp_path / "a", tmp_path / "b"
-    assert run_cli(*slow, "run.shard=0/2", f"hydra.run.dir={a}", timeout=300).returncode == 0
+    assert run_cli(*slow, "run.shard=0/2", f"hydra.run.dir={a}", timeout=HANG_S).returncode == 0
     args = [*slow, "run.shard=1/2", "run.max_in_flight=1", f"hydra.run.dir={b}"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HYDRA_FULL_ERROR": "0"}
     proc = subprocess.Popen([sys.executable, "-m", "dvoc_bench", *args], cwd=ROOT, env=env,
@@ -91,7 +91,7 @@ def test_a_killed_shard_resumed_and_merged_again_loses_and_duplicates_nothing(tm
     m = _merge(str(a), str(b), "--out", str(merged))
     assert m.returncode == 1 and "partial merge" in m.stdout, m.stdout + m.stderr
     partial = _by_key(merged / "trials.jsonl")
-    r = run_cli(*args, timeout=300)  # resume the killed shard
+    r = run_cli(*args, timeout=HANG_S)  # resume the killed shard
     assert r.returncode == 0, r.stderr[-2000:]
     m = _merge(str(a), str(b), "--out", str(merged))
     assert m.returncode == 0, m.stdout + m.stderr

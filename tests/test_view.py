@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tests.support import ROOT, chromium_or_skip, need, need_upstream
+from tests.support import HANG_S, ROOT, chromium_or_skip, need, need_upstream
 
 pytestmark = pytest.mark.e2e
 
@@ -43,7 +43,7 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 def build(run: Path, out: Path) -> Path:
     cmd = view_cmd(str(run), "--out", str(out))
-    p = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=HANG_S)
     assert p.returncode == 0, p.stderr[-2000:]
     assert f"site: {out / 'index.html'}" in p.stdout
     return out / "index.html"
@@ -377,13 +377,13 @@ def test_report_links_each_failed_trial_to_its_page(default_run: Path, tmp_path:
     cmd = [sys.executable, "-m", "dvoc_bench.report", str(run), "--no-figures", "--n-boot", "50"]
     report = run / "report" / "report.md"
     # no site yet: the failed trials are listed all the same, with the command that writes the site
-    p = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=HANG_S)
     assert p.returncode == 0, p.stderr[-2000:]
     text = report.read_text()
     assert len(re.findall(r"^- dvoc · .*: `timeout` took too long$", text, re.M)) == len(failed), text
     assert f"`python -m dvoc_bench.view {run}` writes the viewer's site" in text
     build(run, run / "view")
-    p = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=HANG_S)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "writes the viewer's site" not in report.read_text()
     links = re.findall(r"\]\(([^)]*index\.html#key=[^)]+)\): `timeout`", report.read_text())
@@ -477,7 +477,7 @@ def test_the_authors_clone_with_their_frames(tmp_path: Path, page) -> None:
     clone = need_upstream()
     out = tmp_path / "site"
     p = subprocess.run(view_cmd("--upstream", str(clone), "--out", str(out)), cwd=ROOT, env=ENV,
-                       capture_output=True, text=True, timeout=180)  # fmt: skip
+                       capture_output=True, text=True, timeout=HANG_S)  # fmt: skip
     assert p.returncode == 0, p.stderr[-2000:]
     agg = clone / "artifacts" / "previous_runs" / "complete_results.json"
     recs = json.loads(agg.read_text())["results"]
@@ -539,7 +539,9 @@ def test_the_authors_clone_with_their_frames(tmp_path: Path, page) -> None:
 
 def test_the_authors_clone_as_run_dir_says_to_pass_upstream() -> None:
     clone = need_upstream()
-    p = subprocess.run(view_cmd(str(clone)), cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        view_cmd(str(clone)), cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=HANG_S
+    )
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert f"pass it as --upstream {clone}" in p.stderr
 

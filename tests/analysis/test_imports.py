@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support import HANG_S
+
 ROOT = Path(__file__).resolve().parents[2]
 ANALYSIS = ROOT / "dvoc_bench" / "analysis"
 FORBIDDEN = ("dvoc_bench.runner", "dvoc_bench.models", "dvoc_bench.methods", "dvoc_bench.calibration",
@@ -21,7 +23,7 @@ def test_importing_analysis_loads_no_harness() -> None:
         "    importlib.import_module(m.removesuffix('.__init__'))\n"
         "print('\\n'.join(sorted(sys.modules)))"
     )
-    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=HANG_S)
     assert p.returncode == 0, p.stderr[-2000:]
     loaded = [m for m in p.stdout.split() if any(m == f or m.startswith(f + ".") for f in FORBIDDEN)]
     assert not loaded, f"importing dvoc_bench.analysis loads {loaded}"

@@ -28,7 +28,7 @@ from dvoc_bench.detect.helper_protocol import (
 )
 from dvoc_bench.detect.service import own_helper_command
 from dvoc_bench.detect.types import Detection, DetectionRun, TimedDetector
-from tests.support import import_or_need
+from tests.support import HANG_S, import_or_need
 
 # ------------------------------------------------------------------------------------------ protocol
 
@@ -213,7 +213,7 @@ def test_bad_start_up_arguments_answer_err_and_anchors_are_required(model):
 @pytest.mark.e2e
 def test_self_test_prints_one_reply(model):
     cmd = own_helper_command("onnx", str(model), "yolov5-default") + ["--self-test"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_S)
     lines = r.stdout.splitlines()
     assert r.returncode == 0 and lines[0].startswith("OK 2 ")
     assert [parse_box(x).box.as_list() for x in lines[1:]] == [  # 800 x 600 blank page: x / 1.2

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dvoc_bench.detect.helper_client import MAX_LINE_BYTES, HelperDetector, HelperError
-from tests.support import ROOT
+from tests.support import HANG_S, ROOT
 
 HUGE_LINE = """
 import sys, struct
@@ -90,7 +90,7 @@ def test_a_300mb_line_fails_the_request_without_being_buffered(tmp_path):
         print("RSS_KB", base, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
         """
     )
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=HANG_S)
     assert "RSS_KB" in r.stdout, r.stdout + r.stderr
     base, peak = (int(v) for v in r.stdout.split("RSS_KB")[1].split())
     print(f"\n300 MB helper line: client peak RSS {peak // 1024} MB (before the request {base // 1024} MB)")

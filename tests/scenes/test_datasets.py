@@ -19,6 +19,7 @@ from dvoc_bench.runner.sweep import plan, run_sweep
 from dvoc_bench.scenes.dataset_fixture import write_fixture
 from dvoc_bench.scenes.dataset_source import DatasetScenes, SampleError, spec_from_options
 from dvoc_bench.scenes.datasets import DatasetSettings, stratified
+from tests.support import HANG_S
 
 FORMATS = ("screenspot", "screenspot_v2", "screenspot_pro", "manifest")
 
@@ -225,7 +226,7 @@ def cli_report(run: Path, out: Path):
 
     args = [str(run), "--out", str(out), "--no-figures", "--n-boot", "50"]
     cmd = [sys.executable, "-m", "dvoc_bench.report", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_S)
 
 
 def test_frames_none_and_sent_downscaled(tmp_path):
