@@ -234,10 +234,10 @@ def test_the_task_is_read_however_it_is_worded_and_a_prompt_without_one_is_said(
             msg = out["choices"][0]["message"]
             args = json.loads(msg["tool_calls"][0]["function"]["arguments"])
             assert submit.contains(Point(args["x"], args["y"])), (text, args)
-            assert not (msg.get("content") or "").startswith("[simulator] no task")
+            assert "dvoc_simulator_note" not in out
         for text in ("Click on the element.", "Click Submit or Cancel"):  # no target, or two named
             status, _, out = post(url, body_for(registry, "S3", text=text, model="sim-ideal"))
             msg = out["choices"][0]["message"]
-            assert msg["content"].startswith("[simulator] no task recognised"), text
+            assert out["dvoc_simulator_note"].startswith("[simulator] no task recognised"), text
             args = json.loads(msg["tool_calls"][0]["function"]["arguments"])
             assert cancel.contains(Point(args["x"], args["y"]))  # the profile's no_task pick, said above

@@ -286,11 +286,17 @@ def _paired(rep: Report, t: Any, factor: str, a: Any, b: Any, rule: str, seed: i
     rep.table(md_table(label_models(view), fmt))
 
 
-def _audit(rep: Report, steps: Any, span_note: bool = False) -> None:
+def _audit(rep: Report, steps: Any, span_note: bool = False, upstream_tree: Path | None = None) -> None:
     from dvoc_bench.analysis import honest, plots
     from dvoc_bench.analysis.markdown import label_models, md_table, pct, px
 
     rep.h(3, "Coordinate-frame audit")
+    if upstream_tree is not None:  # the authors' records: the headline table README.md and docs/paper.md show
+        from dvoc_bench.analysis.headline import headline_block
+
+        rep.p("The headline, restated from the authors' records (the table of README.md and docs/paper.md):")
+        rep.table(headline_block(upstream_tree))
+        rep.p("The same answers by model, method and whether the prompt carried the task, in every reading:")
     pts = honest.frame_audit_points(steps)
     if pts.empty:
         rep.p("No absolute answers (one-shot clicks, DVOC absolute mode) recorded.")
@@ -401,7 +407,12 @@ def _upstream_section(rep: Report, paths: list[str], rule: str, seed: int, n_boo
             "authors' records distance vs iteration",
         )
         _paired(rep, main_t, "method", "dvoc", "oneshot", rule, seed, n_boot)
-        _audit(rep, runs.steps[runs.steps["model"].isin(MAIN_MODELS)], span_note=True)
+        _audit(
+            rep,
+            runs.steps[runs.steps["model"].isin(MAIN_MODELS)],
+            span_note=True,
+            upstream_tree=roles.get("tree"),
+        )
     for name, role, file in (
         ("5.1", "predict", "predict_ablation.json"),
         ("5.2", "overlay", "ablation_results.json"),

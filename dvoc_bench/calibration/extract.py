@@ -129,11 +129,15 @@ DIGEST_SKIPS = (
     "seen_h",
     "frame_rule",
     "prompt_style",
+    "served_model",
+    "system_fingerprint",
+    "engine",
 )
 """Step columns the records digest leaves out: where the records were read from, and what only our own
 harness writes (the image sent: scale, size, zoom crop; the image the model saw and the frame rule and
-prompt style it was read by; added to the schema after the profiles were first
-fitted, always empty in the authors' records, so they must not change its digest)."""
+prompt style it was read by; who served a call: the model id, fingerprint and engine a server stated;
+added to the schema after the profiles were first fitted, always empty in the authors' records, so they
+must not change its digest)."""
 
 
 def records_digest(steps: pd.DataFrame) -> str:

@@ -141,7 +141,7 @@ def test_no_channel_leaves_the_browser(tmp_path: Path, allow_other_port: bool) -
         "custom": {"page": str(page), "selector": "#go", "instruction": "Click Go"},
         "allow_origins": [f"http://127.0.0.1:{other}"] if allow_other_port else [],
     }
-    reg = SceneRegistry(default_scenes_dir(), options={"web": WebOptions.from_mapping(raw)})
+    reg = SceneRegistry(default_scenes_dir(), options={"web": WebOptions.from_settings(raw)})
     try:
         snap = reg.snapshot("custom")
         web = reg.source("web").backend

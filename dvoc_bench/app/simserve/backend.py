@@ -9,7 +9,6 @@ up among the registry's files, never taken for a path.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import logging
 import threading
@@ -39,7 +38,11 @@ SERVED_KINDS = ("simulator", "ocr", "parse")
 """Model kinds the server answers as: simulator profiles, the OCR model (``conf/model/ocr-*.yaml``) and the
 screen parser (``conf/model/omniparser-parse.yaml``)."""
 NO_TASK_NOTE = "[simulator] no task recognised"
-"""How a served simulated reply begins when the prompt asked for nothing the simulator recognises."""
+"""How the note of a served simulated reply begins when the prompt asked for nothing the simulator
+recognises."""
+
+NOTE_FIELD = "dvoc_simulator_note"
+"""The completion object's field that carries that note (clients ignore fields they do not know)."""
 
 MIN_PIXEL_MATCH = 0.5
 """Share of identical pixels needed to take an image for a scene's (annotated) screenshot."""
@@ -271,11 +274,12 @@ class SimBackend:
             crop=wire.crop(body.get(CROP_FIELD)),
         )
         reply = model.respond(req)
+        out = wire.completion(model.name, reply, req.sha(model.name))
         if model.simulated and sid and not task_given(self.registry.snapshot(sid).truth, text):
-            # never a silent click elsewhere: the reply says the prompt asked for nothing it recognised
-            note = (
+            # never a silent click elsewhere: the reply says the prompt asked for nothing it recognised, in a
+            # field of its own (the answer itself stays the in-process simulator's, byte for byte)
+            out[NOTE_FIELD] = (
                 f"{NO_TASK_NOTE} (neither scene {sid}'s instruction nor its target's label is in the "
                 "prompt): this answer follows the profile's no_task rule, not the target."
             )
-            reply = dataclasses.replace(reply, text=f"{note}\n{reply.text}" if reply.text else note)
-        return wire.completion(model.name, reply, req.sha(model.name))
+        return out
