@@ -11,11 +11,11 @@ request, plus the scene registry for ground truth:
   only) are passed to the simulator. The task is read from the prompt however it is worded: the scene's
   instruction (any spacing, case or punctuation), or words that name its target by its label and no other
   element; a prompt that asks for nothing recognised is answered by the profile's ``no_task`` rule and the
-  reply carries a field ``dvoc_simulator_note`` beginning ``[simulator] no task recognised`` (never a
-  silent click elsewhere). The scene is identified from the prompt (the scene whose instruction occurs in
-  the text; the longest such instruction wins), failing that from the image: the sha256 of the clean screenshot's PNG, then the clean screenshot with the most identical pixels
-  (the annotated frame differs from it only under the overlay; a downscaled image is compared with the
-  clean screenshot downscaled the same way).
+  reply carries a field ``dvoc_simulator_note`` beginning ``[simulator] no task recognised`` (never a silent
+  click elsewhere). The scene is identified from the prompt (the scene whose instruction occurs in the text;
+  the longest such instruction wins), failing that from the image: the sha256 of the clean screenshot's PNG,
+  then the clean screenshot with the most identical pixels (the annotated frame differs from it only under
+  the overlay; a downscaled image is compared with the clean screenshot downscaled the same way).
 - The OCR model (``conf/model/ocr-tesseract.yaml``, ``kind: ocr``) is served too (``model=local-ocr``): it is
   truth-blind, so no scene is identified for it; it answers from the request alone.
 - ``GET /v1/models``: the profiles it can serve. ``GET /health``: ``ok``.

@@ -526,8 +526,8 @@ def read_settings(run_dir: Path) -> dict[str, Any] | None:
     written by the runner before its first trial: ``dotted.key -> value``, plus ``models``: the model configs
     as ``name@digest``), or ``None`` when it recorded none or the file is unreadable."""
     meta = read_json(Path(run_dir) / META)
-    made_with = meta.get("settings") if meta is not None else None
-    if not isinstance(made_with, dict):
+    if meta is None or not isinstance(made_with := meta.get("settings"), dict):
         return None
-    models = (meta.get("lists") or {}).get("models") if isinstance(meta.get("lists"), dict) else None
+    lists = meta.get("lists")
+    models = lists.get("models") if isinstance(lists, dict) else None
     return {**made_with, "models": list(models)} if isinstance(models, list) else dict(made_with)
