@@ -68,7 +68,7 @@ def test_four_submitit_local_shards_merged_equal_one_process(tmp_path):
 
 
 def test_a_killed_shard_resumed_and_merged_again_loses_and_duplicates_nothing(tmp_path):
-    slow = (*SWEEP, "model.sim.latency_s=0.15")  # the same sweep, each call 0.15 s
+    slow = (*SWEEP, "model.sim.latency_s=0.6")  # the same sweep, each call 0.6 s: the kill lands mid-shard
     one = tmp_path / "one"
     assert run_cli(*slow, f"hydra.run.dir={one}", timeout=HANG_S).returncode == 0
     a, b = tmp_path / "a", tmp_path / "b"

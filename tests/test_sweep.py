@@ -64,3 +64,26 @@ def test_wrong_declared_frame_makes_dvoc_overshoot(tmp_path):
     it = lambda ts: sum(t["iterations"] for t in ts) / len(ts)  # noqa: E731
     assert rate(right, "dvoc") >= 0.9
     assert it(wrong) > it(right) or rate(wrong, "dvoc") < rate(right, "dvoc")
+
+
+def test_an_unawaited_task_exception_is_one_line_never_a_traceback(caplog):
+    """A SIGTERM with calls in flight: their tasks fail with connection errors while the loop shuts down;
+    the loop reports each in one line (debug during the shutdown, a warning otherwise), no traceback."""
+    import asyncio
+    import logging
+
+    from dvoc_bench.runner.sweep import _loop_error
+
+    loop = asyncio.new_event_loop()
+    try:
+        with caplog.at_level(logging.DEBUG, logger="dvoc_bench.runner.sweep"):
+            err = ConnectionError("Connection error.")
+            shutdown = "unhandled exception during asyncio.run() shutdown"
+            _loop_error(loop, {"message": shutdown, "exception": err})
+            _loop_error(loop, {"message": "Task exception was never retrieved", "exception": err})
+    finally:
+        loop.close()
+    recs = [r for r in caplog.records if r.name == "dvoc_bench.runner.sweep"]
+    assert [r.levelno for r in recs] == [logging.DEBUG, logging.WARNING]
+    assert all(r.exc_info is None and "\n" not in r.getMessage() for r in recs)
+    assert "ConnectionError: Connection error." in recs[1].getMessage()

@@ -198,14 +198,31 @@ def run_sweep(
 T = TypeVar("T")
 
 
+def _loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's handler of an exception no one awaited: one line, never a traceback (a SIGTERM or Ctrl-C
+    with calls in flight leaves their tasks failing with connection errors while the loop shuts down: said
+    at debug level then; otherwise a warning naming the exception)."""
+    exc = context.get("exception")
+    what = context.get("message", "unhandled exception in the event loop")
+    detail = f"{type(exc).__name__}: {exc}" if exc is not None else ""
+    level = logging.DEBUG if "shutdown" in what else logging.WARNING
+    log.log(level, "%s: %s", what, str(detail)[:300])
+
+
+async def _quietly(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    asyncio.get_running_loop().set_exception_handler(_loop_error)
+    return await make()
+
+
 def _run_coroutine(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run the coroutine ``make()`` to completion, also from inside a running event loop (a notebook):
-    then in a worker thread with its own loop."""
+    then in a worker thread with its own loop. The loop reports a task's unawaited exception in one line
+    (:func:`_loop_error`)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(make())
+        return asyncio.run(_quietly(make))
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(lambda: asyncio.run(make())).result()
+        return pool.submit(lambda: asyncio.run(_quietly(make))).result()
