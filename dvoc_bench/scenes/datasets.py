@@ -30,7 +30,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 import numpy as np
 
@@ -343,6 +343,27 @@ def stratified(samples: Sequence[Sample], limit: int, seed: int) -> list[Sample]
     return [samples[i] for i in sorted(chosen)]
 
 
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+T = TypeVar("T", bound=_HasId)
+
+
+def by_ids(samples: Sequence[T], picks: Sequence[str]) -> list[T]:
+    """The samples named in ``picks`` (``tasks=[...]``), in their order, each once; an unknown id is a
+    one-line :class:`ConfigError` naming ``tasks``."""
+    known = {s.id: s for s in samples}
+    missing = [p for p in picks if p not in known]
+    if missing:
+        raise ConfigError(
+            f"tasks: unknown sample id {missing[0]!r} ({len(known)} samples after dataset.where, "
+            f"e.g. {', '.join(list(known)[:3])})"
+        )
+    return [known[p] for p in dict.fromkeys(picks)]
+
+
 def select(samples: Sequence[Sample], spec: DatasetSpec, picks: Sequence[str] | None) -> list[Sample]:
     """``dataset.where`` filter, then the ``tasks=[...]`` picks (sample ids), then ``dataset.limit``."""
     for key in spec.where:
@@ -350,14 +371,7 @@ def select(samples: Sequence[Sample], spec: DatasetSpec, picks: Sequence[str] | 
             raise ConfigError(f"dataset.where: unknown key {key!r}; allowed: {', '.join(META_KEYS)}")
     out = [s for s in samples if _matches(s, spec.where)]
     if picks is not None:
-        by_id = {s.id: s for s in out}
-        missing = [p for p in picks if p not in by_id]
-        if missing:
-            raise ConfigError(
-                f"tasks: unknown sample id {missing[0]!r} ({len(by_id)} samples after dataset.where, "
-                f"e.g. {', '.join(list(by_id)[:3])})"
-            )
-        out = [by_id[p] for p in dict.fromkeys(picks)]
+        out = by_ids(out, picks)
     if not out:
         raise ConfigError(f"dataset.where: no sample matches {dict(spec.where)}")
     if spec.limit is not None:

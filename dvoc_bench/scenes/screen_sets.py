@@ -12,7 +12,7 @@ from typing import Any, Protocol, TypeVar
 
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.geometry import Box
-from dvoc_bench.scenes.datasets import DatasetSpec, stratified
+from dvoc_bench.scenes.datasets import DatasetSpec, by_ids, stratified
 
 SIZE_CLASSES = ((8.0, "<8 px"), (24.0, "8-24 px"), (64.0, "24-64 px"))
 """Upper bounds (exclusive) of the size classes by the target's shorter side; above the last: ``>=64 px``."""
@@ -58,14 +58,7 @@ def pick(
                               f"{', '.join(keys)}")  # fmt: skip
     out = [s for s in samples if _matches(s.meta, spec.where)]
     if picks is not None:
-        by_id = {s.id: s for s in out}
-        missing = [p for p in picks if p not in by_id]
-        if missing:
-            raise ConfigError(
-                f"tasks: unknown sample id {missing[0]!r} ({len(by_id)} samples after dataset.where, "
-                f"e.g. {', '.join(list(by_id)[:3])})"
-            )
-        out = [by_id[p] for p in dict.fromkeys(picks)]
+        out = by_ids(out, picks)
     if not out:
         raise ConfigError(f"dataset.where: no sample of dataset={spec.format} matches {dict(spec.where)}")
     if spec.limit is not None:
