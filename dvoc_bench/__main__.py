@@ -50,8 +50,10 @@ def entry() -> None:
     from dvoc_bench.app.hydra_errors import config_error_line
     from dvoc_bench.app.jobstate import EXIT_CODES_ENV, job_started
     from dvoc_bench.app.own_models import with_own_model_dir
+    from dvoc_bench.runner.block_keys import with_block_keys
 
     sys.argv[1:] = with_own_model_dir(sys.argv[1:])  # model=<name> paths.models=DIR (docs/cli.md)
+    sys.argv[1:] = with_block_keys(sys.argv[1:])  # model.ocr.engine=X without + (docs/cli.md)
     main = _hydra_main()
     full = os.environ.get("HYDRA_FULL_ERROR") == "1"
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing its own report

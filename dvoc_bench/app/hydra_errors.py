@@ -11,6 +11,7 @@ _MISSING_RE = re.compile(r"Could not find '([^']+)'")
 _OVERRIDE_RE = re.compile(r"Could not (?:override|append to config\.) '([^']+)'")
 _KEY_RE = re.compile(r"full_key: (\S+)")
 _PARSE_RE = re.compile(r"Error parsing override '([^']*)'")
+_APPEND_RE = re.compile(r"Could not append to config\. An item is already at '([^']+)'")
 
 
 def _first_line(e: BaseException) -> str:
@@ -29,6 +30,11 @@ def _allowed_keys(key: str) -> str:
         chosen = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("detector=")]
         model = DETECTOR_SETTINGS.get(chosen[-1] if chosen else "oracle")
         return f"; allowed: {', '.join(model.model_fields)}" if model is not None else ""
+    if parts[0] == "model" and len(parts) > 1:  # a model file's block (runner/block_keys.py)
+        from dvoc_bench.runner.block_keys import block_keys
+
+        keys = block_keys(parts[1:-1])
+        return f"; allowed: {', '.join(keys)}" if keys else ""
     owner = _model_at(Settings, parts[:-1]) if len(parts) > 1 else Settings
     return f"; allowed: {', '.join(owner.model_fields)}" if owner is not None else ""
 
@@ -54,6 +60,8 @@ def config_error_line(e: BaseException) -> str | None:
         return f"override: cannot parse {bad!r} (Hydra override grammar; quote lists: 'methods=[a,b]')"
     if isinstance(e, HydraException | OmegaConfBaseException):
         msg = "\n".join(str(x) for x in (e, e.__cause__) if x is not None)
+        if m := _APPEND_RE.search(msg):  # `+key=V` on a key the config (or the model file) already has
+            return f"{m.group(1)}: already set; override it without '+' ({m.group(1)}=V) or with '++'"
         m = _OVERRIDE_RE.search(msg) or _KEY_RE.search(msg)
         if m and "not in struct" in msg:
             return f"{m.group(1)}: unknown key{_allowed_keys(m.group(1))}"

@@ -16,9 +16,11 @@ def compose(overrides: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, An
     from hydra import initialize_config_dir
     from omegaconf import OmegaConf
 
+    from dvoc_bench.runner.block_keys import with_block_keys
     from dvoc_bench.runner.settings import register_defaults
 
     check_shorthands(overrides)
+    overrides = with_block_keys(overrides)
     register_defaults()
     with initialize_config_dir(config_dir=str(default_conf_dir()), version_base="1.3"):
         cfg = hydra_compose("config", overrides=list(overrides), return_hydra_config=True)
