@@ -1,7 +1,8 @@
 """``python -m dvoc_bench.doctor RUN_DIR [--repair]``: check a run directory, optionally repair it.
 
 Read-only by default: prints the report of :func:`dvoc_bench.runner.doctor.diagnose` (what is checked is
-listed there), exit 0 when clean, 1 when problems were found. ``--repair`` runs
+listed there), exit 0 when clean, 1 when problems were found, 2 for a folder that is missing or holds
+no run record (not a run). ``--repair`` runs
 :func:`dvoc_bench.runner.doctor.repair`: under the run directory's lock (exit 2 when another process holds
 it) it moves what is bad aside, into ``<run_dir>/doctor/<time>/``, never deleting anything; its exit code
 is that of a check after it.

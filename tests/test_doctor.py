@@ -211,3 +211,22 @@ def test_a_blank_line_and_a_stray_frame_file_are_moved_aside_not_dropped(run_dir
     aside = run_dir / "doctor"
     moved = [*aside.rglob("notes.txt"), *aside.rglob("trials.rejected.jsonl")]
     assert len(moved) == 2 and b"   \n" in moved[1].read_bytes()  # nothing dropped
+
+
+def test_a_folder_that_is_not_a_run_is_one_line_exit_2_not_clean(tmp_path, capsys):
+    """Issue 52: `doctor` on a folder that holds no run record said `clean`, exit 0."""
+    (tmp_path / "notes.txt").write_text("not a run\n")
+    for argv in ([str(tmp_path)], [str(tmp_path), "--repair"]):
+        assert main(argv) == 2
+        out = capsys.readouterr()
+        assert out.out == ""
+        assert out.err.splitlines() == [
+            f"doctor: not a run directory (none of plan.jsonl, trials.jsonl, steps.jsonl, run.json, "
+            f"run_meta.json): {tmp_path}"
+        ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]  # nothing written
+
+
+def test_a_run_killed_before_its_first_trial_is_still_a_run(tmp_path):
+    (tmp_path / "plan.jsonl").write_text("")
+    assert diagnose(tmp_path).clean

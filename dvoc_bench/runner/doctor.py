@@ -42,10 +42,12 @@ from typing import Any
 from dvoc_bench.core.rundir import (
     DOCTOR,
     LINE_OK,
+    META,
     PLAN,
     REASONS,
     RECORD_FILES,
     REJECTED,
+    RUN,
     SHOT_NAME,
     SHOTS,
     STEPS,
@@ -63,6 +65,17 @@ from dvoc_bench.runner.store import RunDirLock, lock_holder
 __all__ = ["Problem", "Report", "diagnose", "repair"]
 
 _SKIP_DIRS = {DOCTOR}
+
+RUN_RECORDS = (PLAN, TRIALS, STEPS, RUN, META)
+"""A folder holding none of these is not a run directory (a run writes its plan before its first trial)."""
+
+
+def _check_dir(run_dir: Path) -> None:
+    """``FileNotFoundError`` (one line) for a missing folder or one that holds no run record."""
+    if not run_dir.is_dir():
+        raise FileNotFoundError(f"no such run directory: {run_dir}")
+    if not any((run_dir / name).is_file() for name in RUN_RECORDS):
+        raise FileNotFoundError(f"not a run directory (none of {', '.join(RUN_RECORDS)}): {run_dir}")
 
 REPAIRABLE = frozenset(
     {
@@ -356,8 +369,7 @@ def _judge(run_dir: Path, locked: bool = False) -> tuple[_State, Report]:
 def diagnose(run_dir: Path | str) -> Report:
     """Check a run directory without changing anything."""
     run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise FileNotFoundError(f"no such run directory: {run_dir}")
+    _check_dir(run_dir)
     return _judge(run_dir)[1]
 
 
@@ -375,8 +387,7 @@ def repair(run_dir: Path | str) -> Report:
     :class:`~dvoc_bench.runner.store.RunDirBusy` when another process holds it), then check again. Returns the
     report of the check after the repair, with ``moved_to`` and ``moved`` set."""
     run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise FileNotFoundError(f"no such run directory: {run_dir}")
+    _check_dir(run_dir)
     with RunDirLock(run_dir):
         state, before = _judge(run_dir, locked=True)
         moved = 0
