@@ -3,7 +3,8 @@ together into one run directory (:mod:`dvoc_bench.runner.merge`; docs/cli.md).
 
 A ``SHARD_DIR`` is a shard's run directory or a folder above several (a multirun sweep dir). Exit codes: 0
 merged, every planned trial present and finished; 1 merged, partially (said); 2 refused (one line naming
-the input: other settings, a shard a running process holds, ...), nothing written.
+the input: other settings, a shard a running process holds, an ordinary run as ``--out`` without
+``--into-run``, ...), nothing written.
 """
 
 from __future__ import annotations
@@ -27,9 +28,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("shard_dirs", nargs="+", type=Path, metavar="SHARD_DIR",
                    help="a shard's run directory, or a sweep dir holding them")  # fmt: skip
     p.add_argument("--out", type=Path, required=True, metavar="RUN_DIR", help="the merged run directory")
+    p.add_argument("--into-run", action="store_true",
+                   help="allow --out to be an ordinary run (not an earlier merge's output): its plan is "
+                   "rewritten and the shards' trials added")  # fmt: skip
     args = p.parse_args(argv)
     try:
-        report = merge_runs(args.shard_dirs, args.out)
+        report = merge_runs(args.shard_dirs, args.out, into_run=args.into_run)
     except ConfigError as e:
         print(f"config error: {redact(str(e))}", file=sys.stderr)
         return 2

@@ -238,3 +238,23 @@ def test_a_skipped_trial_is_replaced_once_a_shard_finished_it(tmp_path, sweep):
     assert final[victim]["status"] == "ok" and final == _by_key(one / "trials.jsonl")
     assert [r["trial_key"] for r in _lines(out / "superseded.jsonl")] == [victim]
     assert _steps(out / "steps.jsonl") == _steps(one / "steps.jsonl")  # its steps once, not twice
+
+
+def test_an_ordinary_run_as_out_is_refused_unless_asked(tmp_path, capsys, sweep):
+    """Issue 52: `merge` into an ordinary run of the same sweep wrote merge.json and rewrote its plan."""
+    import shutil
+
+    one, dirs = sweep
+    out = tmp_path / "run"
+    shutil.copytree(one, out)
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert merge_main([*map(str, dirs), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"config error: --out: {out} is a run of its own, not a merge's output; merging adds the shards' "
+        "trials to it and rewrites its plan: pass --into-run to do that, or give another --out"
+    ]
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert merge_main([*map(str, dirs), "--out", str(out), "--into-run"]) == 0
+    assert (out / "merge.json").is_file() and _by_key(out / "trials.jsonl") == _by_key(one / "trials.jsonl")
+    assert merge_main([*map(str, dirs), "--out", str(out)]) == 0  # a merge's output now: merged again

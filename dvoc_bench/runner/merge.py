@@ -17,8 +17,9 @@ run directory:
 - ``plan.jsonl`` is the union of the inputs' plans; ``run.json`` says the whole plan's size, the trials
   present and the shards merged; ``merge.json`` keeps every merge's account.
 
-A partial merge (a shard missing or unfinished) is allowed, and said. Merging again after a shard resumed
-adds only what is new.
+An output that is an ordinary run (not an earlier merge's output) is refused unless asked (``into_run``,
+``--into-run``). A partial merge (a shard missing or unfinished) is allowed, and said. Merging again
+after a shard resumed adds only what is new.
 """
 
 from __future__ import annotations
@@ -280,10 +281,17 @@ def _planned_total(sources: list[Source], old: dict[str, Any]) -> tuple[int, int
     return max(total, len(whole)), count, digest
 
 
-def merge_runs(inputs: Iterable[Path | str], out: Path | str) -> MergeReport:
+def merge_runs(inputs: Iterable[Path | str], out: Path | str, *, into_run: bool = False) -> MergeReport:
     """Merge the run directories ``inputs`` (module docstring) into ``out``; raises :class:`ConfigError`
-    (one line naming the input) when they cannot be merged, and then changes nothing."""
+    (one line naming the input) when they cannot be merged, and then changes nothing. An ``out`` that is a
+    run of its own (run records and no ``merge.json``) is refused unless ``into_run``."""
     out = Path(out)
+    own_run = any((out / f).is_file() for f in (META, TRIALS, PLAN)) and not (out / MERGE).is_file()
+    if own_run and not into_run:
+        raise ConfigError(
+            f"--out: {out} is a run of its own, not a merge's output; merging adds the shards' trials to it "
+            "and rewrites its plan: pass --into-run to do that, or give another --out"
+        )
     dirs = find_inputs(inputs, out)
     if not dirs:
         raise ConfigError("SHARD_DIR: no run directory given")
