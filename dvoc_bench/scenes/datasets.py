@@ -203,26 +203,40 @@ def _bad(where: str, why: str) -> ConfigError:
     return ConfigError(f"dataset: {where}: {why}")
 
 
-def _read_records(path: Path) -> list[Any]:
+def _read_records(path: Path) -> tuple[list[Any], list[str]]:
+    """The file's records, and where each is said to be in an error: ``<file> line N`` (the file's own
+    line, blank lines counted) in a ``.jsonl``, ``<file>[i]`` in a JSON list."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise _bad(path.name, f"cannot read: {e}") from None
-    try:
-        if path.suffix == ".jsonl":
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise _bad(path.name, f"not valid JSON: {e}") from None
-    except RecursionError:
-        raise _bad(path.name, "not readable: its JSON is nested too deeply") from None
+    if path.suffix == ".jsonl":
+        records, wheres = [], []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                records.append(_json(line, f"{path.name} line {n}", one_line=True))
+                wheres.append(f"{path.name} line {n}")
+        return records, wheres
+    data = _json(text, path.name, one_line=False)
     if not isinstance(data, list):
         raise _bad(path.name, f"expected a list of samples, got {type(data).__name__}")
-    return data
+    return data, [f"{path.name}[{i}]" for i in range(len(data))]
 
 
-def _sample(fmt: str, rec: Any, path: Path, index: int, images: Path, box: str | None = None) -> Sample:
-    where = f"{path.name}[{index}]"
+def _json(text: str, where: str, *, one_line: bool) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:  # a line alone is "line 1": say its column, the caller its line
+        at = f"(column {e.colno})" if one_line else f"(line {e.lineno}, column {e.colno})"
+        raise _bad(where, f"not valid JSON: {e.msg} {at}") from None
+    except RecursionError:
+        raise _bad(where, "not readable: its JSON is nested too deeply") from None
+
+
+def _sample(
+    fmt: str, rec: Any, path: Path, index: int, images: Path, box: str | None = None, where: str = ""
+) -> Sample:
+    where = where or f"{path.name}[{index}]"
     if not isinstance(rec, Mapping):
         raise _bad(where, f"a sample must be a mapping, got {type(rec).__name__}")
     layout = LAYOUTS[fmt]
@@ -273,14 +287,14 @@ def load_samples(spec: DatasetSpec) -> list[Sample]:
     for path in annotation_files(spec):
         own = path.parent if spec.format == "manifest" else spec.root / LAYOUTS[spec.format].images
         images = spec.images or own
-        records = _read_records(path)
+        records, wheres = _read_records(path)
         box = _box_format(spec, path, records, images)
-        for i, rec in enumerate(records):
-            s = _sample(spec.format, rec, path, i, images, box)
+        for i, (rec, where) in enumerate(zip(records, wheres, strict=True)):
+            s = _sample(spec.format, rec, path, i, images, box, where)
             if s.id in seen:  # ids must be unique task ids: a repeated one gets its file and index
                 s = Sample(f"{path.stem}:{i}", s.image, s.box, s.instruction, s.img_size, s.meta)
             if s.id in seen:
-                raise _bad(f"{path.name}[{i}]", f"sample id {s.id!r} appears twice (also in {seen[s.id]})")
+                raise _bad(where, f"sample id {s.id!r} appears twice (also in {seen[s.id]})")
             seen[s.id] = path.name
             out.append(s)
     return out

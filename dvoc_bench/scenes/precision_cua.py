@@ -69,12 +69,15 @@ def _line(theme: str, index: int, text: str, images: Path) -> tuple[Sample, str 
     """One line as a sample, and what is wrong with it (``None``: nothing)."""
     sid = f"{theme}:{index}"
     meta: dict[str, str | None] = {"file": theme, "application": theme.split("_")[0]}
+    broken = Sample(sid, images / "-", BROKEN, "", None, meta)
     try:
         rec = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as e:
-        return Sample(sid, images / "-", BROKEN, "", None, meta), f"not valid JSON: {e}"
+    except json.JSONDecodeError as e:  # the caller names the file's line; json's "line 1" is the line alone
+        return broken, f"not valid JSON: {e.msg} (column {e.colno})"
+    except RecursionError:
+        return broken, "not valid JSON: nested too deeply"
     if not isinstance(rec, Mapping):
-        return Sample(sid, images / "-", BROKEN, "", None, meta), "a line must be a JSON object"
+        return broken, "a line must be a JSON object"
     name = rec.get("image")
     box = finite_numbers(rec.get("bbox"), 4)
     size = finite_numbers(rec.get("image_size"), 2)

@@ -402,3 +402,22 @@ def test_a_truncated_image_is_a_scene_error_of_its_sample(tmp_path, caplog):
     assert by[exp[0].id]["error_class"] == "scene" and "cannot decode" in by[exp[0].id]["error"]
     assert by[exp[1].id]["status"] == "ok"
     assert "Traceback" not in caplog.text and "failed inside the harness" not in caplog.text
+
+
+def test_a_manifest_error_names_the_files_line(tmp_path):
+    """Issue 52: a manifest's bad line 2 was reported as "line 1 column 1" (each line parsed alone)."""
+    write_fixture(tmp_path, "manifest", screens=1, per_screen=3)
+    manifest = tmp_path / "manifest.jsonl"
+    rows = manifest.read_text().splitlines()
+    assert len(rows) == 3
+    broken = [rows[0], "", '{"image": oops}', rows[2]]  # a blank line 2, bad JSON on line 3
+    manifest.write_text("\n".join(broken) + "\n")
+    with pytest.raises(ConfigError) as e:
+        scenes_of(tmp_path, "manifest")
+    assert str(e.value) == "dataset: manifest.jsonl line 3: not valid JSON: Expecting value (column 11)"
+    bad = json.loads(rows[1])
+    del bad["instruction"]
+    manifest.write_text("\n".join([rows[0], "", json.dumps(bad), rows[2]]) + "\n")
+    with pytest.raises(ConfigError) as e:
+        scenes_of(tmp_path, "manifest")
+    assert str(e.value) == "dataset: manifest.jsonl line 3: missing the instruction"

@@ -66,3 +66,4 @@ def test_a_sweep_fails_only_the_unusable_lines(tmp_path):
         "108.3984375] is empty (x1 <= x0 or y1 <= y0)"
     )
     assert broken["error_class"] == "scene" and "line 2): not valid JSON" in broken["error"]
+    assert "line 1" not in broken["error"]  # the file's line only, not json's "line 1" of the line alone
