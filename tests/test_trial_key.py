@@ -243,3 +243,58 @@ def test_no_shipped_file_is_left_out_by_the_model_override_check():
     names = [p.stem for p in (default_conf_dir() / "model").glob("sim-*.yaml")]
     setup = quick_setup([f"models=[{','.join(names)}]", "tasks=[S1]", "methods=[oneshot]"])
     assert dict(setup.model_changes) == {}
+
+
+def test_retry_rule_does_not_key_a_paper_trial_which_ignores_it():
+    """Issue 52 (review): under protocol=paper the authors' rule (hit_radius) decides a one-shot retry
+    whatever ``oneshot.retry_rule`` says, so two values must not plan the same trial twice; v1 trials keep
+    it in their key."""
+    paper = ("protocols=[paper]",)
+    assert keys_of(*paper, "oneshot.retry_rule=within_eps") == keys_of(*paper)
+    both = ("protocols=[v1,paper]",)
+    moved = keys_of(*both, "oneshot.retry_rule=within_eps") - keys_of(*both)
+    assert moved and moved.isdisjoint(keys_of(*paper))
+
+
+def test_the_reply_bound_is_unkeyed_for_the_reason_it_gives():
+    """Issue 52 (review): ``run.max_reply_chars`` stays out of the key because at its default it cuts no
+    answer: its reason quotes the longest reply of the authors' recorded calls, recounted here from the
+    raw files (not through the harness's loader), and the default's margin over it."""
+    import json
+    import re
+
+    from dvoc_bench.models.base import MAX_REPLY_CHARS
+    from tests.support import RECORDS, need_upstream
+
+    root = need_upstream() / RECORDS
+    longest = {"text": 0, "tool calls": 0}
+    calls = 0
+
+    def walk(v):  # every LLM output object of a record, however deep
+        if isinstance(v, dict):
+            if isinstance(v.get("raw_message"), dict):
+                yield v["raw_message"]
+            for x in v.values():
+                yield from walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                yield from walk(x)
+
+    for path in root.rglob("*.json"):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            continue
+        for msg in walk(data):
+            calls += 1
+            longest["text"] = max(longest["text"], len(msg.get("content") or ""))
+            for c in msg.get("tool_calls") or []:
+                args = (c.get("function") or {}).get("arguments") or ""
+                text = args if isinstance(args, str) else json.dumps(args)
+                longest["tool calls"] = max(longest["tool calls"], len(text))
+    reason = UNKEYED_SETTINGS["run.max_reply_chars"]
+    said = re.findall(r"([\d,]+) characters of (text|tool calls)", reason)
+    quoted = {k: int(v.replace(",", "")) for v, k in said}
+    assert quoted == longest, (quoted, longest, calls)
+    assert 10 * max(longest.values()) <= MAX_REPLY_CHARS
+    assert f"{MAX_REPLY_CHARS:,}" in reason and "reply_truncated" in reason

@@ -7,7 +7,7 @@ import hashlib
 import itertools
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 from pydantic import BaseModel
@@ -44,8 +44,11 @@ UNKEYED_SETTINGS: dict[str, str] = {
     "smoke": "a smaller sweep (two tasks, two starts, one repeat): which trials run, each keyed as usual",
     "run.render_workers": "where frames are drawn (a pool or inline): the same pixels either way",
     "run.max_reply_chars": (
-        "a bound against runaway replies (64,000 characters, far above any answer); free on resume like "
-        "every run.* knob"
+        "a bound against runaway replies, not a knob of the answer: its default, 64,000, is 60 times the "
+        "longest reply in the authors' records (1,068 characters of text, 65 characters of tool calls' "
+        "arguments), so it cuts none; a bound set below an answer cuts what the method reads, which the key "
+        "does not see: every cut is recorded in its step (reply_truncated: the part, its full length and "
+        "sha256); free on resume like every run.* knob"
     ),
     "run.plan_only": "prints the plan and runs no trial",
     "run.plan_from": "which plan file a shard or resume reads: the specs in it carry their own keys",
@@ -169,6 +172,19 @@ def _assumptions(
     return assumed_knobs(sim, protocol=protocol, overlay=overlay, default_style=default_style, extra=extra)
 
 
+def _retry_rule(configured: str, protocol: str) -> str:
+    """The ``oneshot.retry_rule`` a trial records and keys: the configured rule, or the default when the
+    trial calls no model (``protocol`` is ``-``) or its protocol decides the rule whatever is configured
+    (``paper``: the authors' ``hit_radius``), so such trials are planned once, under the keys they had."""
+    from dvoc_bench.runner.settings import Oneshot
+
+    default = str(Oneshot.model_fields["retry_rule"].default)
+    if protocol == NA:
+        return default
+    rules = get_args(Oneshot.model_fields["retry_rule"].annotation)
+    return default if len({get_protocol(protocol).oneshot_retry_rule(r) for r in rules}) == 1 else configured
+
+
 NONE_MODEL = ModelConfig(name="none", kind="none", model_id="none", provider="none", coord_frame="pixel")
 """Stand-in model of the non-visual baselines."""
 
@@ -247,7 +263,7 @@ def build_plan(
                     sampling=sampling if info.calls_model else NA,
                     overlay_style=style if "overlay" in uses else NA,
                     image=image if info.calls_model else NA,
-                    retry_rule=s.oneshot.retry_rule,
+                    retry_rule=_retry_rule(s.oneshot.retry_rule, protocol),
                     verify_click=verify.get(scene_kind, False),
                     model_config=setup.model_changes.get(model.name, NA) if info.calls_model else NA,
                 )

@@ -39,7 +39,8 @@ class Oneshot(Declared):
     max_attempts: PosInt = 5
     """Attempts per trial."""
     retry_rule: Literal["hit", "hit_radius", "within_eps"] = "hit"
-    """Which rule tells the model its answer missed (``protocol=paper`` always uses ``hit_radius``)."""
+    """Which rule tells the model its answer missed (``protocol=paper`` always uses ``hit_radius``: its
+    trials record and key the default, whatever is set here)."""
 
 
 class Zoom(Declared):
