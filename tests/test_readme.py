@@ -242,6 +242,7 @@ def test_readme_command_runs(i, results, readme_output):
     if is_readme_bench(c):
         assert set(readme_numbers.parse(readme_output)) == {
             "default run (What the default run does)",
+            readme_numbers.STORY,
             "one-shot and declare_frame (Coordinate frames)",
             "experiment=frames (The finding, plainly)",
             readme_numbers.HEADLINE,
@@ -273,7 +274,7 @@ def test_readme_command_runs(i, results, readme_output):
 def test_readme_quotes_the_simulated_numbers_exactly(readme_output):
     texts = {rel(doc): doc.read_text(encoding="utf-8") for doc in DOCS}
     blocks = readme_numbers.parse(readme_output)
-    assert len(blocks) == 6
+    assert len(blocks) == 7
     for name, block in blocks.items():
         if block == readme_numbers.NO_RECORDS and not UPSTREAM.is_dir() and not required():
             continue  # the headline needs the authors' records (tests/analysis/test_headline.py skips too)
@@ -393,3 +394,16 @@ def test_the_documentation_refers_to_no_private_note():
 def test_no_file_refers_to_a_private_note():
     hits = private_refs([*DOCUMENTATION, ROOT / "conf", ROOT / "dvoc_bench"])
     assert not hits, "\n".join(hits)
+
+
+def test_the_first_screen_tells_the_story_above_the_default_table():
+    """Issue 52 item 2: a reader of the first screen alone learns what the default run shows, what the paper
+    claimed and what the frame finding changes, before the table (the lines are generated: STORY)."""
+    lines = README.read_text(encoding="utf-8").splitlines()
+    table = next(i for i, ln in enumerate(lines) if ln.startswith("| model "))
+    heads = ["- **What the default run shows** [SIMULATED]", "- **What the paper claimed**",
+             "- **What the frame finding changes**"]  # fmt: skip
+    at = [next((i for i, ln in enumerate(lines) if ln.startswith(h)), None) for h in heads]
+    assert None not in at and at == sorted(at) and at[-1] - at[0] == 2, at
+    assert at[-1] < table <= 40, "the story and the table must be on the first screen"
+    assert "frame request assumed" in lines[at[0]]  # the rows' marker is said in the story's words
