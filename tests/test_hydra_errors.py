@@ -33,9 +33,9 @@ def test_unknown_detector_hides_the_internal_bases():
 
 
 def test_a_known_block_key_is_set_without_plus_whether_or_not_the_file_wrote_it():
-    cfg, _ = compose(["model=ocr-tesseract", "model.ocr.engine=rapidocr", "model.ocr.psm=6"])
+    cfg, _ = compose(["model=ocr-tesseract", "model.ocr.lang=deu", "model.ocr.psm=6"])
     ocr = cfg["model"]["ocr"]
-    assert ocr["engine"] == "rapidocr"  # not in conf/model/ocr-tesseract.yaml
+    assert ocr["lang"] == "deu"  # not in conf/model/ocr-tesseract.yaml
     assert ocr["psm"] == 6  # in it
     assert ocr["passes"] == ["dark", "light"]  # the rest of the file's block kept
     cfg, _ = compose(["model=sim-ideal", "model.sim.perception.knows_crosshair=false"])
@@ -61,7 +61,7 @@ def test_a_key_no_block_knows_stays_unknown_and_lists_the_blocks_keys():
 def test_the_app_takes_both_forms_as_a_user_types_them():
     from tests.support import run_cli
 
-    ok = run_cli("model=ocr-tesseract", "model.ocr.engine=rapidocr", "task=S3", "methods=[oneshot]",
+    ok = run_cli("model=ocr-rapidocr", "model.ocr.use_cls=true", "task=S3", "methods=[oneshot]",
                  "run.plan_only=true")  # fmt: skip
     assert ok.returncode == 0, ok.stderr
     bad = run_cli("model=ocr-tesseract", "+model.ocr.psm=6", "run.plan_only=true")
@@ -69,3 +69,17 @@ def test_the_app_takes_both_forms_as_a_user_types_them():
     assert bad.stderr.strip().splitlines() == [
         "config error: model.ocr.psm: already set; override it without '+' (model.ocr.psm=V) or with '++'"
     ]
+
+
+def test_a_model_override_without_the_model_shorthand_is_refused_not_ignored():
+    from dvoc_bench.core.declare import ConfigError
+    from dvoc_bench.runner.compose import quick_setup
+
+    with pytest.raises(ConfigError) as e:
+        quick_setup(["models=[ocr-tesseract]", "model.ocr.engine=rapidocr"])
+    assert str(e.value) == (
+        "model.ocr: a model.* override applies to the model=<name> shorthand; give model=<name> "
+        "(models=[...] reads each file as it is)"
+    )
+    setup = quick_setup(["model=ocr-rapidocr", "model.ocr.use_cls=true", "run.plan_only=true"])
+    assert setup.models[0].ocr == {"engine": "rapidocr", "min_score": 75, "use_cls": True}

@@ -128,6 +128,12 @@ def setup_from_settings(s: Settings, experiment: str, model_choice: str | None =
             max_side=s.scenes.max_side,
         )
         tasks = check_list("task" if s.task else "tasks", [s.task] if s.task else s.tasks, registry.ids())
+    if s.model and not model_choice:  # model.<key>=V with models=[...]: it would change no model
+        key = next(iter(s.model))
+        raise ConfigError(
+            f"model.{key}: a model.* override applies to the model=<name> shorthand; give model=<name> "
+            "(models=[...] reads each file as it is)"
+        )
     names = check_list("models", [model_choice] if model_choice else s.models, model_names(models_dir))
     models = [
         # model=<name>: Hydra already read the file (with any model.* override) into the config; read

@@ -203,7 +203,8 @@ def ocr_engine_from_block(name: str, block: dict[str, Any] | None, prefix: str =
         for k in keys:
             if other != engine and k in block:
                 raise ConfigError(
-                    f"model {name}: {prefix}.{k}: applies to engine {other} only (engine is {engine})"
+                    f"model {name}: {prefix}.{k}: applies to engine {other} only (engine is {engine}; "
+                    f"drop it with ~model.{prefix}.{k}, or use a model file of engine {engine})"
                 )
     kw = {k: block[k] for k in (*ENGINE_KEYS[engine], "cache_size") if k in block}
     if "passes" in kw:
