@@ -56,6 +56,8 @@ FIELDS: dict[str, str] = {"schema_version": INT, **TRIAL_COLUMNS, "calls": "json
 """Every field of an export row and its type."""
 REQUIRED = ("schema_version", "model", "method", "task", "target_x0", "target_y0", "target_x1", "target_y1")
 """Fields a row must have (a missing final point is a miss; every other field may be absent or null)."""
+SPEND = ("tokens_in", "tokens_out", "cost_usd")
+"""A trial's spend: a row without one of them but with it on every call gets the calls' sum."""
 EXTRA_PREFIXES = ("override.", "overrides")
 """Columns outside the schema that an export keeps: the Hydra overrides of a multirun's jobs."""
 
@@ -247,6 +249,10 @@ def load_rows(path: Path, rows: list[dict[str, Any]]) -> Runs:
         row["simulated"] = bool(row.get("simulated") or False)
         if row.get("model_calls") is None:  # a prediction without its calls: one answer, one call
             row["model_calls"] = len(row["calls"]) or 1
+        for name in SPEND:  # a trial's spend left out but stated per call: the sum of its calls
+            vals = [c.get(name) for c in row["calls"]]
+            if row.get(name) is None and vals and all(v is not None for v in vals):
+                row[name] = sum(vals)
     calls = [{**c, "trial_key": r["trial_key"], "run_dir": r["run_dir"], "source": r["source"]}
              for r in rows for c in r["calls"]]  # fmt: skip
     frame = pd.DataFrame([{k: v for k, v in r.items() if k not in ("calls", "schema_version")} for r in rows])

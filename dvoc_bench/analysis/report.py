@@ -77,6 +77,16 @@ class Report:
         return "\n".join(self.lines).strip() + "\n"
 
 
+def _n_calls(t: Any, s: Any) -> int:
+    """The model calls of the trials: their call records, and the stated count of a trial that has none (an
+    imported prediction without its calls)."""
+    if "model_calls" not in t or t.empty:
+        return len(s)
+    keys = set(zip(s["run_dir"], s["trial_key"], strict=True)) if len(s) else set()
+    bare = [(r, k) not in keys for r, k in zip(t["run_dir"], t["trial_key"], strict=True)]
+    return len(s) + int(t.loc[bare, "model_calls"].fillna(0).sum())
+
+
 def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> None:
     from dvoc_bench.analysis import honest, paper, plots
     from dvoc_bench.analysis.markdown import label_models, md_table, pct, px, summary_view, usd
@@ -86,7 +96,7 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
     rep.p("Sources: " + ", ".join(f"`{x}`" for x in runs.sources))
     rep.p(
         f"{len(t)} trials ({int(t['valid'].sum())} valid, {int((t['status'] == 'error').sum())} errors, "
-        f"{int((t['status'] == 'skipped').sum())} skipped), {len(s)} model calls."
+        f"{int((t['status'] == 'skipped').sum())} skipped), {_n_calls(t, s)} model calls."
     )
     from dvoc_bench.analysis.viewer import failure_links
 
@@ -169,15 +179,16 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
     if {"dvoc", "oneshot"} <= set(t["method"]):
         rep.h(3, f"Paired: DVOC vs one-shot on the same start points — rule `{rule}`")
         knobs = [k for k in ("alpha", "overlay", "predict", "protocol") if k in t]
-        combos = t[t["method"] == "dvoc"][knobs].drop_duplicates()
+        kv = t[knobs].astype(object).where(t[knobs].notna(), "-")  # an unstated knob (an import) is "-"
+        combos = kv[t["method"] == "dvoc"].drop_duplicates()
         for _, c in combos.iterrows():
-            same_protocol = (t["protocol"] == c["protocol"]) if "protocol" in t else True
+            same_protocol = (kv["protocol"] == c["protocol"]) if "protocol" in kv else True
             sel = ((t["method"] == "oneshot") & same_protocol) | (
-                (t["method"] == "dvoc") & (t[knobs] == c[knobs]).all(axis=1)
+                (t["method"] == "dvoc") & (kv == c).all(axis=1)
             )
             if len(combos) > 1:
                 rep.p("DVOC with " + ", ".join(f"{k}={c[k]}" for k in knobs) + ":")
-            _paired(rep, t[sel.astype(bool)], "method", "dvoc", "oneshot", rule, seed, n_boot)
+            _paired(rep, t[sel.fillna(False).astype(bool)], "method", "dvoc", "oneshot", rule, seed, n_boot)
 
     _audit(rep, s)
 
@@ -519,6 +530,13 @@ def build_report(
     rep = Report(out, figures)
     rep.lines += ["# dvoc-bench report", ""]
     rep.p(f"Honest tables use the rule **`{rule}`**: {_rule_text(rule)}.")
+    if imports:
+        own = f", a folder of its own: no run's `{REPORT}/`"
+        own = "" if run_dirs and out == default_out(run_dirs) else own
+        rep.p(
+            f"Imported ({fmt}): " + ", ".join(f"`{f}`" for f in imports) + f". This report is written to "
+            f"`{out}`" + (own and own + " is written over") + "."
+        )
     if runs is not None:
         _runs_section(rep, runs, rule, seed, n_boot)
         from dvoc_bench.analysis import import_check
