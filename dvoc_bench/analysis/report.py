@@ -203,6 +203,17 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
             "in the table of that name below."
         )
         rep.table(md_table(label_models(cost.drop(columns=["cost_per_success"])), {"cost_usd": usd}))
+    from dvoc_bench.analysis.budget import under_reported
+
+    low = under_reported(s)
+    if len(low):
+        rep.p(
+            "Usage reported far below the harness's own estimate (under a quarter of it, prompt or "
+            "completion; the estimate: prompt text and tool schemas at 4 characters a token, the image "
+            "sent by its provider's rule, the reply likewise): these calls are priced, and were charged to "
+            "the budget, with the larger counts. Both, summed over those calls (tokens input/output):"
+        )
+        rep.table(md_table(label_models(low), {"reported_usd": usd, "charged_usd": usd}))
 
     rep.blocks(equal_cost.blocks(t, s, rule, by, curve=curve, seed=seed, n_boot=n_boot))
 
