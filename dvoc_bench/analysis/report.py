@@ -22,6 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from dvoc_bench.analysis.markdown import escape_inline, escape_text
 from dvoc_bench.core.rundir import REPORT
 from dvoc_bench.core.scoring import RULES
 
@@ -44,10 +45,12 @@ class Report:
         self.n_fig = 0
 
     def h(self, level: int, text: str) -> None:
-        self.lines += ["", "#" * level + " " + text, ""]
+        self.lines += ["", "#" * level + " " + escape_text(" ".join(text.split())), ""]
 
     def p(self, text: str) -> None:
-        self.lines += [text, ""]
+        """A paragraph; its HTML characters are written as entities (outside code spans): the text may carry
+        names and messages from the records."""
+        self.lines += [escape_text(text), ""]
 
     def table(self, md: str) -> None:
         self.lines += [md, ""]
@@ -59,7 +62,7 @@ class Report:
 
         self.n_fig += 1
         path = save(fig, self.out / "figures" / f"{self.n_fig:02d}_{name}.png")
-        self.lines += [f"![{caption}](figures/{path.name})", ""]
+        self.lines += [f"![{escape_inline(caption)}](figures/{path.name})", ""]
 
     def blocks(self, blocks: list[tuple[Any, ...]]) -> None:
         """Render the blocks of :mod:`dvoc_bench.analysis.equal_cost`."""
