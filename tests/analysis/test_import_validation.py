@@ -109,6 +109,7 @@ def test_a_50_mb_row_is_refused_in_bounded_memory(tmp_path):
         f.write(json.dumps(GOOD) + "\n")
         f.write(json.dumps(dict(GOOD, task="a2", sample_instruction="x" * (50 * 2**20))) + "\n")
     one = write(tmp_path / "one.jsonl", [json.dumps(GOOD)])
+
     def child(f: Path) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-c", CHILD, str(f)], cwd=ROOT, capture_output=True, text=True,
                               timeout=HANG_S)  # fmt: skip
