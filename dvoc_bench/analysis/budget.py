@@ -366,3 +366,29 @@ def lacking(trials: pd.DataFrame, steps: pd.DataFrame) -> dict[str, list[str]]:
         if no_cost:
             out["cost"].append(str(model))
     return out
+
+
+def under_reported(steps: pd.DataFrame) -> pd.DataFrame:
+    """Per model, the calls whose reported usage was far below the harness's own estimate (``est_tokens_in``
+    recorded): the reported and estimated tokens (input / output) and the cost of each, the estimate's
+    being what the run charged (``cost_usd``). Empty when every reported usage held."""
+    cols = ["model", "calls", "reported_tokens", "estimated_tokens", "reported_usd", "charged_usd"]
+    if "est_tokens_in" not in steps or not steps["est_tokens_in"].notna().any():
+        return pd.DataFrame(columns=cols)
+    s = steps[steps["est_tokens_in"].notna()]
+    rows = []
+    for model, g in s.groupby("model", sort=True):
+
+        def total(col: str, g: pd.DataFrame = g) -> int:
+            return int(g[col].fillna(0).sum())
+
+        def usd(col: str, g: pd.DataFrame = g) -> float | None:
+            return float(g[col].sum()) if g[col].notna().all() else None
+
+        rows.append({
+            "model": model, "calls": len(g),
+            "reported_tokens": f"{total('tokens_in')}/{total('tokens_out')}",
+            "estimated_tokens": f"{total('est_tokens_in')}/{total('est_tokens_out')}",
+            "reported_usd": usd("reported_cost_usd"), "charged_usd": usd("cost_usd"),
+        })  # fmt: skip
+    return pd.DataFrame(rows, columns=cols)

@@ -15,13 +15,22 @@ be scored without.
 scored here: ``hit`` (inside the target box), ``within_eps`` and ``hit_radius`` from its final point and
 target box (:func:`dvoc_bench.core.scoring.score`, with the loop's default epsilon and radius minimum
 when the row has none). A file that does not match the schema raises :class:`SchemaError`, one line
-naming the first bad field.
+naming the first bad row and field.
+
+Imports are validated like configs (:func:`check_row`): numbers finite (integers within 2**53), counts,
+tokens and costs not negative, the target box ordered and inside the image when its size is given, text
+at most :data:`MAX_TEXT` characters without control characters (they would cut the report's tables), one
+row per trial (its ``trial_key``, else model, method, task, start point and repeat). A ``.jsonl`` file is
+read one line at a time, each at most :data:`MAX_ROW_BYTES` (a longer line is refused before it is parsed),
+so reading costs one row's memory beyond the rows kept.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +51,7 @@ from dvoc_bench.analysis.schema import (
 from dvoc_bench.core.control import LoopConfig
 from dvoc_bench.core.geometry import Box, Point
 from dvoc_bench.core.scoring import score
+from dvoc_bench.core.text import safe_text
 
 SCHEMA_VERSION = 1
 """Version of the export schema; a file of another version is refused."""
@@ -56,12 +66,36 @@ FIELDS: dict[str, str] = {"schema_version": INT, **TRIAL_COLUMNS, "calls": "json
 """Every field of an export row and its type."""
 REQUIRED = ("schema_version", "model", "method", "task", "target_x0", "target_y0", "target_x1", "target_y1")
 """Fields a row must have (a missing final point is a miss; every other field may be absent or null)."""
+SPEND = ("tokens_in", "tokens_out", "cost_usd")
+"""A trial's spend: a row without one of them but with it on every call gets the calls' sum."""
 EXTRA_PREFIXES = ("override.", "overrides")
 """Columns outside the schema that an export keeps: the Hydra overrides of a multirun's jobs."""
 
 
+MAX_ROW_BYTES = 4 * 2**20
+"""Longest line of a ``.jsonl`` import, bytes (a trial of fifteen calls is a few KB)."""
+MAX_TEXT = 10_000
+"""Longest text field of an imported row or call, characters."""
+BOX_SLACK = 0.01
+"""How far past the image's edge a target box may reach, as a share of that side (ScreenSpot-Pro's
+annotations have boxes starting at y = -1)."""
+MAX_INT = 2**53
+"""Largest magnitude of an imported integer (exact as a float; pandas' Int64 holds it)."""
+NON_NEGATIVE = ("model_calls", "tokens_in", "tokens_out", "cost_usd", "latency_s", "est_tokens_in",
+                "est_tokens_out", "reported_cost_usd", "image_w", "image_h", "parse_errors")  # fmt: skip
+"""Counts, tokens, costs and sizes: never below 0."""
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""Characters a text field may not hold (C0/C1 controls, line and paragraph separators)."""
+
+
 class SchemaError(ValueError):
     """A file that does not match the export schema (the message names the first bad field)."""
+
+
+def parse_json(text: str | bytes) -> Any:
+    """The one JSON parse of an import's text (one line, or a whole file): ``ValueError`` or
+    ``RecursionError`` on bad input, for the caller to name the place."""
+    return json.loads(text)
 
 
 def _plain(v: Any) -> Any:
@@ -115,79 +149,175 @@ def export(runs: Runs, path: Path | str) -> Path:
     return path
 
 
-def _read(path: Path) -> list[dict[str, Any]]:
+def _read(path: Path) -> Iterator[dict[str, Any]]:
+    """The rows of an export file, one at a time (``.jsonl``: line by line, each line bounded)."""
     if path.suffix == ".parquet":
         try:
             df = pd.read_parquet(path)
         except (OSError, ValueError) as e:
             raise SchemaError(f"{path}: not a readable parquet file ({e})") from None
-        return [
-            {c: _plain(v) for c, v in zip(df.columns, r, strict=True)} for r in df.itertuples(index=False)
-        ]
-    rows = []
-    with path.open(encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip():
-                continue
+        for r in df.itertuples(index=False):
+            yield {c: _plain(v) for c, v in zip(df.columns, r, strict=True)}
+        return
+    for i, text in json_lines(path):
+        try:
+            row = parse_json(text)
+        except (ValueError, RecursionError) as e:  # JSONDecodeError, a huge integer, nesting
+            why = e.msg if isinstance(e, json.JSONDecodeError) else " ".join(str(e).split())[:120]
+            raise SchemaError(f"{path}: line {i}: not JSON ({why or 'nested too deep'})") from None
+        if not isinstance(row, dict):
+            raise SchemaError(f"{path}: line {i}: a row is a JSON object, got {type(row).__name__}")
+        yield row
+
+
+def json_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of the non-blank lines of ``path``, each read at most :data:`MAX_ROW_BYTES`
+    (a longer line is refused before anything parses it) and decoded as UTF-8."""
+    with path.open("rb") as f:
+        i = 0
+        while raw := f.readline(MAX_ROW_BYTES + 1):
+            i += 1
+            if len(raw) > MAX_ROW_BYTES:
+                raise SchemaError(
+                    f"{path}: line {i}: longer than {MAX_ROW_BYTES // 2**20} MB (one row at most)"
+                )
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise SchemaError(f"{path}: line {i}: not JSON ({e.msg})") from None
-            if not isinstance(row, dict):
-                raise SchemaError(f"{path}: line {i}: a row is a JSON object, got {type(row).__name__}")
-            rows.append(row)
-    return rows
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise SchemaError(f"{path}: line {i}: not UTF-8 (byte {e.start})") from None
+            if text.strip():
+                yield i, text
 
 
-def _check(value: Any, kind: str) -> str | None:
-    """Why ``value`` is not of the schema type ``kind`` (``None``: it is, or it is null)."""
+def _shown(value: Any) -> str:
+    """A value as an error names it: at most 40 characters of its repr."""
+    r = repr(value)
+    return r if len(r) <= 40 else r[:37] + "..."
+
+
+def _check(value: Any, kind: str, name: str = "") -> str | None:
+    """Why ``value`` is not a valid value of the schema type ``kind`` for field ``name`` (``None``: it is,
+    or it is null)."""
     if value is None:
         return None
     if kind in (BOOL, NBOOL):
-        return None if isinstance(value, bool) else f"expected true or false, got {value!r}"
-    if kind == INT:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-        ok = ok or (isinstance(value, float) and value.is_integer())
-        return None if ok else f"expected an integer, got {value!r}"
-    if kind == FLOAT:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        return None if ok else f"expected a number, got {value!r}"
+        return None if isinstance(value, bool) else f"expected true or false, got {_shown(value)}"
+    if kind in (INT, FLOAT):
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if kind == INT and not (number and (isinstance(value, int) or value.is_integer())):
+            return f"expected an integer, got {_shown(value)}"
+        if not number:
+            return f"expected a number, got {_shown(value)}"
+        if not math.isfinite(value):
+            return f"expected a finite number, got {value!r}"
+        if abs(value) > MAX_INT:
+            return f"{_shown(value)} is out of range (at most 2**53 in magnitude)"
+        if value < 0 and name in NON_NEGATIVE:
+            return f"{value!r} is negative"
+        return None
     if kind == "json":
-        return None if isinstance(value, list | str) else f"expected a list of calls, got {value!r}"
-    return None if isinstance(value, str) else f"expected a string, got {value!r}"
+        return None if isinstance(value, list | str) else f"expected a list of calls, got {_shown(value)}"
+    if not isinstance(value, str):
+        return f"expected a string, got {_shown(value)}"
+    if len(value) > MAX_TEXT:
+        return f"{len(value)} characters (at most {MAX_TEXT})"
+    m = CONTROL.search(value)
+    if m:
+        return f"control character U+{ord(m.group()):04X} at {m.start()} (it would cut the report's tables)"
+    return None
 
 
-def _validate(path: Path, rows: list[dict[str, Any]]) -> None:
+def check_row(where: str, row: dict[str, Any]) -> None:
+    """Validate one export row in place (``calls`` parsed to a list, text made valid UTF-8); raise
+    :class:`SchemaError` naming ``where`` (the file and row) and the first bad field."""
+    for name in REQUIRED:
+        if row.get(name) is None:
+            raise SchemaError(f"{where}: field `{name}`: required (schema version {SCHEMA_VERSION})")
+    if row["schema_version"] != SCHEMA_VERSION:
+        raise SchemaError(
+            f"{where}: field `schema_version`: {_shown(row['schema_version'])}; this version reads "
+            f"{SCHEMA_VERSION}"
+        )
+    for name, value in row.items():
+        if name.startswith(EXTRA_PREFIXES):
+            continue
+        if name not in FIELDS:
+            raise SchemaError(f"{where}: field `{name[:60]}`: not in the export schema (docs/equal-cost.md)")
+        why = _check(value, FIELDS[name], name)
+        if why:
+            raise SchemaError(f"{where}: field `{name}`: {why}")
+        if isinstance(value, str):
+            row[name] = safe_text(value)  # a lone surrogate becomes U+FFFD
+    _check_box(where, row)
+    calls = row.get("calls")
+    if isinstance(calls, str):
+        try:
+            calls = parse_json(calls)
+        except (ValueError, RecursionError):
+            raise SchemaError(f"{where}: field `calls`: not a JSON list of calls") from None
+    calls = calls or []
+    if not isinstance(calls, list):
+        raise SchemaError(f"{where}: field `calls`: expected a list of calls, got {_shown(calls)}")
+    for j, call in enumerate(calls):
+        if not isinstance(call, dict):
+            raise SchemaError(f"{where}: field `calls[{j}]`: expected an object, got {_shown(call)}")
+        for name, value in call.items():
+            if name not in CALL_FIELDS:
+                raise SchemaError(f"{where}: field `calls[{j}].{name[:60]}`: not a field of a call")
+            why = _check(value, CALL_FIELDS[name], name)
+            if why:
+                raise SchemaError(f"{where}: field `calls[{j}].{name}`: {why}")
+            if isinstance(value, str):
+                call[name] = safe_text(value)
+    row["calls"] = calls
+
+
+def _check_box(where: str, row: dict[str, Any]) -> None:
+    """The target box ordered (x0 <= x1, y0 <= y1) and, when the image size is given, inside it up to
+    :data:`BOX_SLACK` of a side (published annotations reach a pixel or two past the edge); without a
+    size, no edge below ``-BOX_SLACK`` of its box's extent."""
+    x0, y0, x1, y1 = (row[k] for k in ("target_x0", "target_y0", "target_x1", "target_y1"))
+    if x0 > x1 or y0 > y1:
+        name = "target_x1" if x0 > x1 else "target_y1"
+        raise SchemaError(f"{where}: field `{name}`: the box ({x0:g}, {y0:g}, {x1:g}, {y1:g}) is not ordered")
+    for name in ("image_w", "image_h"):
+        if row.get(name) is not None and row[name] < 1:
+            raise SchemaError(f"{where}: field `{name}`: {row[name]!r} is not a size (at least 1)")
+    w, h = row.get("image_w"), row.get("image_h")
+    for name, v, hi in (
+        ("target_x0", x0, w),
+        ("target_y0", y0, h),
+        ("target_x1", x1, w),
+        ("target_y1", y1, h),
+    ):
+        slack = BOX_SLACK * (hi if hi is not None else max(x1 - x0, y1 - y0, 1.0))
+        if v < -slack or (hi is not None and v > hi + slack):
+            size = f"the {w}x{h} image" if w is not None and h is not None else "the image"
+            raise SchemaError(f"{where}: field `{name}`: {v:g} is outside {size}")
+
+
+def _key(row: dict[str, Any], path: Path) -> tuple[Any, ...]:
+    """What makes a row one trial: its ``trial_key``, else model, method, task, start point and repeat."""
+    if row.get("trial_key") is not None:
+        return (row.get("run_dir") or str(path), row["trial_key"])
+    return (row["model"], row["method"], row["task"], row.get("start_index") or 0, row.get("rep") or 0)
+
+
+def _validated(path: Path, rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The rows, each validated as it comes (:func:`check_row`), with one row per trial key."""
+    seen: dict[int, int] = {}
     for i, row in enumerate(rows, 1):
         where = f"{path}: row {i}"
-        for name in REQUIRED:
-            if row.get(name) is None:
-                raise SchemaError(f"{where}: field `{name}`: required (schema version {SCHEMA_VERSION})")
-        if row["schema_version"] != SCHEMA_VERSION:
+        check_row(where, row)
+        h = hash(_key(row, path))
+        if h in seen:
+            field = "trial_key" if row.get("trial_key") is not None else "rep"
             raise SchemaError(
-                f"{where}: field `schema_version`: {row['schema_version']!r}; this version reads "
-                f"{SCHEMA_VERSION}"
+                f"{where}: field `{field}`: the same trial as row {seen[h]} (one row per trial: give "
+                "`trial_key`, or `start_index` / `rep` to tell repeats apart)"
             )
-        for name, value in row.items():
-            if name.startswith(EXTRA_PREFIXES):
-                continue
-            if name not in FIELDS:
-                raise SchemaError(f"{where}: field `{name}`: not in the export schema (docs/equal-cost.md)")
-            why = _check(value, FIELDS[name])
-            if why:
-                raise SchemaError(f"{where}: field `{name}`: {why}")
-        calls = row.get("calls")
-        calls = json.loads(calls) if isinstance(calls, str) else (calls or [])
-        for j, call in enumerate(calls):
-            if not isinstance(call, dict):
-                raise SchemaError(f"{where}: field `calls[{j}]`: expected an object, got {call!r}")
-            for name, value in call.items():
-                if name not in CALL_FIELDS:
-                    raise SchemaError(f"{where}: field `calls[{j}].{name}`: not a field of a call")
-                why = _check(value, CALL_FIELDS[name])
-                if why:
-                    raise SchemaError(f"{where}: field `calls[{j}].{name}`: {why}")
-        row["calls"] = calls
+        seen[h] = i
+        yield row
 
 
 def _rescore(t: pd.DataFrame) -> pd.DataFrame:
@@ -231,12 +361,12 @@ def load_export(path: Path | str) -> Runs:
     return load_rows(path, _read(path))
 
 
-def load_rows(path: Path, rows: list[dict[str, Any]]) -> Runs:
+def load_rows(path: Path, rows: Iterable[dict[str, Any]]) -> Runs:
     """Validate and score export rows (read from ``path``, or converted from another harness's log by
-    :mod:`dvoc_bench.analysis.foreign`) into :class:`Runs`."""
+    :mod:`dvoc_bench.analysis.foreign`) into :class:`Runs`, one row at a time."""
+    rows = list(_validated(path, rows))
     if not rows:
         raise SchemaError(f"{path}: no rows")
-    _validate(path, rows)
     for i, row in enumerate(rows):  # the defaults of a foreign row
         row.setdefault("source", "import")
         row["source"] = row["source"] or "import"
@@ -247,6 +377,10 @@ def load_rows(path: Path, rows: list[dict[str, Any]]) -> Runs:
         row["simulated"] = bool(row.get("simulated") or False)
         if row.get("model_calls") is None:  # a prediction without its calls: one answer, one call
             row["model_calls"] = len(row["calls"]) or 1
+        for name in SPEND:  # a trial's spend left out but stated per call: the sum of its calls
+            vals = [c.get(name) for c in row["calls"]]
+            if row.get(name) is None and vals and all(v is not None for v in vals):
+                row[name] = sum(vals)
     calls = [{**c, "trial_key": r["trial_key"], "run_dir": r["run_dir"], "source": r["source"]}
              for r in rows for c in r["calls"]]  # fmt: skip
     frame = pd.DataFrame([{k: v for k, v in r.items() if k not in ("calls", "schema_version")} for r in rows])

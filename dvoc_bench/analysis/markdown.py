@@ -1,8 +1,11 @@
-"""Markdown rendering of analysis tables (no ``tabulate`` dependency)."""
+"""Markdown rendering of analysis tables (no ``tabulate`` dependency), and the escaping of text the report
+did not write (dataset text, instructions, model and task names, imported fields): rendered by a Markdown
+renderer that passes raw HTML through (mistune's default), none of it becomes HTML, a link or an image."""
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,8 +29,40 @@ def _default(v: Any) -> str:
     return str(v)
 
 
+_CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)", re.S)
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def _entities(s: str) -> str:
+    return re.sub(r"[&<>]", lambda m: _HTML[m.group()], s)
+
+
+def escape_text(text: str) -> str:
+    """``text`` with ``&``, ``<`` and ``>`` written as entities outside its code spans (inside one, a
+    renderer shows them as they are), so no raw HTML in it reaches the page; renders as the same text."""
+    out, at = [], 0
+    for m in _CODE_SPAN.finditer(text):
+        out += [_entities(text[at : m.start()]), m.group()]
+        at = m.end()
+    return "".join([*out, _entities(text[at:])])
+
+
+def escape_inline(s: str) -> str:
+    """A value the report did not write, for a place among markdown (a link's text, a caption, a table cell):
+    one line, no HTML, and none of the characters that open a link, an image or a code span."""
+    s = " ".join(str(s).split())
+    return _entities(re.sub(r"([\\`\[\]!])", r"\\\1", s))
+
+
+def escape_cell(cell: str) -> str:
+    """A table cell: one line, ``|`` escaped, no HTML (entities), and no link or image (``](`` broken)."""
+    cell = " ".join(cell.split()).replace("|", "\\|").replace("](", "]\\(")
+    return escape_text(cell)
+
+
 def md_table(df: pd.DataFrame, fmt: Mapping[str, Callable[[Any], str]] | None = None) -> str:
-    """``df`` as a GitHub markdown table; ``fmt`` maps a column to its cell formatter."""
+    """``df`` as a GitHub markdown table; ``fmt`` maps a column to its cell formatter. Every cell and header
+    is escaped (:func:`escape_cell`): the values come from records and imports."""
     fmt = dict(fmt or {})
     if df.empty:
         return "_(no rows)_"
@@ -36,8 +71,11 @@ def md_table(df: pd.DataFrame, fmt: Mapping[str, Callable[[Any], str]] | None = 
         [fmt.get(c, _default)(v) for c, v in zip(cols, row, strict=True)]
         for row in df.itertuples(index=False)
     ]
-    lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in r) + " |" for r in body]
+    lines = [
+        "| " + " | ".join(escape_cell(str(c)) for c in cols) + " |",
+        "|" + "|".join("---" for _ in cols) + "|",
+    ]
+    lines += ["| " + " | ".join(escape_cell(cell) for cell in r) + " |" for r in body]
     return "\n".join(lines)
 
 

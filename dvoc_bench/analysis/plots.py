@@ -345,6 +345,8 @@ def trajectories(
     if t.empty:
         return _empty(head, sim, "no valid trials for this task")
     t = t.head(max_trials)
+    if "image_w" not in t or pd.isna(t["image_w"].iloc[0]) or pd.isna(t["image_h"].iloc[0]):
+        return _empty(head, sim, "image size not recorded (an imported row without image_w, image_h)")
     w, h = int(t["image_w"].iloc[0]), int(t["image_h"].iloc[0])
     theirs_web = bool((t["source"] == "upstream").all()) and str(t["scene_kind"].iloc[0]) == "web"
     img, note = (

@@ -22,6 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from dvoc_bench.analysis.markdown import escape_inline, escape_text
 from dvoc_bench.core.rundir import REPORT
 from dvoc_bench.core.scoring import RULES
 
@@ -44,10 +45,12 @@ class Report:
         self.n_fig = 0
 
     def h(self, level: int, text: str) -> None:
-        self.lines += ["", "#" * level + " " + text, ""]
+        self.lines += ["", "#" * level + " " + escape_text(" ".join(text.split())), ""]
 
     def p(self, text: str) -> None:
-        self.lines += [text, ""]
+        """A paragraph; its HTML characters are written as entities (outside code spans): the text may carry
+        names and messages from the records."""
+        self.lines += [escape_text(text), ""]
 
     def table(self, md: str) -> None:
         self.lines += [md, ""]
@@ -59,7 +62,7 @@ class Report:
 
         self.n_fig += 1
         path = save(fig, self.out / "figures" / f"{self.n_fig:02d}_{name}.png")
-        self.lines += [f"![{caption}](figures/{path.name})", ""]
+        self.lines += [f"![{escape_inline(caption)}](figures/{path.name})", ""]
 
     def blocks(self, blocks: list[tuple[Any, ...]]) -> None:
         """Render the blocks of :mod:`dvoc_bench.analysis.equal_cost`."""
@@ -77,6 +80,16 @@ class Report:
         return "\n".join(self.lines).strip() + "\n"
 
 
+def _n_calls(t: Any, s: Any) -> int:
+    """The model calls of the trials: their call records, and the stated count of a trial that has none (an
+    imported prediction without its calls)."""
+    if "model_calls" not in t or t.empty:
+        return len(s)
+    keys = set(zip(s["run_dir"], s["trial_key"], strict=True)) if len(s) else set()
+    bare = [(r, k) not in keys for r, k in zip(t["run_dir"], t["trial_key"], strict=True)]
+    return len(s) + int(t.loc[bare, "model_calls"].fillna(0).sum())
+
+
 def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> None:
     from dvoc_bench.analysis import honest, paper, plots
     from dvoc_bench.analysis.markdown import label_models, md_table, pct, px, summary_view, usd
@@ -86,7 +99,7 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
     rep.p("Sources: " + ", ".join(f"`{x}`" for x in runs.sources))
     rep.p(
         f"{len(t)} trials ({int(t['valid'].sum())} valid, {int((t['status'] == 'error').sum())} errors, "
-        f"{int((t['status'] == 'skipped').sum())} skipped), {len(s)} model calls."
+        f"{int((t['status'] == 'skipped').sum())} skipped), {_n_calls(t, s)} model calls."
     )
     from dvoc_bench.analysis.viewer import failure_links
 
@@ -169,15 +182,16 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
     if {"dvoc", "oneshot"} <= set(t["method"]):
         rep.h(3, f"Paired: DVOC vs one-shot on the same start points — rule `{rule}`")
         knobs = [k for k in ("alpha", "overlay", "predict", "protocol") if k in t]
-        combos = t[t["method"] == "dvoc"][knobs].drop_duplicates()
+        kv = t[knobs].astype(object).where(t[knobs].notna(), "-")  # an unstated knob (an import) is "-"
+        combos = kv[t["method"] == "dvoc"].drop_duplicates()
         for _, c in combos.iterrows():
-            same_protocol = (t["protocol"] == c["protocol"]) if "protocol" in t else True
+            same_protocol = (kv["protocol"] == c["protocol"]) if "protocol" in kv else True
             sel = ((t["method"] == "oneshot") & same_protocol) | (
-                (t["method"] == "dvoc") & (t[knobs] == c[knobs]).all(axis=1)
+                (t["method"] == "dvoc") & (kv == c).all(axis=1)
             )
             if len(combos) > 1:
                 rep.p("DVOC with " + ", ".join(f"{k}={c[k]}" for k in knobs) + ":")
-            _paired(rep, t[sel.astype(bool)], "method", "dvoc", "oneshot", rule, seed, n_boot)
+            _paired(rep, t[sel.fillna(False).astype(bool)], "method", "dvoc", "oneshot", rule, seed, n_boot)
 
     _audit(rep, s)
 
@@ -192,6 +206,17 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
             "in the table of that name below."
         )
         rep.table(md_table(label_models(cost.drop(columns=["cost_per_success"])), {"cost_usd": usd}))
+    from dvoc_bench.analysis.budget import under_reported
+
+    low = under_reported(s)
+    if len(low):
+        rep.p(
+            "Usage reported far below the harness's own estimate (under a quarter of it, prompt or "
+            "completion; the estimate: prompt text and tool schemas at 4 characters a token, the image "
+            "sent by its provider's rule, the reply likewise): these calls are priced, and were charged to "
+            "the budget, with the larger counts. Both, summed over those calls (tokens input/output):"
+        )
+        rep.table(md_table(label_models(low), {"reported_usd": usd, "charged_usd": usd}))
 
     rep.blocks(equal_cost.blocks(t, s, rule, by, curve=curve, seed=seed, n_boot=n_boot))
 
@@ -519,6 +544,13 @@ def build_report(
     rep = Report(out, figures)
     rep.lines += ["# dvoc-bench report", ""]
     rep.p(f"Honest tables use the rule **`{rule}`**: {_rule_text(rule)}.")
+    if imports:
+        own = f", a folder of its own: no run's `{REPORT}/`"
+        own = "" if run_dirs and out == default_out(run_dirs) else own
+        rep.p(
+            f"Imported ({fmt}): " + ", ".join(f"`{f}`" for f in imports) + f". This report is written to "
+            f"`{out}`" + (own and own + " is written over") + "."
+        )
     if runs is not None:
         _runs_section(rep, runs, rule, seed, n_boot)
         from dvoc_bench.analysis import import_check

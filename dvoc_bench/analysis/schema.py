@@ -144,6 +144,9 @@ STEP_COLUMNS: dict[str, str] = {
     "tokens_in": INT,
     "tokens_out": INT,
     "cost_usd": FLOAT,
+    "est_tokens_in": INT,  # the harness's own token estimate, when the reported usage was far below it
+    "est_tokens_out": INT,
+    "reported_cost_usd": FLOAT,  # the reported counts' cost, when the estimate priced the call
     "cached": BOOL,
     "error_class": STR,
     "error": STR,

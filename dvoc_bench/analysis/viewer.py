@@ -346,6 +346,8 @@ def failure_links(trials: pd.DataFrame, out: Path, limit: int = 50) -> list[str]
     site of its run (relative to the folder ``out`` the lines are written in) when one was written there;
     for runs without a site, the last line names the command that writes it. At most ``limit`` trials,
     then how many more."""
+    from dvoc_bench.analysis.markdown import escape_inline
+
     lines: list[str] = []
     bad = trials[trials["status"] == "error"]
     unlinked: dict[str, None] = {}
@@ -355,12 +357,14 @@ def failure_links(trials: pd.DataFrame, out: Path, limit: int = 50) -> list[str]
             break
         ours = r.get("source", "run") == "run"
         site = site_of(r["run_dir"]) if ours else None
-        what = f"{r['method']} · {r['model']} · {r['task']} · start {plain(r['start_index'])}"
+        what = escape_inline(f"{r['method']} · {r['model']} · {r['task']} · start {plain(r['start_index'])}")
         if site is not None:
             what = f"[{what}]({os.path.relpath(site, out)}#key={r['trial_key']})"
         elif ours:
             unlinked[str(r["run_dir"])] = None
-        lines.append(f"- {what}: `{plain(r['error_class'])}` {plain(r['error']) or ''}".rstrip())
+        lines.append(
+            f"- {what}: `{plain(r['error_class'])}` {escape_inline(plain(r['error']) or '')}".rstrip()
+        )
     if unlinked:  # one run, or the folder of a sweep's jobs (the viewer reads a sweep folder whole)
         where = os.path.commonpath(list(unlinked)) if len(unlinked) > 1 else next(iter(unlinked))
         lines.append(f"\n`python -m dvoc_bench.view {where}` writes the viewer's site; then they are linked.")

@@ -14,6 +14,9 @@ assertions (docs/benchmarks.md).
 - ``error-body``: one LiteLLM call against a loopback provider answering 502 with a 30 MB HTML body, then
   with a 200 KB gzip body that inflates to 200 MB (each in its own process): the error class, seconds and
   how much the process's peak RSS grew during the call (MB).
+- ``import``: ``report --import``'s reader (:func:`dvoc_bench.analysis.export.load_export`, its own process
+  each) on a ``.jsonl`` of one valid row and one holding a 50 MB string (refused before it is parsed), then
+  on ``--rows`` valid one-call rows: what it said, wall seconds and the child's peak RSS (MB).
 """
 
 from __future__ import annotations
@@ -257,18 +260,69 @@ def bench_error_body() -> dict[str, float]:
     return out
 
 
+_IMPORT_CHILD = r"""
+import json, resource, sys, time
+from dvoc_bench.analysis.export import SchemaError, load_export
+t0 = time.perf_counter()
+try:
+    said = f"{len(load_export(sys.argv[1]).trials)} trials"
+except SchemaError as e:
+    said = str(e).rsplit(": ", 1)[-1]
+took = time.perf_counter() - t0
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"said": said, "s": took, "peak_mb": peak}))
+"""
+
+
+def _import_row(i: int, **more: object) -> str:
+    import json
+
+    row = {"schema_version": 1, "model": "their-model", "method": "oneshot", "task": f"s{i}", "target_x0": 10,
+           "target_y0": 10, "target_x1": 50, "target_y1": 30, "final_x": 10 + i % 60, "final_y": 20,
+           "calls": [{"index": 0, "kind": "click", "tokens_in": 900, "tokens_out": 12, "cost_usd": 0.0004}],
+           **more}  # fmt: skip
+    return json.dumps(row) + "\n"
+
+
+def bench_import(rows: int = 1_000_000) -> dict[str, float]:
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as d:
+        for kind in ("row50mb", "rows"):
+            path = os.path.join(d, f"{kind}.jsonl")
+            with open(path, "w", encoding="utf-8") as f:
+                if kind == "row50mb":
+                    f.write(_import_row(0) + _import_row(1, sample_instruction="x" * (50 * 2**20)))
+                else:
+                    for i in range(rows):
+                        f.write(_import_row(i))
+            r = subprocess.run([sys.executable, "-c", _IMPORT_CHILD, path], capture_output=True, text=True)
+            got = json.loads(r.stdout.strip().splitlines()[-1])
+            print(f"{kind}: {got['said']}", file=sys.stderr)
+            out.update({f"{kind}_file_mb": os.path.getsize(path) / 2**20, f"{kind}_s": got["s"],
+                        f"{kind}_peak_rss_mb": got["peak_mb"]})  # fmt: skip
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dvoc_bench.bench limits", description=__doc__)
-    ap.add_argument("which", choices=["redact", "serve", "mark", "error-body"])
+    ap.add_argument("which", choices=["redact", "serve", "mark", "error-body", "import"])
     ap.add_argument("-n", type=int, default=3000, help="calls to time (redact)")
     ap.add_argument("--slow", type=int, default=400, help="slowloris clients (serve)")
     ap.add_argument("--drip", type=float, default=2.0, help="seconds between a slow client's bytes (serve)")
+    ap.add_argument("--rows", type=int, default=1_000_000, help="valid rows of the long import (import)")
     args = ap.parse_args(argv)
     fns = {
         "redact": lambda: bench_redact(args.n),
         "serve": lambda: bench_serve(args.slow, args.drip),
         "mark": bench_mark,
         "error-body": bench_error_body,
+        "import": lambda: bench_import(args.rows),
     }
     r = fns[args.which]()
     print(" ".join(f"{k}={v:.4g}" for k, v in r.items()))

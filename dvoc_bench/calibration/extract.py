@@ -132,10 +132,14 @@ DIGEST_SKIPS = (
     "served_model",
     "system_fingerprint",
     "engine",
+    "est_tokens_in",
+    "est_tokens_out",
+    "reported_cost_usd",
 )
 """Step columns the records digest leaves out: where the records were read from, and what only our own
 harness writes (the image sent: scale, size, zoom crop; the image the model saw and the frame rule and
 prompt style it was read by; who served a call: the model id, fingerprint and engine a server stated;
+the harness's own token estimate of a call whose reported usage was far below it;
 added to the schema after the profiles were first fitted, always empty in the authors' records, so they
 must not change its digest)."""
 

@@ -308,9 +308,10 @@ class Step:
     """Cost of the call, ``None`` when unknown."""
     cost_source: str | None = None
     """Where ``cost_usd`` came from: ``pricing`` (the model config's block, from the reported token counts),
-    ``litellm`` / ``litellm_price_map:<entry>`` (LiteLLM's price), ``cache``, ``simulated``, ``local``, or
-    ``bound`` (the reply had no usable usage, see ``usage_fault``: the budget charged the call its per-call
-    bound); ``None`` when unknown (no usable usage and no budget)."""
+    ``litellm`` / ``litellm_price_map:<entry>`` (LiteLLM's price), ``cache``, ``simulated``, ``local``,
+    ``estimate`` (the reported counts were far below the harness's own estimate: priced with the larger
+    counts, see ``est_tokens_in``), or ``bound`` (the reply had no usable usage, see ``usage_fault``: the
+    budget charged the call its per-call bound); ``None`` when unknown (no usable usage and no budget)."""
     cost_bound_usd: float | None = None
     """The per-call bound the budget admitted this call with (``run.max_cost_usd``); ``None`` without a
     budget. ``cost_usd`` above it is a call that cost more than it was admitted for."""
@@ -318,6 +319,18 @@ class Step:
     """What was wrong with the usage the provider reported (no token counts; negative, non-integer or
     non-finite counts or cost; a reply that could not be read), with the values as reported; such usage is
     never summed (``tokens_in`` / ``tokens_out`` stay ``None``, the cost is the bound). ``None``: fine."""
+    est_tokens_in: int | None = None
+    """The harness's own estimate of the call's prompt tokens (text and tool schemas at 4 characters a
+    token, the image sent by the provider's rule: ``dvoc_bench.models.pricing.own_estimate``), recorded only
+    when the reported usage was far below it (under a quarter, prompt or completion): then ``cost_usd``, and
+    what the budget charged, price the larger of the reported and estimated counts (``cost_source:
+    estimate``), while ``tokens_in`` / ``tokens_out`` stay as reported. ``None``: the reported usage held."""
+    est_tokens_out: int | None = None
+    """The harness's own estimate of the completion tokens (the reply's characters at 4 a token), recorded
+    with ``est_tokens_in``."""
+    reported_cost_usd: float | None = None
+    """What the call would have cost by the counts the provider reported, recorded with ``est_tokens_in``
+    (``cost_usd`` is the estimate's)."""
     image_scale: float | None = None
     """Sent pixels per screenshot pixel (horizontally) of the image sent (``image.max_side`` /
     ``max_pixels``, zoom crops); ``None`` when the screenshot was sent as it is."""

@@ -315,6 +315,8 @@ def base_step(
     step.cached = reply.cached
     step.cost_source = reply.cost_source
     step.cost_bound_usd, step.usage_fault = reply.cost_bound_usd, reply.usage_fault
+    step.est_tokens_in, step.est_tokens_out = reply.est_tokens_in, reply.est_tokens_out
+    step.reported_cost_usd = reply.reported_cost_usd
     step.reply_chars, step.reply_sha256 = reply.full_chars, reply.full_sha256
     step.reply_truncated = reply.truncated
     step.served_model, step.system_fingerprint = reply.served_model, reply.system_fingerprint

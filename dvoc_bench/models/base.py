@@ -104,6 +104,13 @@ class Reply:
     """The per-call bound the budget admitted the call with (set by the runner's budget; ``None`` without)."""
     usage_fault: str | None = None
     """What was wrong with the reported usage (missing, negative, non-finite), ``None`` when it was fine."""
+    est_tokens_in: int | None = None
+    """The harness's own estimate of the prompt tokens, set when the reported usage was far below it
+    (:func:`dvoc_bench.models.pricing.under_reported`): ``cost_usd`` then prices the larger counts."""
+    est_tokens_out: int | None = None
+    """The same for the completion tokens (set together with ``est_tokens_in``)."""
+    reported_cost_usd: float | None = None
+    """What the reported counts would have cost, set when the estimate priced the call instead."""
     unread_attempts: int = 0
     """Earlier attempts of this call the provider answered with a reply that could not be read (set by the
     retry layer; the budget charges each its bound)."""

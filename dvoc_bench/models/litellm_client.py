@@ -23,7 +23,11 @@ local server.
 **Usage.** The reply's token counts are checked (:func:`~dvoc_bench.models.pricing.checked_usage`): no
 counts (LiteLLM reports a missing ``usage`` as zeros), negative, fractional or non-finite ones, and a
 negative or non-finite cost are a provider fault, kept in ``Reply.usage_fault`` with the values as
-reported; the counts are then ``None`` and the cost unknown (the budget charges such a call its bound). A
+reported; the counts are then ``None`` and the cost unknown (the budget charges such a call its bound).
+Counts far below the harness's own estimate of the call (:func:`~dvoc_bench.models.pricing.under_reported`)
+are not believed either: the call is priced with the larger counts (``cost_source="estimate"``), the estimate
+and the reported counts' cost recorded beside them (``est_tokens_in``, ``est_tokens_out``,
+``reported_cost_usd``). A
 reply LiteLLM cannot read at all (NaN counts) fails as ``server`` with ``answered`` set.
 
 **Cost.** A model config's ``pricing:`` block (:mod:`dvoc_bench.models.pricing`) prices every call from the
@@ -74,7 +78,14 @@ from dvoc_bench.models.base import (
 )
 from dvoc_bench.models.config import ModelConfig, require_key
 from dvoc_bench.models.options import ImageOptions, model_image
-from dvoc_bench.models.pricing import Pricing, checked_usage, cost_fault
+from dvoc_bench.models.pricing import (
+    Pricing,
+    checked_usage,
+    cost_fault,
+    litellm_pricing,
+    own_estimate,
+    under_reported,
+)
 
 log = logging.getLogger(__name__)
 
@@ -295,6 +306,9 @@ class ClientSettings:
     """Environment variable holding the key (the name only)."""
     pricing: Pricing | None = None
     """The config's ``pricing:`` block: prices every call from its token counts (before LiteLLM's map)."""
+    image_tokens: str = "patch28"
+    """The provider's image-token rule (:data:`dvoc_bench.models.pricing.IMAGE_RULES`): the harness's own
+    estimate of a call's tokens, against which reported usage is checked."""
 
     @classmethod
     def from_config(cls, cfg: ModelConfig, image: ImageOptions | None = None) -> ClientSettings:
@@ -310,6 +324,7 @@ class ClientSettings:
             cost_model=cfg.cost_model,
             key_env=prov.key_env if prov else None,
             pricing=cfg.pricing,
+            image_tokens=prov.image_tokens if prov else "patch28",
         )
 
 
@@ -474,6 +489,21 @@ class LiteLLMModel:
             bad = None if cost is None else cost_fault(cost)
             if bad is not None:
                 cost, source, fault = None, None, f"{bad} ({source}, from tokens {tokens_in}/{tokens_out})"
+        est: tuple[int, int] | None = None
+        reported_cost = None
+        if fault is None and tokens_in is not None and not self.simulated:  # a simulator's are placeholders
+            est = self._own_estimate(req, bounded.full_chars)
+            larger = under_reported((tokens_in, tokens_out), est)
+            if larger is None:
+                est = None
+            else:  # far below our own count: priced (and charged) by the larger one, both recorded
+                reported_cost = cost
+                cost, source = self._price(larger, int(req.image_png is not None))
+                if cost is None:
+                    fault = (
+                        f"reported usage {tokens_in}/{tokens_out} tokens is far below the harness's estimate "
+                        f"{est[0]}/{est[1]}, and no price is known to cost the estimate"
+                    )
         return Reply(
             text=text if text else None,
             tool_calls=calls,
@@ -482,6 +512,9 @@ class LiteLLMModel:
             cost_usd=cost,
             cost_source=source,
             usage_fault=fault,
+            est_tokens_in=est[0] if est else None,
+            est_tokens_out=est[1] if est else None,
+            reported_cost_usd=reported_cost,
             latency_s=latency,
             finish_reason=getattr(choice, "finish_reason", None),
             full_chars=bounded.full_chars,
@@ -491,6 +524,21 @@ class LiteLLMModel:
             system_fingerprint=_text_or_none(getattr(resp, "system_fingerprint", None)),
             engine=self._engine[0] if self._engine else None,
         )
+
+    def _own_estimate(self, req: ModelRequest, reply_chars: int | None) -> tuple[int, int]:
+        """The harness's own ``(prompt, completion)`` token estimate of this call
+        (:func:`~dvoc_bench.models.pricing.own_estimate`)."""
+        chars = len(req.text) + (len(json.dumps(req.tools)) if req.tools else 0)
+        image = req.image_size if req.image_png is not None else None
+        return own_estimate(self.settings.image_tokens, chars, image, reply_chars or 0)
+
+    def _price(self, tokens: tuple[int, int], images: int) -> tuple[float | None, str | None]:
+        """The cost of ``tokens`` at the config's ``pricing:`` block, else LiteLLM's map entry
+        (``cost_model`` or ``model_id``); ``(None, None)`` when neither knows the model."""
+        p = self.settings.pricing or litellm_pricing(str(self.settings.cost_model or self.settings.model_id))
+        if p is None:
+            return None, None
+        return p.cost(tokens[0], tokens[1], images), "estimate"
 
     def _cost(
         self, litellm: Any, resp: Any, tokens_in: Any = None, tokens_out: Any = None, images: int = 1

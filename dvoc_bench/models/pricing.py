@@ -28,6 +28,14 @@ Image rules (:data:`IMAGE_RULES`):
 - ``patch28`` (vLLM, Ollama, OpenRouter, the simulator server): one token per 28x28 patch,
   ``ceil(W/28)*ceil(H/28)`` (Qwen2.5-VL's merged patches; a generic ViT estimate elsewhere).
 - ``none``: no image tokens (the in-process simulator, whose token counts are placeholders).
+
+**Usage reported far below ours** (:func:`under_reported`): the harness estimates every answered call's
+tokens itself (:func:`own_estimate`: the prompt text and tool schemas at :data:`CHARS_PER_TOKEN` characters a
+token, plus the image sent by the provider's rule; the reply's characters likewise). When a provider reports
+less than :data:`UNDER_REPORT` of that estimate for the prompt or the completion, the call is priced (and the
+budget charged) with the larger count, and the step records the estimate (``est_tokens_in``,
+``est_tokens_out``) and the cost of the reported counts (``reported_cost_usd``) beside it
+(``cost_source: estimate``).
 """
 
 from __future__ import annotations
@@ -48,6 +56,11 @@ TEXT_TOKENS = 500
 """Estimated prompt tokens of one call without the image (prompt text and tool schemas)."""
 OUTPUT_TOKENS = 100
 """Estimated completion tokens of one call (a tool call is about 40; some models add reasoning)."""
+CHARS_PER_TOKEN = 4.0
+"""Characters per token of the harness's own estimate of a call's text (English and JSON: 3-4.5)."""
+UNDER_REPORT = 0.25
+"""A reported count below this share of the harness's own estimate is not believed (the estimate may be off
+by a factor of two either way; a provider reporting 1 token for a 1,000-token prompt is not)."""
 BOUND_MARGIN = 2.0
 """The budget's per-call bound is this times the estimated cost of a call (or the dearest call seen)."""
 
@@ -244,3 +257,19 @@ def cost_fault(cost: Any) -> str | None:
     if not math.isfinite(cost):
         return f"cost {cost!r} is not finite"
     return f"cost {cost!r} is negative" if cost < 0 else None
+
+
+def own_estimate(rule: str, text_chars: int, image: Size | None, reply_chars: int) -> tuple[int, int]:
+    """The harness's own estimate of one answered call's ``(prompt, completion)`` tokens: ``text_chars``
+    (prompt text and tool schemas) and ``reply_chars`` at :data:`CHARS_PER_TOKEN`, plus the image sent
+    (``None``: none) by the image-token ``rule`` (:data:`IMAGE_RULES`)."""
+    tin = math.ceil(max(0, text_chars) / CHARS_PER_TOKEN) + (image_tokens(rule, image) if image else 0)
+    return tin, math.ceil(max(0, reply_chars) / CHARS_PER_TOKEN)
+
+
+def under_reported(reported: tuple[int, int | None], estimate: tuple[int, int]) -> tuple[int, int] | None:
+    """The counts to price when a reported one is far below the estimate (under :data:`UNDER_REPORT` of
+    it): each the larger of the two; ``None`` when the reported counts hold."""
+    tin, tout = reported[0], reported[1] or 0
+    low = tin < UNDER_REPORT * estimate[0] or tout < UNDER_REPORT * estimate[1]
+    return (max(tin, estimate[0]), max(tout, estimate[1])) if low else None

@@ -52,6 +52,13 @@ class Spend:
     """The largest single-call excess over its admission bound, USD (0 when no call passed its bound)."""
     faults: int = 0
     """Calls whose reported usage was a provider fault or missing (``usage_fault``; never summed)."""
+    estimated: int = 0
+    """Calls whose reported usage was far below the harness's own estimate (``est_tokens_in`` recorded):
+    their ``cost_usd``, in ``total``, prices the estimate."""
+    estimated_usd: float = 0.0
+    """What those calls cost by the estimate (in ``total``)."""
+    reported_usd: float = 0.0
+    """What those calls would have cost by the counts their provider reported."""
 
 
 def spent_in(run_dir: Path | str) -> Spend:
@@ -65,6 +72,11 @@ def spent_in(run_dir: Path | str) -> Spend:
                 out.faults += 1
             if isinstance(c, (int, float)) and math.isfinite(c) and c >= 0:
                 out.total += float(c)
+                if s.get("est_tokens_in") is not None:
+                    r = s.get("reported_cost_usd")
+                    out.estimated += 1
+                    out.estimated_usd += float(c)
+                    out.reported_usd += float(r) if isinstance(r, (int, float)) and math.isfinite(r) else 0.0
                 b = s.get("cost_bound_usd")
                 if isinstance(b, (int, float)) and c - b > EXCESS_EPS:
                     out.over_bound_calls += 1

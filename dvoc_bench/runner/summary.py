@@ -242,6 +242,12 @@ def cost_line(spend: Spend, budget_usd: float | None, held: int = 0) -> str | No
     if spend.faults:
         charged = "charged their per-call bound" if budget_usd is not None else "not counted"
         parts.append(f"{_calls(spend.faults)} reported no or invalid usage ({charged}; steps: usage_fault)")
+    if spend.estimated:
+        parts.append(
+            f"{_calls(spend.estimated)} reported usage far below the harness's estimate: charged by the "
+            f"estimate (${spend.estimated_usd:.4f}, ${spend.reported_usd:.4f} by the reported counts; steps: "
+            "est_tokens_in)"
+        )
     if held:
         parts.append(f"{held} trials skipped for the budget (a resume with a higher one runs them)")
     return "; ".join([head, *parts])

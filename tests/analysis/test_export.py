@@ -30,8 +30,8 @@ def run(tmp_path_factory) -> Path:
 
 
 def tables(md: str) -> list[str]:
-    """The report without the line naming its sources (a run folder, an export file)."""
-    return [line for line in md.splitlines() if not line.startswith("Sources: ")]
+    """The report without the lines naming its sources (a run folder, an export file) and its folder."""
+    return [line for line in md.splitlines() if line and not line.startswith(("Sources: ", "Imported ("))]
 
 
 def build(tmp: Path, name: str, runs: list[str] = (), imports: list[str] = ()) -> str:

@@ -9,12 +9,18 @@ waiting for its next request is closed after ``idle_timeout_s`` (a request that 
 answered 408). After an answer, a kept-alive connection comes back here (with any bytes the client sent
 past its request) to wait for the next one. At most ``max_open`` connections are open here; beyond that new
 ones wait in the listen backlog.
+
+An exception raised while the loop handles one connection (or in a callback) is logged in one line and
+closes that connection (answered 500 if a request had begun); the loop keeps serving. At shutdown every
+connection is answered or closed: one with a request begun, or waiting in the listen backlog, gets a 503
+answer; an idle kept-alive one is closed; one a handler still holds is closed when given back.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import selectors
 import socket
 import threading
@@ -23,6 +29,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 MAX_HEAD = 64 * 1024 + 100 * 1024
 """Longest request line plus headers read (the handler's own limits: a 64 KB line, 100 header lines)."""
@@ -39,6 +47,10 @@ def _answer(status: int, reason: str, message: str) -> bytes:
 
 _TIMEOUT_408 = _answer(408, "Request Timeout", "the request did not arrive in time")
 _TOO_LONG_431 = _answer(431, "Request Header Fields Too Large", "the request's headers are too long")
+STOPPING_503 = _answer(503, "Service Unavailable", "the server is shutting down")
+_FAULT_500 = _answer(500, "Internal Server Error", "the server failed to read this request")
+BACKLOG_ANSWERED = 1024
+"""At shutdown, at most this many connections still in the listen backlog are accepted to be answered 503."""
 
 
 class HeadTooLong(ValueError):
@@ -106,7 +118,8 @@ class Front:
     """The accepting and reading loop (:meth:`run`, in its own thread). ``handoff(conn, request_bytes)`` is
     called (on the loop) with each complete request and must not block; a handler gives the connection
     back with :meth:`give_back` (closed, or kept alive for its next request). ``tick`` runs on the loop
-    after every wake-up (the server starts waiting requests there)."""
+    after every wake-up (the server starts waiting requests there); ``on_stop`` runs on the loop as it ends,
+    after its own connections are answered (the server answers the requests still waiting there)."""
 
     def __init__(
         self,
@@ -114,8 +127,10 @@ class Front:
         limits: FrontLimits,
         handoff: Callable[[Conn, bytes], None],
         tick: Callable[[], None] = lambda: None,
+        on_stop: Callable[[], None] = lambda: None,
     ):
         self.listener, self.limits, self.handoff, self.tick = listener, limits, handoff, tick
+        self.on_stop = on_stop
         self.sel = selectors.DefaultSelector()
         self.conns: dict[socket.socket, Conn] = {}
         self.lent = 0
@@ -127,11 +142,18 @@ class Front:
         self._stop = threading.Event()
         self.stopped = threading.Event()
         self._listening = False
+        self._closed = False
+        """The loop has ended: a connection given back is closed."""
 
     # -- from other threads ---------------------------------------------------------------------------
     def give_back(self, conn: Conn) -> None:
         with self._lock:
-            self._back.append(conn)
+            if not self._closed:
+                self._back.append(conn)
+                conn = None  # type: ignore[assignment]
+        if conn is not None:  # the loop has ended: nobody waits for its next request
+            _shut(conn.sock)
+            return
         self.wake()
 
     def wake(self) -> None:
@@ -149,30 +171,95 @@ class Front:
         last = 0.0
         try:
             while not self._stop.is_set():
-                self._listen(len(self.conns) + self.lent < self.limits.max_open)
-                for key, _ in self.sel.select(timeout=0.1):
-                    if key.fileobj is self._wake_r:
-                        with contextlib.suppress(OSError):
-                            self._wake_r.recv(4096)
-                    elif key.fileobj is self.listener:
-                        self._accept()
-                    else:
-                        self._read(self.conns[key.fileobj])  # type: ignore[index]
-                self._take_back()
-                self.tick()
-                now = time.monotonic()
-                if now - last >= 0.05:
-                    self._expire(now)
-                    last = now
+                try:
+                    last = self._turn(last)
+                except Exception as e:  # a fault outside one connection's handling (select, a callback)
+                    self._fault(e, None)
+                    self._prune()
         finally:
-            for c in list(self.conns.values()):
-                self._close(c)
-            with contextlib.suppress(KeyError, ValueError):
-                self.sel.unregister(self.listener)
-            self.sel.close()
-            self._wake_r.close()
-            self._wake_w.close()
-            self.stopped.set()
+            self._shutdown()
+
+    def _turn(self, last: float) -> float:
+        """One pass of the loop: wait for events, handle them, give back, expire; the time of the last
+        expiry pass."""
+        self._listen(len(self.conns) + self.lent < self.limits.max_open)
+        for key, _ in self.sel.select(timeout=0.1):
+            c = None
+            try:
+                if key.fileobj is self._wake_r:
+                    with contextlib.suppress(OSError):
+                        self._wake_r.recv(4096)
+                elif key.fileobj is self.listener:
+                    self._accept()
+                else:
+                    c = self.conns[key.fileobj]  # type: ignore[index]
+                    self._read(c)
+            except Exception as e:  # one connection's fault: that connection is closed, the rest served
+                self._fault(e, c)
+        for step in (self._take_back, self.tick):
+            try:
+                step()
+            except Exception as e:
+                self._fault(e, None)
+        now = time.monotonic()
+        if now - last >= 0.05:
+            self._expire(now)
+            return now
+        return last
+
+    def _fault(self, e: Exception, c: Conn | None) -> None:
+        """Log an exception of the loop in one line; close the connection it happened on (500 if its
+        request had begun)."""
+        where = f"the connection from {c.addr} is closed" if c is not None else "no connection closed"
+        what = " ".join(str(e).split())[:200]  # one line whatever the exception says
+        log.warning("serve: the front met %s: %s (%s; still serving)", type(e).__name__, what, where)
+        if c is not None:
+            self._close(c, _FAULT_500 if (c.first_byte is not None or c.buf) else b"")
+
+    def _prune(self) -> None:
+        """Drop the connections whose socket is closed (after a fault, so that select works again)."""
+        for c in list(self.conns.values()):
+            if c.sock.fileno() < 0:
+                self.conns.pop(c.sock, None)
+                with contextlib.suppress(KeyError, ValueError):
+                    self.sel.unregister(c.sock)
+
+    def _shutdown(self) -> None:
+        """Answer or close every connection the loop holds, the listen backlog's with them."""
+        for c in list(self.conns.values()):  # a request begun gets its answer; an idle one is closed
+            with contextlib.suppress(Exception):
+                self._close(c, STOPPING_503 if (c.first_byte is not None or c.buf) else b"")
+        self._answer_backlog()
+        with self._lock:
+            self._closed = True
+            back = list(self._back)
+            self._back.clear()
+        for c in back:  # answered by their handler, given back after the loop's last pass
+            _shut(c.sock)
+        try:
+            self.on_stop()
+        except Exception as e:
+            self._fault(e, None)
+        with contextlib.suppress(KeyError, ValueError):
+            self.sel.unregister(self.listener)
+        self.sel.close()
+        self._wake_r.close()
+        self._wake_w.close()
+        self.stopped.set()
+
+    def _answer_backlog(self) -> None:
+        """The connections the kernel queued and nobody accepted: each answered 503 and closed."""
+        with contextlib.suppress(OSError):
+            self.listener.setblocking(False)
+        for _ in range(BACKLOG_ANSWERED):
+            try:
+                sock, _ = self.listener.accept()
+            except OSError:  # empty (BlockingIOError), or closed
+                return
+            with contextlib.suppress(OSError):
+                sock.setblocking(False)
+                sock.send(STOPPING_503)
+            _shut(sock)
 
     def _listen(self, on: bool) -> None:
         if on != self._listening:
@@ -206,8 +293,7 @@ class Front:
         with contextlib.suppress(OSError):
             if answer:
                 c.sock.send(answer)  # small: fits the socket's send buffer, or is dropped
-            c.sock.shutdown(socket.SHUT_RDWR)
-        c.sock.close()
+        _shut(c.sock)
 
     def _read(self, c: Conn) -> None:
         try:
@@ -245,7 +331,12 @@ class Front:
         self.sel.unregister(c.sock)
         self.lent += 1
         c.first_byte, c.continued = None, False
-        self.handoff(c, data)
+        try:
+            self.handoff(c, data)
+        except Exception:
+            self.lent -= 1  # not handed: answered 500 and closed, the fault logged by the loop
+            self._close(c, _FAULT_500)
+            raise
 
     def _take_back(self) -> None:
         while True:
@@ -274,3 +365,11 @@ class Front:
             late = now - c.first_byte
             if late > lim.request_timeout_s or (late > lim.header_timeout_s and not _has_head(c.buf)):
                 self._close(c, _TIMEOUT_408)
+
+
+def _shut(sock: socket.socket) -> None:
+    """Close a client socket, telling the client (FIN) first."""
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(OSError):
+        sock.close()

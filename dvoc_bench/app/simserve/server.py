@@ -35,7 +35,7 @@ from typing import Any
 
 from dvoc_bench.app.simserve import wire
 from dvoc_bench.app.simserve.backend import SimBackend
-from dvoc_bench.app.simserve.front import Conn, Front, FrontLimits
+from dvoc_bench.app.simserve.front import STOPPING_503, Conn, Front, FrontLimits
 from dvoc_bench.app.simserve.wire import HTTPError, bad_request
 
 log = logging.getLogger(__name__)
@@ -173,7 +173,11 @@ class _Server(ThreadingHTTPServer):
             limits.max_body,
             limits.max_open,
         )
-        self.front = Front(self.socket, front, self._handoff, tick=self._start_ready)
+        self.front = Front(
+            self.socket, front, self._handoff, tick=self._start_ready, on_stop=self._refuse_ready
+        )
+        self._inflight = 0
+        self._idle = threading.Condition()
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
         """Run the front until :meth:`shutdown` (``poll_interval`` is unused: the front wakes itself)."""
@@ -188,7 +192,39 @@ class _Server(ThreadingHTTPServer):
         """On the front's loop: waiting complete requests get the handler threads that are free."""
         while self._ready and self._workers.acquire(blocking=False):
             req = self._ready.popleft()
-            threading.Thread(target=self._answer, args=(req,), name="dvoc-sim-handler", daemon=True).start()
+            with self._idle:
+                self._inflight += 1
+            try:
+                threading.Thread(
+                    target=self._answer, args=(req,), name="dvoc-sim-handler", daemon=True
+                ).start()
+            except RuntimeError:  # no thread to be had: the request waits for the next pass
+                self._done()
+                self._ready.appendleft(req)
+                return
+
+    def _refuse_ready(self) -> None:
+        """On the front's loop as it ends: complete requests still waiting for a thread are answered 503."""
+        while self._ready:
+            req = self._ready.popleft()
+            self.front.lent -= 1
+            with contextlib.suppress(OSError):
+                req.conn.sock.setblocking(False)
+                req.conn.sock.send(STOPPING_503)
+            with contextlib.suppress(OSError):
+                req.conn.sock.shutdown(socket.SHUT_RDWR)
+            req.conn.sock.close()
+
+    def _done(self) -> None:
+        self._workers.release()
+        with self._idle:
+            self._inflight -= 1
+            self._idle.notify_all()
+
+    def drain(self, timeout: float = 5.0) -> bool:
+        """Wait up to ``timeout`` seconds for the requests being answered; whether none is left."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._inflight == 0, timeout)
 
     def _answer(self, req: _Request) -> None:
         conn = req.conn
@@ -200,7 +236,7 @@ class _Server(ThreadingHTTPServer):
         except Exception:
             self.handle_error(conn.sock, conn.addr)
         finally:
-            self._workers.release()
+            self._done()
             if not keep:
                 with contextlib.suppress(OSError):
                     conn.sock.close()
@@ -216,8 +252,15 @@ class _Server(ThreadingHTTPServer):
             log.exception("request from %s failed", client_address)
 
     def shutdown(self) -> None:
+        """Stop serving: the front answers or closes what it holds (503 to a request begun), the requests
+        being answered are waited for (5 s at most)."""
         self.front.stop()
         self.front.stopped.wait(5)
+        self.drain()
+
+    def server_close(self) -> None:
+        self.drain()
+        super().server_close()
 
 
 class _Handler(BaseHTTPRequestHandler):
