@@ -181,6 +181,13 @@ def test_compare_shows_every_method_on_the_sample(default_run: Path, tmp_path: P
     )
     assert sorted(map(tuple, cols)) == sorted((t["method"], t["model"]) for t in same)
     assert {"dvoc", "oneshot", "centre"} <= {m for m, _ in cols}
+    # every chart, frame and line stays inside its column (issue 52 item 9: the charts spilled over)
+    spill = page.evaluate(
+        """[...document.querySelectorAll('#compare .col')].map(c => { const r = c.getBoundingClientRect();
+        return [...c.querySelectorAll('*')].filter(e => { const q = e.getBoundingClientRect();
+        return q.width > 0 && (q.right > r.right + 0.5 || q.left < r.left - 0.5); }).length; })"""
+    )
+    assert spill == [0] * len(same), spill
     assert not page.errors
 
 

@@ -59,6 +59,29 @@ def line_styles(names: Sequence[tuple[Any, ...]]) -> list[tuple[Any, str]]:
     return out
 
 
+MAX_SERIES = 5
+"""The most lines one panel draws: more cannot be told apart at a report's size (split into panels)."""
+HANDLE_LENGTH = 4.0
+"""Legend line length (in font sizes): long enough to show a dashed or dotted line's pattern on both
+sides of its marker (matplotlib's 2.0 leaves one dash hidden under the marker: dashed looked solid)."""
+
+
+def panel_rows(names: Sequence[tuple[Any, ...]], max_per: int = MAX_SERIES) -> list[list[int]]:
+    """The groups (indices into ``names``) each panel row draws: at most ``max_per``, the groups of one
+    setting of the keys after the first (method, knobs) kept together where they fit, in order."""
+    rests = list(dict.fromkeys(tuple(n[1:]) for n in names))
+    rows: list[list[int]] = []
+    for rest in rests:
+        idx = [i for i, n in enumerate(names) if tuple(n[1:]) == rest]
+        for k in range(0, len(idx), max_per):
+            chunk = idx[k : k + max_per]
+            if rows and len(rows[-1]) + len(chunk) <= max_per:
+                rows[-1] += chunk
+            else:
+                rows.append(chunk)
+    return rows or [[]]
+
+
 def linestyle(i: int) -> str:
     """Cycles after the colours do, so 40 lines stay distinguishable."""
     return LINESTYLES[(i // len(PALETTE)) % len(LINESTYLES)]
@@ -116,6 +139,7 @@ def legend_outside(fig: Figure, ax: Any, title: str | None = None, fontsize: flo
         title_fontsize=fontsize,
         ncol=ncol,
         frameon=False,
+        handlelength=HANDLE_LENGTH,
     )
 
 

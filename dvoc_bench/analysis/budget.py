@@ -20,10 +20,11 @@ reached with fewer calls; its calls are the ones to that first hit (all of them 
 with retries already stops on the harness's verdict ("the previous answer missed"): its self-stop is a
 first-hit rule.
 
-Rates are over valid trials (status ``ok``); the unit is the trial; the interval is the project's one
-interval function clustered by sample (:data:`INTERVAL`: a sample's start points and repeats count once
-toward its sample size). Tokens and dollars are summed over the calls made up to ``k``; a simulated
-model's tokens are placeholders and it costs nothing, so its rows are compared in calls.
+Rates are over valid trials (status ``ok``) with the report's one interval,
+:func:`~dvoc_bench.analysis.clustered.sample_rate_interval` (:data:`INTERVAL`, the unit :data:`UNIT`: a
+sample's start points and repeats count once toward its sample size when they agree). Tokens and dollars
+are summed over the calls made up to ``k``; a simulated model's tokens are placeholders and it costs
+nothing, so its rows are compared in calls.
 """
 
 from __future__ import annotations
@@ -35,20 +36,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dvoc_bench.analysis.clustered import clustered_rate_interval
+from dvoc_bench.analysis.clustered import INTERVAL, UNIT, sample_rate_interval
 from dvoc_bench.analysis.honest import RULES, assumed_of, check_rule, group_rng
-from dvoc_bench.analysis.intervals import interval_name
 from dvoc_bench.core.geometry import Box, Point
 from dvoc_bench.core.scoring import score
 
 BUDGETS = (1, 2, 3, 5, 8, 15)
 """The call budgets of the matched-budget table."""
-INTERVAL = interval_name(clustered=True, by="sample")
-"""The interval of every rate here: ``Wilson 95 %, clustered by sample``."""
 BOOT_INTERVAL = "percentile bootstrap 95 % over samples"
 """The interval of the cost per successful click (samples resampled with their trials)."""
-UNIT = "trial"
-"""What one observation is in these tables (the interval clusters the trials by sample)."""
+__all__ = ["BOOT_INTERVAL", "BUDGETS", "INTERVAL", "UNIT", "at_budget", "cost_per_success", "curve",
+           "iterates", "lacking", "matched", "stop_rules"]  # fmt: skip
 
 
 def _trial_rule(trials: pd.DataFrame, rule: str) -> pd.Series:
@@ -140,11 +138,11 @@ def _groups(trials: pd.DataFrame, by: Sequence[str]) -> list[tuple[tuple[Any, ..
     return out
 
 
-def _rate(success: pd.Series, sample: pd.Series) -> tuple[float, float, float]:
+def _rate(success: pd.Series, trials: pd.DataFrame) -> tuple[float, float, float]:
     y = success.astype(float).to_numpy()
     if not len(y):
         return math.nan, math.nan, math.nan
-    lo, hi = clustered_rate_interval(y, sample.astype(str).to_numpy())
+    lo, hi = sample_rate_interval(y, trials)
     return float(y.mean()), lo, hi
 
 
@@ -170,7 +168,7 @@ def curve(
         b = at_budget(it, k).merge(meta, on=["run_dir", "trial_key"], how="left")
         for name, g in b.groupby(keys, dropna=False, sort=True):
             name = name if isinstance(name, tuple) else (name,)
-            rate, lo, hi = _rate(g[rule], g["task"])
+            rate, lo, hi = _rate(g[rule], g)
             row = dict(zip(keys, name, strict=True))
             sel = trials[(trials[keys] == pd.Series(row)).all(axis=1)] if keys else trials
             simulated = bool(sel["simulated"].any())  # placeholder tokens, no cost: compared in calls
@@ -268,8 +266,8 @@ def stop_rules(
         oracle_dist = per["dist"].min()
         first_calls = first.reindex(last.index).fillna(last["k"])
         task = last["task"]
-        self_r = _rate(last[rule], task)
-        orc_r = _rate(any_hit.reindex(last.index), task)
+        self_r = _rate(last[rule], last)
+        orc_r = _rate(any_hit.reindex(last.index), last)
         row = dict(zip(keys, name, strict=True))
         sel = trials[(trials[keys] == pd.Series(row)).all(axis=1)]
         row.update(

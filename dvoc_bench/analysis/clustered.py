@@ -1,19 +1,20 @@
-"""Success-rate intervals that respect the design: trials with an identical first input are correlated.
+"""Success-rate intervals that respect the design: the sample is the unit.
 
-A model (real or simulated) that repeats itself on an identical input makes the repeats of one cell less
-informative than independent trials; the plain Wilson interval then claims more precision than the data
-hold. Here the clusters are the trials whose first model input is identical:
+One task (a synthetic scene, a web page, a desktop window, a dataset sample) run from several start points
+and repeats gives trials that are not independent: they share the target, its surroundings and its
+difficulty, and a model that repeats itself on an identical input adds nothing. Every success rate of the
+report, its figures and its equal-cost tables is therefore clustered by **sample** (:func:`cluster_keys`:
+the trial's ``task``); a sample's start points and repeats count once toward its sample size when they
+agree, and as more when they vary.
 
-- DVOC and every method that starts from a point: ``(model, task, start point)`` plus the knobs that change
-  the first frame or prompt (protocol, overlay, predict mode);
-- one-shot and the baselines (they ignore the start point): ``(model, task, method, protocol)``.
-
-:func:`clustered_rate_interval` is a Wilson interval on the *effective* sample size ``n / deff``, where the
-design effect ``deff`` comes from the between-cluster variance of the ratio estimator (floored at 1). At the
-exact edges (every trial a success, or none) the variance says nothing about the correlation, and the
-interval is the Wilson interval over clusters (the worst case: every cluster one observation).
-:func:`dvoc_bench.analysis.intervals.wilson` (``PLAIN_INTERVAL``) stays available for independent trials;
-the computation lives in :func:`~dvoc_bench.analysis.intervals.rate_interval` (``clusters=``).
+:func:`sample_rate_interval` is the one function the tables and figures call for a rate over a frame of
+trials: a Wilson interval on the *effective* sample size ``n / deff``, where the design effect ``deff``
+comes from the between-cluster variance of the ratio estimator (floored at 1). At the exact edges (every
+trial a success, or none) the variance says nothing about the correlation, and the interval is the Wilson
+interval over the samples (the worst case: every sample one observation). :data:`INTERVAL` names it.
+The computation lives in :func:`~dvoc_bench.analysis.intervals.rate_interval` (``clusters=``);
+:func:`clustered_rate_interval` takes explicit cluster labels (a drag's two endpoint trials are one
+sample: ``sample_file``).
 """
 
 from __future__ import annotations
@@ -24,28 +25,28 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from dvoc_bench.analysis.intervals import RATE_INTERVAL, UNIT, rate_interval
 from dvoc_bench.analysis.intervals import design_effect as _deff
-from dvoc_bench.analysis.intervals import rate_interval
 
-__all__ = ["START_METHODS", "cluster_counts", "cluster_keys", "clustered_rate_interval", "design_effect"]
+__all__ = [
+    "INTERVAL",
+    "UNIT",
+    "cluster_counts",
+    "cluster_keys",
+    "clustered_rate_interval",
+    "design_effect",
+    "sample_rate_interval",
+]
 
-START_METHODS = ("dvoc", "som_dvoc", "zoom")
-"""Methods whose first input depends on the start point (the first frame shows the crosshair there)."""
+INTERVAL = RATE_INTERVAL
+"""The name of :func:`sample_rate_interval` in text: ``Wilson 95 %, clustered by sample``."""
 
 
 def cluster_keys(trials: pd.DataFrame) -> pd.Series:
-    """The identical-first-input cluster of each trial (a string per row; see the module docstring)."""
-
-    def col(name: str) -> pd.Series:
-        if name in trials.columns:
-            return trials[name].astype(str)
-        return pd.Series("-", index=trials.index)
-
-    base = col("model") + "|" + col("task") + "|" + col("method") + "|" + col("protocol")
-    starts = col("start_x") + "," + col("start_y") if "start_x" in trials.columns else col("start_index")
-    knobs = col("overlay") + "|" + col("predict") + "|" + starts
-    uses_start = trials["method"].isin(START_METHODS) if "method" in trials.columns else False
-    return base + np.where(uses_start, "|" + knobs, "")
+    """The cluster of each trial: its sample (the ``task`` column, as a string)."""
+    if "task" not in trials.columns:
+        raise ValueError("cluster_keys: the trials have no `task` column (the sample each trial ran on)")
+    return trials["task"].astype(str)
 
 
 def cluster_counts(
@@ -72,3 +73,14 @@ def clustered_rate_interval(
     if len(y) == 0:
         return math.nan, math.nan
     return rate_interval(float(y.sum()), len(y), clusters=cluster_counts(y, clusters))
+
+
+def sample_rate_interval(
+    success: Sequence[float] | np.ndarray | pd.Series, trials: pd.DataFrame
+) -> tuple[float, float]:
+    """:data:`INTERVAL` of the success rate of ``trials`` (``success``: one 0/1 per row of ``trials``, in
+    its order): the interval every table and figure of success rates uses."""
+    y = np.asarray(success, dtype=float)
+    if len(y) != len(trials):
+        raise ValueError(f"sample_rate_interval: {len(y)} outcomes for {len(trials)} trials")
+    return clustered_rate_interval(y, cluster_keys(trials).to_numpy())

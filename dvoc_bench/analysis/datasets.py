@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dvoc_bench.analysis.clustered import clustered_rate_interval
-from dvoc_bench.analysis.intervals import interval_name
+from dvoc_bench.analysis.clustered import clustered_rate_interval, sample_rate_interval
+from dvoc_bench.analysis.intervals import RATE_INTERVAL
 
 SPLITS = {
     "ui_type": "text vs icon",
@@ -65,7 +65,7 @@ def accuracy(t: pd.DataFrame, rule: str = "hit", by: str | None = None) -> pd.Da
         hits=("_hit", "sum"),
         calls=("model_calls", "sum"),
     ).reset_index()
-    bounds = [clustered_rate_interval(grp["_hit"].to_numpy(), grp["task"].to_numpy()) for _, grp in g]
+    bounds = [sample_rate_interval(grp["_hit"], grp) for _, grp in g]
     out["accuracy"] = out["hits"] / out["trials"]
     out["lo"], out["hi"] = [b[0] for b in bounds], [b[1] for b in bounds]
     out["calls_per_success"] = [
@@ -127,5 +127,5 @@ def tables(t: pd.DataFrame, rule: str = "hit") -> list[tuple[str, pd.DataFrame]]
     return [(title, tab) for title, tab in out if not tab.empty]
 
 
-INTERVAL = interval_name(clustered=True, by="sample")
+INTERVAL = RATE_INTERVAL
 """How the tables' interval is named in text."""

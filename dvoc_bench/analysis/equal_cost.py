@@ -42,7 +42,7 @@ def headline_blocks(curve: pd.DataFrame) -> list[Block]:
         ("h", 3, "Headline: success against cost per trial"),
         (
             "p",
-            f"Rule `{curve['rule'].iloc[0]}`; unit: trial; interval: {budget.INTERVAL}; each marker is a "
+            f"Rule `{curve['rule'].iloc[0]}`; interval: {budget.INTERVAL}; each marker is a "
             "call budget k: the point the method would act on had it been stopped after k calls "
             "(see *Accuracy at a budget*).",
         ),  # fmt: skip
@@ -67,7 +67,7 @@ def blocks(
     by = list(by)
     out: list[Block] = []
     curve = budget.curve(t, s, rule, by=by) if curve is None else curve
-    rule_line = f"Rule: {RULE_TEXT[rule]}; unit: {budget.UNIT}; interval: {budget.INTERVAL}"
+    rule_line = f"Rule: {RULE_TEXT[rule]}; interval: {budget.INTERVAL}"
     web = "hit_rule" in t and bool((t["hit_rule"].fillna("box") != "box").any()) and rule == "hit"
     out += [("h", 3, f"Accuracy at a budget — rule `{rule}`")]
     out += [("p", f"{rule_line}. A trial stopped after k calls acts on the point its own rule would act on "
@@ -103,18 +103,7 @@ def blocks(
         f |= {c: _f2 for c in ("self_calls", "first_hit_calls", "self_median_dist", "oracle_median_dist")}
         out += [("table", md_table(label_models(stops), f))]
 
-    pairs = compare.method_pairs(t, rule)
-    out += [("h", 3, f"Paired comparisons of methods on the same samples — rule `{rule}`")]
-    out += [("p", f"Rule: {RULE_TEXT[rule]}; unit: pair of trials (same model, sample, start index and "
-                  f"repeat, both valid); interval of `diff` = rate(a) - rate(b): {compare.DIFF_INTERVAL}; "
-                  "`mcnemar_p`: McNemar's exact test on the discordant pairs (`a_only`, `b_only`); "
-                  "wins / ties / losses: samples where a's rate over its pairs is above, equal to, below "
-                  "b's.")]  # fmt: skip
-    if pairs.empty:
-        out += [("p", "No two methods ran on the same samples.")]
-    else:
-        f = {c: pct for c in ("rate_a", "rate_b", "diff", "lo", "hi")} | {"mcnemar_p": lambda v: f"{v:.3g}"}
-        out += [("table", md_table(label_models(pairs), f))]
+    out += pairs_blocks(t, rule)
 
     cps = budget.cost_per_success(t, rule, by=by, n_boot=n_boot, seed=seed)
     out += [("h", 3, f"Cost per successful click, with intervals — rule `{rule}`")]
@@ -131,3 +120,20 @@ def blocks(
             out += [("p", f"No {what} recorded for: " + ", ".join(f"`{m}`" for m in models)
                           + f" (their {what} columns are empty).")]  # fmt: skip
     return out
+
+
+def pairs_blocks(t: pd.DataFrame, rule: str, split: Sequence[str] | None = None) -> list[Block]:
+    """The report's one paired comparison of each pair of methods (and of each pair of settings of a
+    method): :func:`dvoc_bench.analysis.compare.method_pairs` (``split``: the knobs that make variants,
+    default every knob the run varied)."""
+    pairs = compare.method_pairs(t, rule, split=split)
+    out: list[Block] = [("h", 3, f"Paired comparisons of methods on the same samples — rule `{rule}`")]
+    out += [("p", f"Rule: {RULE_TEXT[rule]}; pairs: two trials of the same model on the same sample, start "
+                  f"index and repeat, both valid; interval of `diff` = rate(a) - rate(b): "
+                  f"{compare.DIFF_INTERVAL}; `mcnemar_p`: McNemar's exact test on the discordant pairs "
+                  "(`a_only`, `b_only`); wins / ties / losses: samples where a's rate over its pairs is "
+                  "above, equal to, below b's.")]  # fmt: skip
+    if pairs.empty:
+        return [*out, ("p", "No two methods ran on the same samples.")]
+    f = {c: pct for c in ("rate_a", "rate_b", "diff", "lo", "hi")} | {"mcnemar_p": lambda v: f"{v:.3g}"}
+    return [*out, ("table", md_table(label_models(pairs), f))]

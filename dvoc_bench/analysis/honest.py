@@ -7,12 +7,12 @@ Everything here states its rule and never mixes rules:
 - ``hit_radius``: distance < max(w/2, h/2, 30) (the rule of the authors' code; generous for wide targets).
 
 Rates are over *valid* trials (status ``ok``), with :func:`~dvoc_bench.analysis.intervals.rate_interval`
-clustered by identical first input (``RATE_INTERVAL``: Wilson 95 % on the effective sample size, exact at
-0 % and 100 %); ``raw_rate`` divides by
+clustered by sample (``RATE_INTERVAL``: Wilson 95 % on the effective sample size, exact at 0 % and
+100 %; :func:`~dvoc_bench.analysis.clustered.sample_rate_interval`); ``raw_rate`` divides by
 every trial that ran (errors count as failures). Mean distances carry percentile-bootstrap intervals from
 a ``numpy.random.Generator`` seeded per group from ``seed`` and the group's name, so a table does not
-depend on row order. :func:`paired` compares two settings on the same start points (McNemar's exact
-test on the discordant pairs). :func:`frame_audit_points` / :func:`frame_audit_offsets` reread every
+depend on row order. Paired comparisons live in :mod:`dvoc_bench.analysis.compare` (the report's one
+per pair of methods). :func:`frame_audit_points` / :func:`frame_audit_offsets` reread every
 recorded answer in each coordinate frame. :func:`cost_table` gives calls, tokens, cost and the cost per
 successful click (under the rule named in the table) wherever the cost is known.
 """
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dvoc_bench.analysis.clustered import cluster_counts, cluster_keys
+from dvoc_bench.analysis.clustered import sample_rate_interval
 from dvoc_bench.analysis.intervals import PLAIN_INTERVAL, RATE_INTERVAL, Z95, rate_interval, wilson  # noqa: F401
 
 # the one interval function and its names, re-exported (``honest.wilson`` is the plain Wilson interval)
@@ -84,7 +84,7 @@ def group_rng(seed: int, key: Any) -> np.random.Generator:
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
     """Two-sided exact McNemar p-value: twice the smaller binomial tail of the discordant pairs at p = 1/2,
-    capped at 1. The package's one McNemar (:func:`paired` and ``compare.method_pairs``)."""
+    capped at 1. The package's one McNemar (``compare.method_pairs``)."""
     a_only, b_only = int(a_only), int(b_only)
     n = a_only + b_only
     if n == 0:
@@ -106,11 +106,9 @@ def _rows(g: pd.DataFrame, rule: str, rng: np.random.Generator, n_boot: int) -> 
     valid = ran[ran["valid"]]
     k = int(valid[rule].sum())
     n, n_ran = len(valid), len(ran)
-    # the clustered interval: trials with an identical first input are not independent
-    lo, hi = rate_interval(k, n, clusters=cluster_counts(valid[rule].astype(float), cluster_keys(valid)))
-    rlo, rhi = rate_interval(
-        k, n_ran, clusters=cluster_counts((ran["valid"] & ran[rule]).astype(float), cluster_keys(ran))
-    )
+    # the clustered interval: the trials of one sample (its start points, its repeats) are not independent
+    lo, hi = sample_rate_interval(valid[rule].astype(float), valid)
+    rlo, rhi = sample_rate_interval((ran["valid"] & ran[rule]).astype(float), ran)
     dist = valid["final_dist_px"].to_numpy(dtype=float)
     dist = dist[np.isfinite(dist)]
     dlo, dhi = bootstrap_ci(dist, rng, n_boot=n_boot)
@@ -414,101 +412,6 @@ def cost_table(
     cols = [*_keys(by), "simulated", "valid", "success", "calls", "tokens_in", "tokens_out", "cost_usd"]
     assumed = ["assumed"] if "assumed" in s else []  # the row's assumption markers reach the report
     return s[[*cols, "cost_per_success", "rule", *assumed]].reset_index(drop=True)
-
-
-# ------------------------------------------------------------------------------------------------- paired
-
-_METHOD_ONLY = ("alpha", "overlay", "predict", "max_iterations", "max_attempts")
-
-
-def pair_keys(factor: str) -> list[str]:
-    """Columns that identify "the same trial under another setting of ``factor``"."""
-    keys = [
-        "model",
-        "task",
-        "start_index",
-        "rep",
-        "protocol",
-        "coord_frame",
-        "epsilon",
-        "method",
-        *_METHOD_ONLY,
-    ]
-    keys = [k for k in keys if k != factor]
-    if factor == "method":
-        keys = [k for k in keys if k not in _METHOD_ONLY]
-    return keys
-
-
-def paired(
-    trials: pd.DataFrame,
-    factor: str,
-    a: Any,
-    b: Any,
-    rule: str = "hit",
-    by: Sequence[str] | str = ("model",),
-    *,
-    keys: Sequence[str] | None = None,
-    n_boot: int = 2000,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """Compare ``factor == a`` with ``factor == b`` on the same start points (and repeat, task, model...).
-
-    Only pairs where both trials are valid count. Per group of ``by``: pairs, successes of each side,
-    discordant counts, the rate difference ``a - b`` with a bootstrap interval over pairs, McNemar's
-    exact p-value, and the mean paired distance difference with its interval. Raises ``ValueError`` when
-    a key matches several trials on one side (filter the other knobs first)."""
-    check_rule(rule)
-    keys = list(keys) if keys is not None else pair_keys(factor)
-    keys = [k for k in keys if k in trials.columns]
-    cols = [*keys, rule, "final_dist_px", "simulated"]
-    side_a = trials[(trials[factor] == a) & trials["valid"]][cols]
-    side_b = trials[(trials[factor] == b) & trials["valid"]][cols]
-    for which, side in (("a", side_a), ("b", side_b)):
-        dup = side.duplicated(subset=keys, keep=False)
-        if dup.any():
-            raise ValueError(
-                f"paired: {int(dup.sum())} trials with {factor}={a if which == 'a' else b!r} share a key "
-                f"({', '.join(keys)}); select one value of the other knobs first"
-            )
-    m = side_a.merge(side_b, on=keys, suffixes=("_a", "_b"))
-    bykeys = [k for k in _keys(by) if k in keys]
-    rows = []
-    groups = m.groupby(bykeys, dropna=False, sort=True) if bykeys else [((), m)]
-    for name, g in groups:
-        name = name if isinstance(name, tuple) else (name,)
-        sa = g[f"{rule}_a"].astype(bool).to_numpy()
-        sb = g[f"{rule}_b"].astype(bool).to_numpy()
-        rng = group_rng(seed, (factor, a, b, *name))
-        diff = sa.astype(float) - sb.astype(float)
-        dd = (g["final_dist_px_a"] - g["final_dist_px_b"]).to_numpy(dtype=float)
-        dlo, dhi = bootstrap_ci(diff, rng, n_boot=n_boot)
-        xlo, xhi = bootstrap_ci(dd, rng, n_boot=n_boot)
-        a_only, b_only = int((sa & ~sb).sum()), int((~sa & sb).sum())
-        row: dict[str, Any] = dict(zip(bykeys, name, strict=True))
-        row.update(
-            factor=factor,
-            a=a,
-            b=b,
-            simulated=bool(g["simulated_a"].any() or g["simulated_b"].any()),
-            pairs=len(g),
-            success_a=int(sa.sum()),
-            success_b=int(sb.sum()),
-            a_only=a_only,
-            b_only=b_only,
-            rate_a=float(sa.mean()) if len(g) else math.nan,
-            rate_b=float(sb.mean()) if len(g) else math.nan,
-            diff=float(diff.mean()) if len(g) else math.nan,
-            diff_lo=dlo,
-            diff_hi=dhi,
-            mcnemar_p=mcnemar_exact(a_only, b_only),
-            dist_diff=float(np.nanmean(dd)) if np.isfinite(dd).any() else math.nan,
-            dist_diff_lo=xlo,
-            dist_diff_hi=xhi,
-            rule=rule,
-        )
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 # ------------------------------------------------------------------------------------------- frame audit

@@ -10,15 +10,14 @@ negative error.) :func:`error_bars` turns a rate and its bounds into matplotlib'
 :func:`paired_difference_interval` extends it to the difference of two rates measured on the same pairs
 (Newcombe's paired Wilson interval, clustered the same way; :data:`DIFF_INTERVAL`).
 
-With ``clusters=(k_per_cluster, n_per_cluster)`` the interval is *clustered*: trials
-with an identical first input (:func:`dvoc_bench.analysis.clustered.cluster_keys`: model, task and start
-point for DVOC; the first prompt and image for one-shot and the baselines) are correlated when a model
-repeats itself, real or simulated alike. The interval is then the Wilson interval on the effective sample
+With ``clusters=(k_per_cluster, n_per_cluster)`` the interval is *clustered*: the trials of one sample
+(:func:`dvoc_bench.analysis.clustered.cluster_keys`: a task run from several start points and repeats)
+are correlated, real or simulated alike. The interval is then the Wilson interval on the effective sample
 size ``n / deff``, the design effect ``deff`` (>= 1) from the between-cluster variance of the ratio
 estimator; at the exact edges (``k = 0`` or ``k = n``, where that variance says nothing) it is the Wilson
 interval over the number of clusters, the worst case. Tables name the interval they use with
-:func:`interval_name` (:data:`RATE_INTERVAL`: the clustered default of the tables; :data:`PLAIN_INTERVAL`:
-plain Wilson, for independent trials).
+:data:`RATE_INTERVAL` (the clustered interval of every table and figure, :data:`UNIT` the cluster) or
+:data:`PLAIN_INTERVAL` (plain Wilson, for independent trials).
 """
 
 from __future__ import annotations
@@ -127,8 +126,13 @@ def rate_interval(
     return wilson(k, n, _z(level))
 
 
+UNIT = "sample"
+"""The unit of every clustered interval of the report: a sample (a task; its start points and repeats are
+one cluster)."""
+
+
 def interval_name(
-    level: float = 0.95, method: str = "wilson", clustered: bool = False, by: str = "first input"
+    level: float = 0.95, method: str = "wilson", clustered: bool = False, by: str = UNIT
 ) -> str:
     """How an interval from :func:`rate_interval` with these arguments is named in text (``by``: what the
     clusters are)."""
@@ -139,7 +143,7 @@ def interval_name(
 
 RATE_INTERVAL = interval_name(clustered=True)
 """The name of the interval every table and figure of success rates uses: ``Wilson 95 %, clustered by
-first input``."""
+sample``."""
 PLAIN_INTERVAL = interval_name()
 """The name of the plain Wilson interval (independent trials): ``Wilson 95 %``."""
 
@@ -226,5 +230,5 @@ def paired_difference_interval(
     return max(-1.0, min(lo, diff)), min(1.0, max(hi, diff))
 
 
-DIFF_INTERVAL = "Newcombe (Wilson) 95 %, paired, clustered by sample"
+DIFF_INTERVAL = f"Newcombe (Wilson) 95 %, paired, clustered by {UNIT}"
 """The name of :func:`paired_difference_interval` with one cluster per sample, as tables print it."""

@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from dvoc_bench.analysis.clustered import clustered_rate_interval
+from dvoc_bench.analysis.clustered import sample_rate_interval
 from dvoc_bench.analysis.compare import variants
 from dvoc_bench.analysis.datasets import INTERVAL, dataset_trials
 from dvoc_bench.analysis.export import SchemaError
@@ -76,7 +76,7 @@ def _frame(st: pd.DataFrame, g: pd.DataFrame) -> Any:
 def _extras(g: pd.DataFrame, s: pd.DataFrame) -> dict[str, Any]:
     """The columns no board has, for one entry's trials ``g`` and their steps ``s``."""
     hits = int(g["_hit"].sum())
-    lo, hi = clustered_rate_interval(g["_hit"].to_numpy(), g["task"].to_numpy())
+    lo, hi = sample_rate_interval(g["_hit"], g)
     cost = pd.to_numeric(g["cost_usd"], errors="coerce")
     known = bool(cost.notna().all()) and not bool(g["simulated"].any())
     n_samples = int(g["task"].nunique())

@@ -247,30 +247,34 @@ def distance_vs_iteration(
     styles = L.line_styles(names)
     # a run smaller than min_n trials per group still shows its lines (and the axis label says so)
     min_n = max(1, min(min_n, max(g["trial_key"].nunique() for g in groups)))
+    rows = L.panel_rows(names)  # at most MAX_SERIES lines per panel
     w = L.clamp(6.5 + L.legend_width_in(labels, 7), 7.0)
-    h = L.clamp(0.16 * len(labels) + 1.5, 4.4, 12.0)
+    h = L.clamp(len(rows) * 3.2 + 0.8, 4.4, 24.0)
     fig = Figure(figsize=(w, h), layout="constrained")
-    ax = fig.add_subplot()
+    axes = fig.subplots(len(rows), 1, squeeze=False, sharex=True, sharey=True)[:, 0]
     drawn = 0
-    for g, lab, (c, ls) in zip(groups, labels, styles, strict=True):
-        q = g.groupby("index")["true_dist_px"].quantile([0.25, 0.5, 0.75]).unstack().clip(lower=0.5)
-        n = g.groupby("index").size()
-        q = q[n >= min_n]
-        ax.plot(q.index, q[0.5], marker="o", ms=3, color=c, ls=ls, label=lab)
-        ax.fill_between(q.index, q[0.25], q[0.75], color=c, alpha=0.15, linewidth=0)
-        drawn += len(q)
-    ax.axhline(30, ls="--", color="#888", lw=1)
-    ax.annotate(
-        "30 px", (0.005, 30), xycoords=("axes fraction", "data"), fontsize=7, color="#666", va="bottom"
-    )
-    ax.set_yscale("log")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel(f"iteration (shown where >= {min_n} trials reached it)")
-    ax.set_ylabel("true distance to target centre (px)")
+    for ax, idx in zip(axes, rows, strict=True):
+        for i in idx:
+            g, lab, (c, ls) = groups[i], labels[i], styles[i]
+            q = g.groupby("index")["true_dist_px"].quantile([0.25, 0.5, 0.75]).unstack().clip(lower=0.5)
+            n = g.groupby("index").size()
+            q = q[n >= min_n]
+            ax.plot(q.index, q[0.5], marker="o", ms=3, color=c, ls=ls, label=lab)
+            ax.fill_between(q.index, q[0.25], q[0.75], color=c, alpha=0.15, linewidth=0)
+            drawn += len(q)
+        ax.axhline(30, ls="--", color="#888", lw=1)
+        ax.annotate(
+            "30 px", (0.005, 30), xycoords=("axes fraction", "data"), fontsize=7, color="#666", va="bottom"
+        )
+        ax.set_yscale("log")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel("true distance (px)", fontsize=8)
+        L.legend_outside(fig, ax, fontsize=7)
+    axes[-1].set_xlabel(f"iteration (shown where >= {min_n} trials reached it)")
     if not drawn:
-        ax.text(0.5, 0.5, f"no iteration reached by {min_n} trials", transform=ax.transAxes, ha="center")
+        axes[0].text(0.5, 0.5, f"no iteration reached by {min_n} trials", transform=axes[0].transAxes,
+                     ha="center")  # fmt: skip
     L.title(fig, titled(head, sim))
-    L.legend_outside(fig, ax, fontsize=7)
     return fig
 
 
@@ -467,21 +471,23 @@ def distance_cdf(
         names.append(name)
     labels = [c[0] for c in curves]
     styles = L.line_styles(names)
-    h = L.clamp(0.16 * len(labels) + 1.5, 4.4, 12.0)
-    ncol = L.legend_columns(len(labels), h, 7)
-    w = L.clamp(6.5 + ncol * L.legend_width_in(labels, 7), 7.0)
+    rows = L.panel_rows(names)  # at most MAX_SERIES lines per panel
+    h = L.clamp(len(rows) * 3.2 + 0.8, 4.4, 24.0)
+    w = L.clamp(6.5 + L.legend_width_in(labels, 7), 7.0)
     fig = Figure(figsize=(w, h), layout="constrained")
-    ax = fig.add_subplot()
-    for (lab, d), (c, ls) in zip(curves, styles, strict=True):
-        y = np.arange(1, len(d) + 1) / len(d)
-        ax.step(np.maximum(d, 0.1), y, where="post", color=c, ls=ls, label=lab)
-    ax.axvline(30, ls="--", color="#888", lw=1)
-    ax.set_xscale("log")
-    ax.set_xlabel("final distance (px, log)")
-    ax.set_ylabel("share of trials")
-    ax.set_ylim(0, 1.02)
+    axes = fig.subplots(len(rows), 1, squeeze=False, sharex=True, sharey=True)[:, 0]
+    for ax, idx in zip(axes, rows, strict=True):
+        for i in idx:
+            (lab, d), (c, ls) = curves[i], styles[i]
+            y = np.arange(1, len(d) + 1) / len(d)
+            ax.step(np.maximum(d, 0.1), y, where="post", color=c, ls=ls, label=lab)
+        ax.axvline(30, ls="--", color="#888", lw=1)
+        ax.set_xscale("log")
+        ax.set_ylabel("share of trials", fontsize=8)
+        ax.set_ylim(0, 1.02)
+        L.legend_outside(fig, ax, fontsize=7)
+    axes[-1].set_xlabel("final distance (px, log)")
     L.title(fig, titled(head, sim))
-    L.legend_outside(fig, ax, fontsize=7)
     return fig
 
 
@@ -554,42 +560,44 @@ def headline(curve_df: pd.DataFrame, panels: Sequence[str] | None = None, title:
     names = [n if isinstance(n, tuple) else (n,) for n, _ in groups]
     styles = L.line_styles(names)
     labels = [label(dict(zip(keys, n, strict=True)), keys) for n in names]
-    h = L.clamp(0.16 * len(labels) + 2.0, 3.8, 10.0)
-    ncol = L.legend_columns(len(labels), h, 7)
-    w = L.clamp(3.6 * len(panels) + 1.0 + ncol * L.legend_width_in(labels, 7), 7.0)
+    rows = L.panel_rows(names)  # at most MAX_SERIES lines per panel: more rows of panels
+    h = L.clamp(len(rows) * L.clamp(0.16 * L.MAX_SERIES + 2.0, 2.9), 3.8, 24.0)
+    w = L.clamp(3.6 * len(panels) + 1.0 + L.legend_width_in(labels, 7) + 0.3, 7.0)
     fig = Figure(figsize=(w, h), layout="constrained")
-    axes = [fig.add_subplot(1, len(panels), i + 1) for i in range(len(panels))]
+    grid = fig.subplots(len(rows), len(panels), squeeze=False, sharex="col", sharey=True)
     from dvoc_bench.analysis.budget import BUDGETS
 
-    for ax, xcol in zip(axes, panels, strict=True):
-        for i, ((_, g), lab, (c, ls)) in enumerate(zip(groups, labels, styles, strict=True)):
-            if xcol in ("tokens", "cost_usd") and bool(g["simulated"].any()):
-                continue  # placeholders: the simulated rows are compared in calls
-            g = g.sort_values("k")
-            if g[xcol].isna().all():
-                continue
-            ax.plot(g[xcol], g["rate"], color=c, ls=ls, marker="o", ms=3, label=lab)
-            # the interval at the matched budgets, nudged apart so that the bars of the groups stay visible
-            b = g[g["k"].isin(BUDGETS)]
-            nudge = (i - (len(groups) - 1) / 2) * (0.06 if xcol == "k" else 0.0)
-            yerr = error_bars(b["rate"], b["lo"], b["hi"])
-            ax.errorbar(b[xcol].to_numpy(dtype=float) + nudge, b["rate"], yerr=yerr, fmt="none", ecolor=c,
-                        elinewidth=0.9, capsize=2, alpha=0.7)  # fmt: skip
-        ax.set_xlabel(_CURVE_X[xcol], fontsize=8)
-        ax.set_ylim(-0.02, 1.02)
-        if xcol == "k":
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes[0].set_ylabel(f"success rate (rule {rule})")
+    for row, idx in zip(grid, rows, strict=True):
+        for ax, xcol in zip(row, panels, strict=True):
+            for n, i in enumerate(idx):
+                (_, g), lab, (c, ls) = groups[i], labels[i], styles[i]
+                if xcol in ("tokens", "cost_usd") and bool(g["simulated"].any()):
+                    continue  # placeholders: the simulated rows are compared in calls
+                g = g.sort_values("k")
+                if g[xcol].isna().all():
+                    continue
+                ax.plot(g[xcol], g["rate"], color=c, ls=ls, marker="o", ms=3, label=lab)
+                # the interval at the matched budgets, nudged apart so that the groups' bars stay visible
+                b = g[g["k"].isin(BUDGETS)]
+                nudge = (n - (len(idx) - 1) / 2) * (0.06 if xcol == "k" else 0.0)
+                yerr = error_bars(b["rate"], b["lo"], b["hi"])
+                ax.errorbar(b[xcol].to_numpy(dtype=float) + nudge, b["rate"], yerr=yerr, fmt="none",
+                            ecolor=c, elinewidth=0.9, capsize=2, alpha=0.7)  # fmt: skip
+            ax.set_xlabel(_CURVE_X[xcol], fontsize=8)
+            ax.set_ylim(-0.02, 1.02)
+            if xcol == "k":
+                ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        row[0].set_ylabel(f"success (rule {rule})", fontsize=8)
+        handles, labs = row[0].get_legend_handles_labels()  # the calls panel holds every group of the row
+        if handles:
+            row[-1].legend(handles, labs, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+                           fontsize=7, frameon=False, handlelength=L.HANDLE_LENGTH)  # fmt: skip
     L.title(fig, titled(head, sim))
-    notes = ["unit: trial; a marker per call budget k = 1, 2, ...: the iterate each trial would act on "
+    notes = ["a marker per call budget k = 1, 2, ...: the iterate each trial would act on "
              "after k calls; bars: the interval at k = 1, 2, 3, 5, 8, 15"]  # fmt: skip
     if bool(df["simulated"].astype(bool).any()):
         notes.append(
             "simulated models: tokens are placeholders and they cost nothing, so they are drawn in calls only"
         )
     L.footnote(fig, "; ".join(notes))
-    handles, labs = axes[0].get_legend_handles_labels()  # the calls panel holds every group
-    if handles:
-        axes[-1].legend(handles, labs, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
-                        fontsize=7, ncol=ncol, frameon=False)  # fmt: skip
     return fig

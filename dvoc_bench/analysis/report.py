@@ -1,10 +1,10 @@
 """The report (behind ``python -m dvoc_bench.report``): :func:`build_report` builds every table and figure
 from the records only: for our runs, the tables under one explicit rule with Wilson / bootstrap intervals,
-the authors' rule for comparison, per-task and ablation tables, paired comparisons on the same start
-points, the coordinate-frame audit, the cost per successful click and the figures; for the authors' records
-(``upstream``: their repository's clone, its ``artifacts/previous_runs`` folder, the per-trial tree or any of
-their JSON files), the paper's tables with every published number
-checked, the same records re-scored under one rule, and the frame audit. It returns the markdown and writes
+the authors' rule for comparison, per-task and ablation tables, the paired comparisons of methods on the
+same samples, the coordinate-frame audit, the cost per successful click and the figures; for the authors'
+records (``upstream``: their repository's clone, its ``artifacts/previous_runs`` folder, the per-trial
+tree or any of their JSON files), the paper's tables with every published number checked, the same
+records re-scored under one rule, and the frame audit. It returns the markdown and writes
 ``report.md`` plus ``figures/*.png`` to ``out``, replacing the figures of a previous report there
 (default, :func:`default_out`: ``<RUN_DIR>/report`` for one run; for several, a new folder beside the first
 named after them, ``report-<a>+<b>``; ``runs/report`` with only upstream records).
@@ -22,6 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from dvoc_bench.analysis.intervals import DIFF_INTERVAL, RATE_INTERVAL, UNIT
 from dvoc_bench.analysis.markdown import escape_inline, escape_text
 from dvoc_bench.core.rundir import REPORT
 from dvoc_bench.core.scoring import RULES
@@ -33,6 +34,15 @@ SIM_NOTE = (
     "fitted for (its `sim.fitted_for`): the simulator's answer to that knob is an assumption, not a "
     "measurement."
 )
+
+UNIT_NOTE = (
+    f"**The unit is the {UNIT}.** Every success rate of this report, its tables and figures, has one "
+    f"interval, {RATE_INTERVAL}: the trials of one {UNIT} (a task: a scene, page, window or dataset "
+    "sample, run from several start points and repeats) are one cluster, so they count once toward the "
+    "sample size when they agree. Each pair of methods is compared once, paired on the same samples with "
+    f"{DIFF_INTERVAL} (*Paired comparisons of methods*)."
+)
+"""The report's header line on its one interval and its unit."""
 
 
 class Report:
@@ -126,12 +136,9 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
     rep.blocks(equal_cost.headline_blocks(curve))  # the report opens with success against cost
     rep.h(3, f"Success by model and method{''.join(f' and {k}' for k in split)} — rule `{rule}`")
     rep.p(
-        f"Rule: {honest.RULE_TEXT[rule]}. Rate over valid trials with a {honest.RATE_INTERVAL} interval "
-        "(Wilson score on the effective sample size: trials with an identical first input, the same model, "
-        "task and start point for DVOC or the same first prompt and image for one-shot and the baselines, "
-        "are not independent; exact at 0 % and 100 %); raw rate over all trials that ran (errors count as "
-        "failures); mean distance with a percentile bootstrap 95 % interval "
-        f"(seed {seed}, {n_boot} resamples)."
+        f"Rule: {honest.RULE_TEXT[rule]}. Rate over valid trials, interval: {honest.RATE_INTERVAL}; raw "
+        "rate over all trials that ran (errors count as failures), same interval; mean distance with a "
+        f"percentile bootstrap 95 % interval (seed {seed}, {n_boot} resamples)."
     )
     summ = honest.summary(t, rule, by=by, n_boot=n_boot, seed=seed)
     rep.table(md_table(summary_view(summ)))
@@ -174,24 +181,11 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
 
     for knob in honest.varying_knobs(t):
         rep.h(3, f"Ablation: `{knob}` (DVOC) — rule `{rule}`")
+        rep.p(
+            f"Interval: {honest.RATE_INTERVAL}. The settings compared pair by pair on the same samples: "
+            "*Paired comparisons of methods* below (each setting is a variant of the method)."
+        )
         rep.table(md_table(summary_view(honest.ablation(t, knob, rule, n_boot=n_boot, seed=seed))))
-        vals = list(dict.fromkeys(t.loc[t["method"] == "dvoc", knob].dropna()))
-        for other in vals[1:]:
-            _paired(rep, t[t["method"] == "dvoc"], knob, vals[0], other, rule, seed, n_boot)
-
-    if {"dvoc", "oneshot"} <= set(t["method"]):
-        rep.h(3, f"Paired: DVOC vs one-shot on the same start points — rule `{rule}`")
-        knobs = [k for k in ("alpha", "overlay", "predict", "protocol") if k in t]
-        kv = t[knobs].astype(object).where(t[knobs].notna(), "-")  # an unstated knob (an import) is "-"
-        combos = kv[t["method"] == "dvoc"].drop_duplicates()
-        for _, c in combos.iterrows():
-            same_protocol = (kv["protocol"] == c["protocol"]) if "protocol" in kv else True
-            sel = ((t["method"] == "oneshot") & same_protocol) | (
-                (t["method"] == "dvoc") & (kv == c).all(axis=1)
-            )
-            if len(combos) > 1:
-                rep.p("DVOC with " + ", ".join(f"{k}={c[k]}" for k in knobs) + ":")
-            _paired(rep, t[sel.fillna(False).astype(bool)], "method", "dvoc", "oneshot", rule, seed, n_boot)
 
     _audit(rep, s)
 
@@ -276,39 +270,6 @@ def first_split(t: Any, split: list[str]) -> tuple[Any, str]:
     first = dvoc.iloc[0]
     mask = (t[split] == first[split]).all(axis=1)
     return t[mask], " (" + ", ".join(f"{k}={first[k]}" for k in split) + ")"
-
-
-def _paired(rep: Report, t: Any, factor: str, a: Any, b: Any, rule: str, seed: int, n_boot: int) -> None:
-    from dvoc_bench.analysis import honest
-    from dvoc_bench.analysis.markdown import label_models, md_table, pct, px
-
-    try:
-        pr = honest.paired(t, factor, a, b, rule, n_boot=n_boot, seed=seed)
-    except ValueError as e:
-        rep.p(f"Paired comparison {factor}={a} vs {b} not made: {e}.")
-        return
-    if pr.empty:
-        rep.p(f"No pairs for {factor}={a} vs {b}.")
-        return
-    rep.p(
-        f"`{factor}` = {a} (a) vs {b} (b): pairs share model, task, start point and repeat; both valid. "
-        "diff = rate(a) - rate(b) with a bootstrap 95 % interval over pairs; McNemar exact p on the "
-        "discordant "
-        "pairs; dist diff = mean paired final-distance difference (px)."
-    )
-    view = honest.with_assumed(pr, t, ["model"]).drop(columns=["factor", "rule"])
-    fmt = {
-        "rate_a": pct,
-        "rate_b": pct,
-        "diff": pct,
-        "diff_lo": pct,
-        "diff_hi": pct,
-        "dist_diff": px,
-        "dist_diff_lo": px,
-        "dist_diff_hi": px,
-        "mcnemar_p": lambda v: f"{v:.3g}",
-    }
-    rep.table(md_table(label_models(view), fmt))
 
 
 def _audit(rep: Report, steps: Any, span_note: bool = False, upstream_tree: Path | None = None) -> None:
@@ -431,7 +392,9 @@ def _upstream_section(rep: Report, paths: list[str], rule: str, seed: int, n_boo
             "upstream_distance_vs_iteration",
             "authors' records distance vs iteration",
         )
-        _paired(rep, main_t, "method", "dvoc", "oneshot", rule, seed, n_boot)
+        from dvoc_bench.analysis import equal_cost
+
+        rep.blocks(equal_cost.pairs_blocks(main_t, rule, split=[]))
         _audit(
             rep,
             runs.steps[runs.steps["model"].isin(MAIN_MODELS)],
@@ -544,6 +507,7 @@ def build_report(
     rep = Report(out, figures)
     rep.lines += ["# dvoc-bench report", ""]
     rep.p(f"Honest tables use the rule **`{rule}`**: {_rule_text(rule)}.")
+    rep.p(UNIT_NOTE)
     if imports:
         own = f", a folder of its own: no run's `{REPORT}/`"
         own = "" if run_dirs and out == default_out(run_dirs) else own

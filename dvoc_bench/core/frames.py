@@ -38,7 +38,7 @@ from typing import Literal, get_args
 from pydantic import model_validator
 
 from dvoc_bench.core.declare import Declared, PosInt
-from dvoc_bench.core.geometry import Frame, FrameName, Offset, Point, Size
+from dvoc_bench.core.geometry import Frame, FrameName, NormMapping, Offset, Point, Size, frame_factors
 from dvoc_bench.core.records import AnswerKind
 
 Axes = Literal["xy", "yx"]
@@ -46,8 +46,6 @@ Axes = Literal["xy", "yx"]
 ResizeRule = Literal["none", "smart_resize", "downscale", "downscale_pad"]
 """How the image sent becomes the image the model sees."""
 RESIZE_RULES: tuple[str, ...] = get_args(ResizeRule)
-NormMapping = Literal["last_pixel", "edge"]
-"""How a normalised ``u`` in 0–``top`` becomes a pixel: ``u * (W - 1) / top`` or ``u * W / top``."""
 Rounding = Literal["none", "round", "floor"]
 """What a family's code does to the pixel it computes: keep it, round it (half to even, Python's
 ``round``) or floor it (``int()`` of a positive number)."""
@@ -226,12 +224,9 @@ class FrameRule(Declared):
         return seen
 
     def _factors(self, seen: Size) -> tuple[float, float]:
-        """Pixels of the image seen per answer unit, along x and y (1 for ``pixel``)."""
-        scale = Frame(self.units).scale
-        if scale is None:
-            return 1.0, 1.0
-        w, h = (seen.width, seen.height) if self.mapping == "edge" else (seen.width - 1, seen.height - 1)
-        return w / scale, h / scale
+        """Pixels of the image seen per answer unit, along x and y (1 for ``pixel``): the package's one
+        conversion, :func:`dvoc_bench.core.geometry.frame_factors`, with this rule's mapping."""
+        return frame_factors(self.units, seen, self.mapping)
 
     def _rounded(self, v: float) -> float:
         if self.rounding == "round":
@@ -252,6 +247,11 @@ class FrameRule(Declared):
         """A pixel of the image seen in :attr:`units` (the inverse of :meth:`to_pixels`, unrounded)."""
         fx, fy = self._factors(seen)
         return Point(p.x / fx, p.y / fy)
+
+    def offset_from_pixels(self, o: Offset, seen: Size) -> Offset:
+        """A pixel offset of the image seen in :attr:`units` (the inverse of :meth:`offset_to_pixels`)."""
+        fx, fy = self._factors(seen)
+        return Offset(o.dx / fx, o.dy / fy)
 
     def offset_to_pixels(self, dx: float, dy: float, seen: Size) -> Offset:
         """An answer offset in pixels of the image seen (the same factor as a point, never rounded)."""

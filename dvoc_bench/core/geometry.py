@@ -10,7 +10,10 @@ points, so they use the same factor with no translation term: ``dx_px = du * (W 
 (Gemini's and Qwen's documentation describe ``u * W / 1000``; the difference is ``u / scale`` pixels, at
 most one, and the (W - 1) form keeps ``scale`` on the last pixel instead of one past it.) This is the
 harness's own frame; a model config whose family maps ``u * W / scale`` declares ``coord_frame.mapping:
-edge``, and a one-shot answer is read through :meth:`dvoc_bench.core.frames.FrameRule.to_pixels`.
+edge``. :func:`frame_factors` is the one conversion, both ways and for both mappings: the four functions
+below take ``mapping=`` (``last_pixel`` by default), and :class:`dvoc_bench.core.frames.FrameRule` reads
+answers through it, so what the harness writes to a model (its crosshair position, labels, history) and
+what it reads back use the config's one rule.
 """
 
 from __future__ import annotations
@@ -18,10 +21,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, get_args
 
 FrameName = Literal["pixel", "norm1000", "norm999", "norm1"]
 """The values of :class:`Frame`, for settings and model configs."""
+NormMapping = Literal["last_pixel", "edge"]
+"""How a normalised ``u`` in 0–``top`` becomes a pixel: ``u * (W - 1) / top`` or ``u * W / top``."""
+NORM_MAPPINGS: tuple[str, ...] = get_args(NormMapping)
 
 
 class Frame(StrEnum):
@@ -167,35 +173,40 @@ def paper_hit_radius(box: Box, minimum: float = 30.0) -> float:
     return max(box.w / 2, box.h / 2, minimum)
 
 
-def _factors(frame: Frame, size: Size) -> tuple[float, float]:
-    """Pixels per frame unit along x and y."""
+def frame_factors(frame: Frame | str, size: Size, mapping: NormMapping = "last_pixel") -> tuple[float, float]:
+    """Pixels per frame unit along x and y: 1 for pixels; ``(W - 1) / scale`` (``last_pixel``) or
+    ``W / scale`` (``edge``) for the normalised frames. The one conversion factor of the package."""
     scale = Frame(frame).scale
     if scale is None:
         return 1.0, 1.0
+    if mapping == "edge":
+        return size.width / scale, size.height / scale
+    if mapping != "last_pixel":
+        raise ValueError(f"unknown mapping {mapping!r}; allowed: {', '.join(NORM_MAPPINGS)}")
     return (size.width - 1) / scale, (size.height - 1) / scale
 
 
-def point_to_pixels(p: Point, frame: Frame, size: Size) -> Point:
+def point_to_pixels(p: Point, frame: Frame, size: Size, mapping: NormMapping = "last_pixel") -> Point:
     """Convert an absolute point given in ``frame`` to pixels of an image of ``size``."""
-    fx, fy = _factors(frame, size)
+    fx, fy = frame_factors(frame, size, mapping)
     return Point(p.x * fx, p.y * fy)
 
 
-def point_from_pixels(p: Point, frame: Frame, size: Size) -> Point:
+def point_from_pixels(p: Point, frame: Frame, size: Size, mapping: NormMapping = "last_pixel") -> Point:
     """Convert a pixel point to ``frame`` (inverse of :func:`point_to_pixels`)."""
-    fx, fy = _factors(frame, size)
+    fx, fy = frame_factors(frame, size, mapping)
     return Point(p.x / fx, p.y / fy)
 
 
-def offset_to_pixels(o: Offset, frame: Frame, size: Size) -> Offset:
+def offset_to_pixels(o: Offset, frame: Frame, size: Size, mapping: NormMapping = "last_pixel") -> Offset:
     """Convert an offset given in ``frame`` to pixels (same factor as points, no translation)."""
-    fx, fy = _factors(frame, size)
+    fx, fy = frame_factors(frame, size, mapping)
     return Offset(o.dx * fx, o.dy * fy)
 
 
-def offset_from_pixels(o: Offset, frame: Frame, size: Size) -> Offset:
+def offset_from_pixels(o: Offset, frame: Frame, size: Size, mapping: NormMapping = "last_pixel") -> Offset:
     """Convert a pixel offset to ``frame``."""
-    fx, fy = _factors(frame, size)
+    fx, fy = frame_factors(frame, size, mapping)
     return Offset(o.dx / fx, o.dy / fy)
 
 

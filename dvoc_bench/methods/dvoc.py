@@ -67,6 +67,8 @@ async def refine(
     size, target = snap.size, snap.target_box.centre
     protocol = get_protocol(spec.protocol)
     frame = Frame(spec.coord_frame)
+    # the config's one mapping: what the overlay and the prompt write is what its answers are read with
+    mapping = env.rule_for(spec.coord_frame).mapping
     kind: AnswerKind = "offset" if spec.predict == "relative" else "point"
     policy = spec.loop
     draft = start
@@ -80,7 +82,7 @@ async def refine(
         shown_draft = view.to_sent(draft)
         label = None
         if spec.overlay != "none":
-            label = protocol.overlay_label(shown_draft, frame, sent, env.style.circle_radius)
+            label = protocol.overlay_label(shown_draft, frame, sent, env.style.circle_radius, mapping)
         shown = await env.render(  # in the render pool: the other trials keep running
             draw_overlay,
             protocol.drawn_point(shown_draft),
@@ -102,6 +104,7 @@ async def refine(
             history=history,
             circle_radius=env.style.circle_radius,
             labels=spec.label_placement,
+            mapping=mapping,
         )
         req = env.request(shown, text, tools_for(kind), call_seed(spec.seed, i))
         out = await call_model(env, req, kind)

@@ -60,6 +60,7 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
                 frame=Frame(spec.coord_frame),
                 attempt=i,
                 previous=shown_previous,
+                mapping=frame.mapping,
             )
             tools = tools_for("point")
         else:

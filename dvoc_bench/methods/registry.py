@@ -51,6 +51,11 @@ class MethodInfo:
     max_calls: MaxCalls | None = None
     """Upper bound of a trial's model calls (retries of one call not counted); ``None``: not declared (the
     plan shows it as unknown and ``run.max_cost_usd`` refuses the method). Model-free methods: 0."""
+    per_input: bool = False
+    """True when the start point changes nothing the method sends (Set-of-Mark: the marks are drawn on the
+    screenshot, wherever a start would be): planned once per task and repeat on every kind of screen, as
+    every method without a start point is on a dataset (the input is the unit; ``repeats=N`` asks again).
+    False keeps the start index as a repeat counter on scenes (one-shot, zoom: the authors' design)."""
 
     def call_bound(self, spec: TrialSpec) -> int | None:
         """The most model calls a trial of ``spec`` can make; ``None`` when the method does not say."""
@@ -80,20 +85,24 @@ def method(
     uses_start: bool = False,
     description: str = "",
     max_calls: MaxCalls | None = None,
+    per_input: bool = False,
 ) -> Callable[[MethodFn], MethodFn]:
     """Register the decorated ``async run(spec, env)`` as method ``name``; ``max_calls(spec)`` bounds the
-    model calls of one trial (the plan and the cost budget use it)."""
+    model calls of one trial (the plan and the cost budget use it); ``per_input``: see
+    :attr:`MethodInfo.per_input`."""
     bad = set(knobs) - set(KNOBS)
     if bad:
         raise ValueError(f"method {name}: unknown knob(s) {sorted(bad)}; allowed: {', '.join(KNOBS)}")
     if calls_model and "protocol" not in knobs:
         raise ValueError(f"method {name}: a method that calls a model uses the protocol knob")
+    if per_input and uses_start:
+        raise ValueError(f"method {name}: a method that uses its start point is not planned once per input")
 
     def register(fn: MethodFn) -> MethodFn:
         if name in _METHODS and _METHODS[name].run is not fn:
             raise ValueError(f"method {name!r} is registered twice")
         _METHODS[name] = MethodInfo(
-            name, fn, calls_model, frozenset(knobs), uses_start, description, max_calls
+            name, fn, calls_model, frozenset(knobs), uses_start, description, max_calls, per_input
         )
         return fn
 

@@ -158,6 +158,7 @@ async def select(spec: TrialSpec, env: TrialEnv) -> Selection:
     knobs=("protocol", "detector"),
     description="Set-of-Mark: a detector boxes the elements, the model picks a numbered mark",
     max_calls=lambda spec: 1,
+    per_input=True,
 )
 async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     """Run one Set-of-Mark trial; never raises for a model- or detector-side failure."""

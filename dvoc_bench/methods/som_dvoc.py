@@ -47,6 +47,7 @@ def dvoc_spec(spec: TrialSpec, start: list[float]) -> TrialSpec:
     knobs=("protocol", "alpha", "overlay", "predict", "detector"),
     description="Set-of-Mark pick, then DVOC refines it",
     max_calls=lambda spec: 1 + spec.max_iterations,
+    per_input=True,  # DVOC starts from the chosen mark, never from the plan's start point
 )
 async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     """Run one SoM -> DVOC trial; never raises for a model- or detector-side failure."""

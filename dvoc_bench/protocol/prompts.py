@@ -24,6 +24,7 @@ from typing import Literal
 
 from dvoc_bench.core.geometry import (
     Frame,
+    NormMapping,
     Offset,
     Point,
     Size,
@@ -104,15 +105,16 @@ def _pair(p: Point, frame: Frame) -> str:
     return f"({format_number(p.x, frame)}, {format_number(p.y, frame)})"
 
 
-def position_text(p: Point, frame: Frame, size: Size) -> str:
-    """A pixel point written in ``frame``, e.g. ``(501, 501) in 0-1000 units`` or ``(400, 300) px``."""
+def position_text(p: Point, frame: Frame, size: Size, mapping: NormMapping = "last_pixel") -> str:
+    """A pixel point written in ``frame``, e.g. ``(501, 501) in 0-1000 units`` or ``(400, 300) px``
+    (``mapping``: the model config's ``coord_frame.mapping``, the rule its answers are read with)."""
     frame = Frame(frame)
-    return f"{_pair(point_from_pixels(p, frame, size), frame)} {_UNITS[frame].line}"
+    return f"{_pair(point_from_pixels(p, frame, size, mapping), frame)} {_UNITS[frame].line}"
 
 
-def crosshair_line(p: Point, frame: Frame, size: Size) -> str:
+def crosshair_line(p: Point, frame: Frame, size: Size, mapping: NormMapping = "last_pixel") -> str:
     """The machine-readable line ``Crosshair position: (X, Y) UNIT`` for a pixel point ``p``."""
-    return f"Crosshair position: {position_text(p, frame, size)}"
+    return f"Crosshair position: {position_text(p, frame, size, mapping)}"
 
 
 def parse_crosshair_line(text: str) -> tuple[Point, Frame] | None:
@@ -123,11 +125,12 @@ def parse_crosshair_line(text: str) -> tuple[Point, Frame] | None:
     return Point(float(m.group(1)), float(m.group(2))), _FRAME_OF_UNIT[m.group(3)]
 
 
-def position_label(p: Point, frame: Frame, size: Size) -> str:
+def position_label(p: Point, frame: Frame, size: Size, mapping: NormMapping = "last_pixel") -> str:
     """Text of the image's bottom-right label. For the pixel point (454, 352) on 800×600:
-    ``(454, 352) px``, ``(568, 588) /1000``, ``(0.568, 0.588) /1``."""
+    ``(454, 352) px``, ``(568, 588) /1000``, ``(0.568, 0.588) /1``; with ``mapping=edge``
+    ``(568, 587) /1000``."""
     frame = Frame(frame)
-    return f"{_pair(point_from_pixels(p, frame, size), frame)} {_UNITS[frame].label}"
+    return f"{_pair(point_from_pixels(p, frame, size, mapping), frame)} {_UNITS[frame].label}"
 
 
 def frame_statement(frame: Frame, size: Size) -> str:
@@ -152,18 +155,20 @@ def _size_sentence(size: Size) -> str:
     return f"The screenshot is {size.width}×{size.height} pixels (width × height)."
 
 
-def _circle_words(radius: int, frame: Frame, size: Size) -> str:
+def _circle_words(radius: int, frame: Frame, size: Size, mapping: NormMapping) -> str:
     """Circle radius in pixels, plus its extent in the model's frame when that is not pixels."""
     if frame is Frame.PIXEL:
         return f"{radius} pixels"
-    r = offset_from_pixels(Offset(radius, radius), frame, size)
+    r = offset_from_pixels(Offset(radius, radius), frame, size, mapping)
     return (
         f"{radius} pixels (about {format_number(r.dx, frame)} across and {format_number(r.dy, frame)} "
         f"down in {_UNITS[frame].words})"
     )
 
 
-def _overlay_sentence(overlay: str, frame: Frame, size: Size, circle_radius: int, placement: str) -> str:
+def _overlay_sentence(
+    overlay: str, frame: Frame, size: Size, circle_radius: int, placement: str, mapping: NormMapping
+) -> str:
     if placement == "away":
         labels = (
             "and, each in a corner of the screenshot away from the crosshair, a label with the step number "
@@ -177,8 +182,8 @@ def _overlay_sentence(overlay: str, frame: Frame, size: Size, circle_radius: int
     if overlay == "full":
         return (
             "Drawn on the screenshot: a red crosshair at that position, a blue circle of radius "
-            f"{_circle_words(circle_radius, frame, size)} centred on it to help you judge distances, "
-            f"{labels}."
+            f"{_circle_words(circle_radius, frame, size, mapping)} centred on it to help you judge "
+            f"distances, {labels}."
         )
     if overlay == "crosshair":
         return f"Drawn on the screenshot: a red crosshair at that position, {labels}."
@@ -192,16 +197,18 @@ def _confidence_words(c: float | None) -> str:
     return "confidence not given" if c is None else f"confidence {c:.2f}"
 
 
-def _history_line(n: int, e: HistoryEntry, frame: Frame, size: Size, predict: str) -> str:
-    at = _pair(point_from_pixels(e.draft, frame, size), frame)
-    went = _pair(point_from_pixels(e.next_draft, frame, size), frame)
+def _history_line(
+    n: int, e: HistoryEntry, frame: Frame, size: Size, predict: str, mapping: NormMapping
+) -> str:
+    at = _pair(point_from_pixels(e.draft, frame, size, mapping), frame)
+    went = _pair(point_from_pixels(e.next_draft, frame, size, mapping), frame)
     if e.reported is None:
         said = "no usable answer"
     else:
-        off = offset_from_pixels(e.reported, frame, size)
+        off = offset_from_pixels(e.reported, frame, size, mapping)
         d = f"dx={format_number(off.dx, frame)}, dy={format_number(off.dy, frame)}"
         if predict == "absolute":
-            target = point_from_pixels(e.draft + e.reported, frame, size)
+            target = point_from_pixels(e.draft + e.reported, frame, size, mapping)
             said = (
                 f"you answered x={format_number(target.x, frame)}, y={format_number(target.y, frame)} "
                 f"({d} from the crosshair), {_confidence_words(e.confidence)}"
@@ -212,14 +219,19 @@ def _history_line(n: int, e: HistoryEntry, frame: Frame, size: Size, predict: st
 
 
 def _history_block(
-    history: Sequence[HistoryEntry], iteration: int, frame: Frame, size: Size, predict: str
+    history: Sequence[HistoryEntry],
+    iteration: int,
+    frame: Frame,
+    size: Size,
+    predict: str,
+    mapping: NormMapping,
 ) -> str:
     first = iteration - len(history)
     lines = [
         "Earlier steps, in the same units (each move covers only part of the reported distance and stays "
         "inside the image, so the new position can differ from position + offset):"
     ]
-    lines += [_history_line(first + i, e, frame, size, predict) for i, e in enumerate(history)]
+    lines += [_history_line(first + i, e, frame, size, predict, mapping) for i, e in enumerate(history)]
     return "\n".join(lines)
 
 
@@ -260,8 +272,10 @@ def dvoc_prompt(
     history: Sequence[HistoryEntry],
     circle_radius: int = 30,
     labels: str = "corner",
+    mapping: NormMapping = "last_pixel",
 ) -> str:
-    """Text of one DVOC step. ``draft`` and the history are in pixels; the text shows them in ``frame``;
+    """Text of one DVOC step. ``draft`` and the history are in pixels; the text shows them in ``frame``,
+    by ``mapping`` (the model config's ``coord_frame.mapping``, which its answers are read with);
     ``labels``: where the frame's labels are (``overlay.label_placement``), as the overlay sentence says.
 
     ``iteration`` counts steps from 0. ``history`` holds the earlier steps in order, the last one being
@@ -279,14 +293,14 @@ def dvoc_prompt(
             [
                 _size_sentence(size),
                 f"{frame_statement(frame, size)} Offsets (dx, dy) use the same units.",
-                crosshair_line(draft, frame, size),
-                _overlay_sentence(overlay, frame, size, circle_radius, labels),
+                crosshair_line(draft, frame, size, mapping),
+                _overlay_sentence(overlay, frame, size, circle_radius, labels, mapping),
                 f"This is step {iteration} (steps are counted from 0).",
             ]
         ),
     ]
     if history:
-        parts.append(_history_block(history, iteration, frame, size, predict))
+        parts.append(_history_block(history, iteration, frame, size, predict, mapping))
     parts.append(_ask_sentence(predict))
     return "\n\n".join(parts)
 
@@ -298,9 +312,11 @@ def oneshot_prompt(
     frame: Frame,
     attempt: int,
     previous: Point | None,
+    mapping: NormMapping = "last_pixel",
 ) -> str:
     """Text of one one-shot attempt (``attempt`` counts from 0; ``previous`` = last answer in pixels,
-    ``None`` when there was none or it could not be parsed). The image is the raw screenshot."""
+    ``None`` when there was none or it could not be parsed, written by ``mapping``). The image is the raw
+    screenshot."""
     frame = Frame(frame)
     if attempt < 0:
         raise ValueError(f"attempt must be >= 0, got {attempt}")
@@ -314,7 +330,8 @@ def oneshot_prompt(
             missed = "your previous reply contained no usable click_at call"
         else:
             missed = (
-                f"your previous answer, {position_text(previous, frame, size)}, missed the target element"
+                f"your previous answer, {position_text(previous, frame, size, mapping)}, missed the target "
+                "element"
             )
         parts.append(
             f"This is attempt {attempt + 1}: {missed}. Study the screenshot once more before you answer."

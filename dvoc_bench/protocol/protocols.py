@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dvoc_bench.core.geometry import Frame, Point, Size
+from dvoc_bench.core.geometry import Frame, NormMapping, Point, Size
 from dvoc_bench.protocol import paper, prompts
 from dvoc_bench.protocol.som import som_prompt as _som_prompt
 
@@ -59,9 +59,12 @@ class Protocol:
         :func:`dvoc_bench.draw.render.label_corners`)."""
         return configured
 
-    def overlay_label(self, p: Point, frame: Frame, size: Size, radius: int) -> str:
-        """The drawn position label of a DVOC frame (bottom-right with the authors' placement)."""
-        return prompts.position_label(p, frame, size)
+    def overlay_label(
+        self, p: Point, frame: Frame, size: Size, radius: int, mapping: NormMapping = "last_pixel"
+    ) -> str:
+        """The drawn position label of a DVOC frame (bottom-right with the authors' placement), written by
+        ``mapping`` (the model config's ``coord_frame.mapping``)."""
+        return prompts.position_label(p, frame, size, mapping)
 
     def dvoc_prompt(
         self,
@@ -76,19 +79,33 @@ class Protocol:
         history: Sequence[HistoryEntry],
         circle_radius: int = 30,
         labels: str = "corner",
+        mapping: NormMapping = "last_pixel",
     ) -> str:
-        """Text of one DVOC step (``draft`` and ``history`` in pixels; ``labels``: the label placement)."""
+        """Text of one DVOC step (``draft`` and ``history`` in pixels; ``labels``: the label placement;
+        ``mapping``: the model config's ``coord_frame.mapping``)."""
         return prompts.dvoc_prompt(
             instruction=instruction, size=size, frame=frame, overlay=overlay, predict=predict, draft=draft,
-            iteration=iteration, history=history, circle_radius=circle_radius, labels=labels,
+            iteration=iteration, history=history, circle_radius=circle_radius, labels=labels, mapping=mapping,
         )  # fmt: skip
 
     def oneshot_prompt(
-        self, *, instruction: str, size: Size, frame: Frame, attempt: int, previous: Point | None
+        self,
+        *,
+        instruction: str,
+        size: Size,
+        frame: Frame,
+        attempt: int,
+        previous: Point | None,
+        mapping: NormMapping = "last_pixel",
     ) -> str:
         """Text of one one-shot attempt (``previous``: the last usable answer, pixels)."""
         return prompts.oneshot_prompt(
-            instruction=instruction, size=size, frame=frame, attempt=attempt, previous=previous
+            instruction=instruction,
+            size=size,
+            frame=frame,
+            attempt=attempt,
+            previous=previous,
+            mapping=mapping,
         )
 
     def som_prompt(self, *, instruction: str, size: Size, frame: Frame, marks: Sequence[Mark]) -> str:
@@ -116,7 +133,9 @@ class PaperProtocol(Protocol):
     def label_placement(self, configured: str) -> str:
         return "corner"  # the authors' fixed corners: step label top-left, position label bottom-right
 
-    def overlay_label(self, p: Point, frame: Frame, size: Size, radius: int) -> str:
+    def overlay_label(
+        self, p: Point, frame: Frame, size: Size, radius: int, mapping: NormMapping = "last_pixel"
+    ) -> str:
         return paper.overlay_label(p, radius)
 
     def dvoc_prompt(self, *, instruction: str, overlay: str, predict: str, history: Sequence[HistoryEntry],

@@ -201,7 +201,9 @@ def build_plan(
     trials are planned once (a method that calls no model also ignores the model and the protocol). Only
     methods that ``uses_start`` get the start point; the others keep the start index as a plain repeat
     counter (the authors did the same) — except on dataset samples, where the sample is the unit: a method
-    without a start point runs once per sample and repeat (``repeats=N`` asks for more identical requests).
+    without a start point runs once per sample and repeat (``repeats=N`` asks for more identical requests),
+    and for a method declared ``per_input`` (Set-of-Mark), which runs once per task and repeat on every kind
+    of screen (the start index of its one trial is 1, so its key is the one it had before).
     Methods that use the ``detector`` knob carry it (backend + settings digest) in their key, so a resume with
     another detector runs them again. The protocol object
     decides the frame answers are read in (``paper`` reads every answer as pixels, the paper's reading).
@@ -231,8 +233,8 @@ def build_plan(
         for model, task, protocol, alpha, overlay, predict in combos:
             scene_hash, size = scenes[task]
             points = start_points(kind, n, size, task, s.seed)
-            if not info.uses_start and (kinds or {}).get(task) == "dataset":
-                points = points[:1]  # a sample is the unit: a method without a start runs once per repeat
+            if not info.uses_start and (info.per_input or (kinds or {}).get(task) == "dataset"):
+                points = points[:1]  # the input is the unit: the start would change nothing it sends
             for (si, p), rep in itertools.product(enumerate(points, start=1), range(swept.repeats)):
                 fields: dict[str, Any] = dict(
                     model=model.name, model_id=model.model_id, api_base=model.api_base,

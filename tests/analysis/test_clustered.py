@@ -1,4 +1,4 @@
-"""Clustered success-rate intervals (issue 16 item 2): identical first inputs are correlated."""
+"""Clustered success-rate intervals (issue 16 item 2; the sample is the unit since issue 52 item 9)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ def test_exact_edges_use_the_clusters() -> None:
     assert lo0 == 0.0 and hi0 == pytest.approx(wilson(0, 10)[1])
 
 
-def test_cluster_keys_follow_the_first_input() -> None:
+def test_cluster_keys_are_the_sample() -> None:
+    """The sample is the unit (issue 52 item 9): a task's start points and methods are one cluster."""
     t = pd.DataFrame(
         {
             "model": ["m"] * 4,
@@ -51,6 +52,9 @@ def test_cluster_keys_follow_the_first_input() -> None:
             "start_y": [5.0, 5.0, 5.0, 5.0],
         }
     )
+    t.loc[3, "task"] = "S2"
     k = cluster_keys(t)
-    assert k[0] != k[1]  # DVOC: another start point is another first frame
-    assert k[2] == k[3]  # one-shot ignores the start point
+    assert k[0] == k[1] == k[2]  # another start point, another method: the same sample
+    assert k[3] != k[2]
+    with pytest.raises(ValueError, match="task"):
+        cluster_keys(t.drop(columns=["task"]))

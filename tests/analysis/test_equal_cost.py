@@ -246,7 +246,7 @@ def test_a_dataset_run_reports_every_equal_cost_table(tmp_path):
               "Cost per successful click, with intervals")  # fmt: skip
     for title in titles:
         assert title in text
-    assert "unit: trial; interval: Wilson 95 %, clustered by sample" in text
+    assert "interval: Wilson 95 %, clustered by sample" in text and "first input" not in text
     assert "Newcombe (Wilson) 95 %, paired, clustered by sample" in text
     assert "| dvoc | zoom | 4 | 4 |" in text  # a paired row per model: 4 pairs over 4 samples
     assert "[SIMULATED" in text and "accuracy_at_budget.png" in text

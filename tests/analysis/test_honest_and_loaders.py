@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dvoc_bench.analysis import Runs, honest, load_runs, paper, plots
+from dvoc_bench.analysis import Runs, compare, honest, load_runs, paper, plots
 from dvoc_bench.analysis.loaders import CACHE_DIR, find_run_dirs, newest_run
 from dvoc_bench.analysis.schema import STEP_COLUMNS, TRIAL_COLUMNS
 from dvoc_bench.runner.compose import quick_setup
@@ -185,13 +185,10 @@ def test_summary_equals_a_hand_count(run_dir, runs):
         k = sum(r["hit"] for r in ok)
         assert (row["total"], row["valid"], row["success"]) == (len(group), len(ok), k)
         assert row["rate"] == pytest.approx(k / len(ok))
-        # the clustered interval, clusters by hand: the first input (a DVOC start point is part of it)
-        cells: dict[tuple, list[int]] = {}
+        # the clustered interval, clusters by hand: the sample (its start points and repeats are one)
+        cells: dict[str, list[int]] = {}
         for r in ok:
-            first = (r["task"], r["protocol"])
-            if r["method"] == "dvoc":
-                first += (r["overlay"], r["predict"], tuple(r["start"]))
-            cells.setdefault(first, []).append(int(r["hit"]))
+            cells.setdefault(r["task"], []).append(int(r["hit"]))
         kc, nc = [sum(v) for v in cells.values()], [len(v) for v in cells.values()]
         want = honest.rate_interval(k, len(ok), clusters=(kc, nc))
         assert (row["rate_lo"], row["rate_hi"]) == pytest.approx(want)
@@ -252,7 +249,8 @@ def test_the_cost_table_keeps_the_rows_assumption_markers(runs):
 
 def test_paired_comparison_on_same_starts(runs):
     t = runs.trials
-    pr = honest.paired(t, "method", "dvoc", "oneshot", "hit")
+    pr = compare.method_pairs(t, "hit")
+    pr = pr[(pr["a"] == "dvoc") & (pr["b"] == "oneshot")]
     assert len(pr) == t.loc[t["method"] == "dvoc", "model"].nunique()
     for _, row in pr.iterrows():
         d = t[(t["model"] == row["model"]) & (t["method"] == "dvoc") & t["valid"]]
@@ -263,9 +261,12 @@ def test_paired_comparison_on_same_starts(runs):
         assert row["b_only"] == int((~m["hit_d"] & m["hit_o"]).sum())
         assert row["diff"] == pytest.approx(m["hit_d"].mean() - m["hit_o"].mean())
         assert row["mcnemar_p"] == honest.mcnemar_exact(row["a_only"], row["b_only"])
+    # two settings of a knob are two variants, each paired on its own, never pooled
     dup = pd.concat([t, t[t["method"] == "dvoc"].assign(alpha="constant")])
-    with pytest.raises(ValueError, match="share a key"):
-        honest.paired(dup, "method", "dvoc", "oneshot")
+    split = compare.method_pairs(dup, "hit", split=["alpha"])
+    assert {"dvoc alpha=constant", "oneshot"} <= set(split["a"]) | set(split["b"])
+    pooled = compare.method_pairs(dup, "hit", split=[])  # not one trial per key on the dvoc side: no pair
+    assert pooled.empty or not ((pooled["a"] == "dvoc") & (pooled["b"] == "oneshot")).any()
 
 
 def test_frame_audit_finds_the_frame_of_a_norm1000_model(tmp_path):

@@ -89,7 +89,7 @@ def test_known_values_empty_and_bad_counts():
         rate_interval(np.array([1, 2]), np.array([2, 2]), clusters=([1], [2]))
     # another level is wider / narrower, and named so
     assert rate_interval(5, 10, level=0.99)[0] < rate_interval(5, 10)[0] < rate_interval(5, 10, level=0.8)[0]
-    assert RATE_INTERVAL == "Wilson 95 %, clustered by first input" and PLAIN_INTERVAL == "Wilson 95 %"
+    assert RATE_INTERVAL == "Wilson 95 %, clustered by sample" and PLAIN_INTERVAL == "Wilson 95 %"
     assert interval_name(0.9) == "Wilson 90 %"
 
 

@@ -1,6 +1,6 @@
 """McNemar's exact test, the package's one (dvoc_bench.analysis.honest.mcnemar_exact), checked against
 scipy's binomial test at known discordant counts, and on the path the comparisons take
-(compare.method_pairs and honest.paired on hand-built pairs)."""
+(compare.method_pairs, the report's one paired comparison, on hand-built pairs)."""
 
 from __future__ import annotations
 
@@ -48,8 +48,6 @@ def test_the_comparisons_report_the_two_sided_p(a_only, b_only):
     (row,) = compare.method_pairs(t, "hit", split=[]).to_dict("records")
     assert (row["a"], row["b"], row["a_only"], row["b_only"]) == ("dvoc", "oneshot", a_only, b_only)
     assert row["mcnemar_p"] == pytest.approx(want, rel=1e-12)
-    (prow,) = honest.paired(t, "method", "dvoc", "oneshot", "hit").to_dict("records")
-    assert prow["mcnemar_p"] == pytest.approx(want, rel=1e-12)
 
 
 def test_one_mcnemar_in_the_package():

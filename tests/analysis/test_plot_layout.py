@@ -147,8 +147,10 @@ def test_a_sweep_is_split_not_pooled():
     assert len(bars) == 4 * (1 + len(alphas)) + 1  # centre has one model ("none")
     rows = [x.get_text() for x in figs["heatmap"].axes[0].get_yticklabels()]
     assert len(rows) == 4 * len(alphas) and all("alpha=" in r for r in rows)
-    lines = [x.get_text() for x in figs["distance_vs_iteration"].axes[0].get_legend().get_texts()]
-    assert len(lines) == 4 * len(alphas)
+    # sixteen lines, at most five per panel (issue 52 item 9): one panel per alpha setting, its four models
+    axes = figs["distance_vs_iteration"].axes
+    lines = [x.get_text() for ax in axes for x in ax.get_legend().get_texts()]
+    assert len(lines) == len(set(lines)) == 4 * len(alphas) and len(axes) == len(alphas)
     # pooled on request
     assert len(plots.heatmap(t, "hit", split=()).axes[0].get_yticklabels()) == 4
 

@@ -306,12 +306,13 @@ def test_som_sweep_end_to_end_with_the_cv_detector(tmp_path):
     setup = quick_setup(["methods=[som,som_dvoc]", "detector=cv", "models=[sim-ideal]", "tasks=[S3,S5]"])
     res = run_sweep(setup, tmp_path)
     specs, trials = res.specs, res.trials
-    assert len(trials) == len(specs) == 20 and all(t["status"] == "ok" for t in trials)
+    # one trial per input (the start point changes nothing a Set-of-Mark call sends): 2 scenes x 2 methods
+    assert len(trials) == len(specs) == 4 and all(t["status"] == "ok" for t in trials)
     som = [t for t in trials if t["method"] == "som"]
     assert all(t["detector"].startswith("cv:") and t["som"]["backend"] == "cv" for t in som)
     assert all(t["som"]["target_detected"] and t["som"]["detector_ms"] > 0 for t in som)
     assert {t["som"]["marks"] for t in som if t["task"] == "S3"} == {4}
-    assert sum(t["hit"] for t in som) >= 8  # sim-ideal rarely confuses neighbours
+    assert all(t["hit"] for t in som)  # sim-ideal does not confuse neighbours here
     frames = {
         s["frame_sha"] for s in map(json.loads, (tmp_path / "steps.jsonl").open()) if s["kind"] == "select"
     }

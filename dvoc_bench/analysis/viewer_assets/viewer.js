@@ -208,7 +208,7 @@
     const W = 360, H = 120, P = 24, mx = Math.max(...pts, 1);
     const x = (i) => P + (pts.length === 1 ? 0 : (i * (W - 2 * P)) / (pts.length - 1));
     const y = (d) => H - P - (d / mx) * (H - 2 * P);
-    const svg = el("svg:svg", { width: W, height: H, class: "dist" },
+    const svg = el("svg:svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: "dist" },
       el("svg:line", { x1: P, y1: H - P, x2: W - P, y2: H - P, stroke: "#888" }),
       el("svg:text", { x: 2, y: 12, "font-size": 10, text: `${mx.toFixed(0)} px` }),
       el("svg:text", { x: W - P - 40, y: H - 6, "font-size": 10, text: "step →" }),
