@@ -39,8 +39,8 @@ def test_required_fields_only_make_a_report_with_the_pairs(tmp_path, capsys):
                                                row("dvoc", "t2", 5), row("oneshot", "t2", None)])  # fmt: skip
     assert report.main(["--import", str(path), "--no-figures", "--n-boot", "20"]) == 0
     text = capsys.readouterr().out
-    paired = text.split("### Paired: DVOC vs one-shot on the same start points", 1)[1].split("###", 1)[0]
-    assert "| their-model | dvoc | oneshot | 2 | 2 | 0 | 2 | 0 |" in paired
+    paired = text.split("### Paired comparisons of methods on the same samples", 1)[1].split("###", 1)[0]
+    assert "| their-model | dvoc | oneshot | 2 | 2 | 100.0% | 0.0% | 100.0% |" in paired
     assert "4 model calls" in text  # a prediction without its calls is one call
 
 
