@@ -92,7 +92,7 @@ def _pair_words(rule: FrameRule) -> str:
 def drag_prompt(style: str, *, instruction: str, seen: Size, rule: FrameRule) -> str:
     """The text of a one-call drag request in ``style`` (``tool_call``: the ``drag_points`` tool)."""
     units = _units(rule, seen)
-    task = f"This task is a drag: {instruction}"
+    task = f"This task is a drag.\nInstruction: {instruction}"
     form = FORM_OF.get(style, "json")
     if style == "tool_call":
         return (
