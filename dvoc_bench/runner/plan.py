@@ -261,10 +261,8 @@ def build_plan(
                 key = spec.key()
                 crops = "zoom" in uses  # crops: no simulated profile was fitted on them
                 drawn = NA if overlay in (NA, "none") else labels
-                points = "two" if task in drags else NA
-                assumed = _assumptions(
-                    model, protocol, overlay, default_style, crops, scene_kind, drawn, points
-                )
+                two = "two" if task in drags else NA
+                assumed = _assumptions(model, protocol, overlay, default_style, crops, scene_kind, drawn, two)
                 specs.setdefault(
                     key,
                     dataclasses.replace(

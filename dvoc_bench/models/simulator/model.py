@@ -239,8 +239,9 @@ class SimulatedModel:
         points = []
         for end in scene.ends:
             truth = truth_in_image(end, size, req.crop)
+            aimed: str | None = truth.target_id
             if task_given(scene, req.text):
-                centre, aimed = truth.aim, truth.target_id
+                centre = truth.aim
             else:
                 centre, aimed = aim(truth, req.text, prof, rng)
             outlier, outlier_p = point_outliers(prof, truth, aimed)
