@@ -77,6 +77,7 @@ SWEPT: dict[str, tuple[str, ...]] = {
     "adaptive.progress": ("adaptive.progress=0.5",),
     "oneshot.max_attempts": ("oneshot.max_attempts=3",),
     "oneshot.retry_rule": ("oneshot.retry_rule=within_eps",),
+    "dvoc.drag_start": ("dvoc.drag_start=model",),
     "zoom.factor": ("zoom.factor=3.0",),
     "zoom.rounds": ("zoom.rounds=1",),
     "zoom.min_crop": ("zoom.min_crop=128",),

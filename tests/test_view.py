@@ -568,3 +568,36 @@ def test_serve_door_refuses_a_port_outside_the_range(capsys: pytest.CaptureFixtu
     assert main(["--port", "70000"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("serve: --port: ") and "\n" not in err
+
+
+def test_a_drag_trials_frames_draw_both_targets_where_the_record_says(tmp_path: Path, page) -> None:
+    """A CUActSpot-format drag (issue 50) run by one-shot and DVOC with sim-ideal: every frame of the trial
+    draws the start's target (cyan) and the drop's (yellow), each where the record's boxes say."""
+    from dvoc_bench.runner.compose import quick_setup
+    from dvoc_bench.runner.sweep import run_sweep
+    from tests.scenes.test_cuactspot import DROP, TARGET, poly, write
+
+    root = tmp_path / "ds"
+    root.mkdir()
+    write(root, "Canvas-drag", [poly("R1", TARGET), poly("R2", DROP, rank="2")])
+    run = tmp_path / "run"
+    run_sweep(quick_setup(["dataset=cuactspot", f"dataset.root={root}", "models=[sim-ideal]",
+                           "methods=[oneshot,dvoc]", "starts=centre", "run.quiet=true", "run.frames=all"]),
+              run)  # fmt: skip
+    index = build(run, tmp_path / "site")
+    trials = records(run / "trials.jsonl")
+    for i, t in enumerate(trials):
+        assert t["drag"] is not None
+        open_site(page, index, f"#trial={i}")
+        page.wait_for_function("[...document.images].every(i => i.complete && i.naturalWidth > 0)")
+        frames = [s for s in records(run / "steps.jsonl") if s["trial_key"] == t["trial_key"]]
+        assert frames and {s["drag_end"] for s in frames} <= {"from", "to", "both"}
+        for n, s in enumerate(frames):
+            w, h = Image.open(run / "frames" / f"{s['frame_sha']}.png").size
+            sent = s["sent_size"] or [w, h]
+            for sel, box in (("rect.target.from", t["target_box"]), ("rect.target.to", t["drag"]["to_box"])):
+                shown, r = on_screen(page, n, sel)
+                kx, ky = 2560 / shown[0], 1400 / shown[1]  # screenshot px per displayed px
+                drawn = [r[0] * kx, r[1] * ky, r[2] * kx, r[3] * ky]
+                assert drawn == pytest.approx(box, abs=1.5 * max(kx, ky)), (t["method"], n, sel, sent)
+    assert not page.errors

@@ -75,42 +75,28 @@ def accuracy(t: pd.DataFrame, rule: str = "hit", by: str | None = None) -> pd.Da
     return out.drop(columns=["calls"])
 
 
-PAIR_KEYS = [
-    "protocol", "alpha", "overlay", "predict", "start_index", "rep", "detector", "zoom", "start_from"
-]  # fmt: skip
-"""Besides model and method, what makes a drag's two endpoint trials one attempt (same settings, same
-start, same repeat)."""
-
-
 def drag_success(t: pd.DataFrame, rule: str = "hit") -> pd.DataFrame:
-    """Per model x method: drags (samples), attempts (pairs of endpoint trials, ``sample_endpoint`` ``from``
-    and ``to`` of one ``sample_file`` under the same :data:`PAIR_KEYS`), the share with both points on
-    target (with its interval clustered by sample), and each endpoint's own share. A pair missing one end
-    is left out; an endpoint that ended in an error is a miss."""
+    """Per model x method: drags (samples), attempts (two-point trials: the record's ``drag`` block), the
+    share with both points on target under ``rule`` (the trial's own ``rule`` column, which holds when it
+    holds for both points; its interval clustered by sample), and each end's own share (``drag_from_<rule>``,
+    ``drag_to_<rule>``). A trial that ended in an error is a miss at both ends."""
     d = dataset_trials(t)
-    if "sample_endpoint" not in d or d["sample_endpoint"].isna().all():
+    ends = (f"drag_from_{rule}", f"drag_to_{rule}")
+    if not set(ends) <= set(d.columns) or d[ends[1]].isna().all():
         return pd.DataFrame()
-    d = d[d["sample_endpoint"].isin(["from", "to"])].copy()
-    d["_hit"] = d[rule].fillna(False).astype(bool) & (d["status"] == "ok")
-    pair = [k for k in PAIR_KEYS if k in d]
-    for k in pair:
-        d[k] = d[k].astype(str)
-    keys = [*KEYS, "sample_file", *pair]
-    wide = d.pivot_table(index=keys, columns="sample_endpoint", values="_hit", aggfunc="max").reset_index()
-    if not {"from", "to"} <= set(wide.columns):
-        return pd.DataFrame()
-    wide = wide.dropna(subset=["from", "to"])
-    if wide.empty:
-        return pd.DataFrame()
-    wide["both"] = wide["from"].astype(bool) & wide["to"].astype(bool)
+    d = d[d[ends[1]].notna()].copy()
+    ok = d["status"] == "ok"
+    d["_both"] = d[rule].fillna(False).astype(bool) & ok
+    d["_from"] = d[ends[0]].fillna(False).astype(bool) & ok
+    d["_to"] = d[ends[1]].fillna(False).astype(bool) & ok
     rows = []
-    for (model, sim, method), g in wide.groupby(KEYS, sort=True):
-        lo, hi = clustered_rate_interval(g["both"].to_numpy(), g["sample_file"].to_numpy())
+    for (model, sim, method), g in d.groupby(KEYS, sort=True):
+        lo, hi = clustered_rate_interval(g["_both"].to_numpy(), g["sample_file"].to_numpy())
         rows.append({
             "model": model, "simulated": sim, "method": method, "rule": rule,
-            "drags": g["sample_file"].nunique(), "attempts": len(g), "both": int(g["both"].sum()),
-            "accuracy": g["both"].mean(), "lo": lo, "hi": hi,
-            "from_hit": g["from"].astype(bool).mean(), "to_hit": g["to"].astype(bool).mean(),
+            "drags": g["sample_file"].nunique(), "attempts": len(g), "both": int(g["_both"].sum()),
+            "accuracy": g["_both"].mean(), "lo": lo, "hi": hi,
+            "from_hit": g["_from"].mean(), "to_hit": g["_to"].mean(),
         })  # fmt: skip
     return pd.DataFrame(rows)
 

@@ -229,6 +229,7 @@ def flatten_trial(r: Mapping[str, Any]) -> dict[str, Any]:
     d = dict(r)
     d["start_x"], d["start_y"] = _xy(d.pop("start", None))
     d["final_x"], d["final_y"] = _xy(d.pop("final_point", None))
+    d["drop_x"], d["drop_y"] = _xy(d.pop("drop_point", None))
     box = d.pop("target_box", None)
     if isinstance(box, list | tuple) and len(box) == 4:
         d["target_x0"], d["target_y0"], d["target_x1"], d["target_y1"] = box
@@ -240,6 +241,9 @@ def flatten_trial(r: Mapping[str, Any]) -> dict[str, Any]:
     som = d.pop("som", None)
     if isinstance(som, Mapping):  # Set-of-Mark trials: the nested record becomes som_* columns
         d.update({f"som_{k}": v for k, v in som.items()})
+    drag = d.pop("drag", None)
+    if isinstance(drag, Mapping):  # two-point (drag) trials: drag_to_hit, drag_to_box, ...
+        d.update({f"drag_{k}": json.dumps(v) if isinstance(v, list) else v for k, v in drag.items()})
     sample = d.pop("sample", None)
     if isinstance(sample, Mapping):  # dataset trials: sample_ui_type, sample_group, ...
         d.update({f"sample_{k}": json.dumps(v) if isinstance(v, list) else v for k, v in sample.items()})

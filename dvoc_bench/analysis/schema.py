@@ -15,13 +15,14 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import pandas as pd
 
-from dvoc_bench.core.records import SampleMeta, SomRecord, TrialRecord
+from dvoc_bench.core.records import DragRecord, SampleMeta, SomRecord, TrialRecord
 
 STR, FLOAT, INT, BOOL, NBOOL = "string", "float64", "Int64", "bool", "boolean"
 
 _POINTS = {
     "start": ("start_x", "start_y"),
     "final_point": ("final_x", "final_y"),
+    "drop_point": ("drop_x", "drop_y"),
     "target_centre": ("target_cx", "target_cy"),
 }
 """Point fields of :class:`TrialRecord` -> their two columns."""
@@ -29,7 +30,7 @@ _POINTS = {
 _BOXES = {"target_box": "target"}
 """Box fields -> column prefix (``<prefix>_x0`` .. ``<prefix>_y1``)."""
 
-_NESTED = {"som": SomRecord, "sample": SampleMeta}
+_NESTED = {"som": SomRecord, "sample": SampleMeta, "drag": DragRecord}
 """Nested record fields -> their record type (flattened into ``<field>_<name>`` columns)."""
 
 _NULLABLE = {"hit_box"}
@@ -98,6 +99,7 @@ STEP_COLUMNS: dict[str, str] = {
     "run_dir": STR,
     "index": INT,  # 0-based call index within the trial
     "kind": STR,  # verify | click | baseline
+    "drag_end": STR,  # a two-point trial's call: from | to | both (one call for both points)
     "draft_x": FLOAT,  # crosshair shown (verify steps)
     "draft_y": FLOAT,
     "true_dist_px": FLOAT,  # true distance of the draft (verify) / of the answered point (click)

@@ -254,6 +254,21 @@ def _shot(m: dict[str, Any], st: dict[str, Any], key: str, exists: dict[str, boo
         st["frame_state"] = f"missing from {SHOTS}/"
 
 
+def targets_of(trial: dict[str, Any]) -> list[dict[str, Any]]:
+    """The targets a trial's frames are drawn with: its target box (``role`` ``target``), or a two-point
+    (drag) trial's two, where the drag starts (``from``: the record's target box) and where it ends
+    (``to``: ``drag_to_box``), each with the point that answered it."""
+    box = [trial.get(f"target_{c}") for c in ("x0", "y0", "x1", "y1")]
+    if any(not isinstance(v, int | float) for v in box):
+        return []
+    final = [trial.get("final_x"), trial.get("final_y")]
+    drop = trial.get("drag_to_box")
+    if not (isinstance(drop, list) and len(drop) == 4):
+        return [{"role": "target", "box": box, "point": final}]
+    return [{"role": "from", "box": box, "point": final},
+            {"role": "to", "box": drop, "point": [trial.get("drop_x"), trial.get("drop_y")]}]  # fmt: skip
+
+
 def build_site(
     paths: Sequence[Path | str],
     out: Path,
@@ -291,6 +306,7 @@ def build_site(
         m = meta_runs[run_of[i]]
         trial = _row(t, i, trial_cols)
         trial["extra"] = sorted(k for k in trial if k not in _DERIVED_TRIAL and not k.startswith("override."))
+        trial["targets"] = targets_of(trial)
         steps = []
         for j in steps_by.get((str(t.at[i, "run_dir"]), str(t.at[i, "trial_key"])), []):
             st = _row(s, j, step_cols)

@@ -147,3 +147,6 @@ register_assumed_knob("scene", "screen kind assumed", fitted_key="scene_kinds", 
 """The kind of screen (:data:`dvoc_bench.core.records.SceneKind`): the profiles were fitted on the authors'
 drawn
 800x600 scenes; web pages, desktop scenes and dataset screenshots rest on the simulator's assumptions."""
+register_assumed_knob("points", "two-point answers assumed", fitted_key="points", default_fitted=("one",))
+"""Two-point (drag) tasks: the profiles were fitted on one-point answers; a drag's one-call answer and each
+end's grounding rest on the simulator's assumptions."""

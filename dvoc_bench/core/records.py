@@ -190,6 +190,11 @@ class TrialSpec:
     """Trials that call a model: ``-`` when the model config is the repository's ``conf/model/<name>.yaml``
     as shipped; otherwise the digest of the config used (a ``model.*`` override or another file of that
     name), so trials of two configs under one name never share a key."""
+    drag_start: Literal["source", "model"] = "source"
+    """Methods that start from a point (DVOC) on a two-point (drag) task: where the loop of the drag's end
+    starts, ``source`` (where the start's loop landed) or ``model`` (where the model first points at the end:
+    one ``click_at`` answer for it, asked first), ``dvoc.drag_start``. Part of the trial key only when not
+    ``source``."""
     simulated_assumptions: list[str] = dataclasses.field(default_factory=list)
     """Simulated models only: what this trial's result rests on beyond the profile's fit, one marker per
     knob the profile was not fitted for (``frame request assumed``, ``overlay effect assumed``, ``overlay
@@ -377,6 +382,9 @@ class Step:
     """The response's ``system_fingerprint`` (OpenAI-compatible servers), when it gave one."""
     engine: str | None = None
     """The serving engine and version the server stated (``vllm 0.8.5`` from vLLM's ``/version``)."""
+    drag_end: Literal["from", "to", "both"] | None = None
+    """A two-point (drag) trial's call: for the drag's start (``from``), its end (``to``), or both points
+    in one answer (``both``); ``None`` for one-point tasks."""
 
 
 @dataclass
@@ -464,6 +472,36 @@ class SampleMeta:
     """The target's size class by its shorter side (:func:`dvoc_bench.scenes.screen_sets.size_class`)."""
 
 
+@dataclass
+class DragRecord:
+    """A two-point (drag) trial's two points scored one by one (the ``drag`` field). The record's own
+    ``final_point`` / ``target_box`` are the start's; its ``hit``, ``hit_box``, ``hit_radius`` and
+    ``within_eps`` hold when both points do."""
+
+    from_hit: bool | None = None
+    """The start's point is on its target (the scene's rule: CUActSpot's polygon, else the box)."""
+    to_hit: bool | None = None
+    """The end's point is on its target (the same rule)."""
+    from_hit_box: bool | None = None
+    """The start's point is inside its target box."""
+    to_hit_box: bool | None = None
+    """The end's point is inside its target box."""
+    from_hit_radius: bool | None = None
+    """The paper's radius rule for the start."""
+    to_hit_radius: bool | None = None
+    """The paper's radius rule for the end."""
+    from_within_eps: bool | None = None
+    """The start's point is within ``epsilon`` of its target's centre."""
+    to_within_eps: bool | None = None
+    """The end's point is within ``epsilon`` of its target's centre."""
+    to_box: list[float] | None = None
+    """The end's target box ``[x0, y0, x1, y1]``, pixels."""
+    to_dist_px: float | None = None
+    """Distance from the end's point to its target's centre (3 decimals); ``None`` without the point."""
+    to_element: str | None = None
+    """What lies under the end's point (a polygon's id, ``banned:R3``, an element id)."""
+
+
 @dataclass(kw_only=True)
 class TrialOutcome:
     """How one trial ended (the outcome part of its ``trials.jsonl`` line)."""
@@ -494,6 +532,9 @@ class TrialOutcome:
     """Redacted error text when ``status == "error"``."""
     som: SomRecord | None = None
     """Set-of-Mark methods: what the detector and the pick did; ``None`` for every other method."""
+    drop_point: list[float] | None = None
+    """A two-point (drag) task: where the drag ends, pixels (``final_point`` is where it starts); ``None``
+    for one-point tasks and when the trial gave no end point."""
 
 
 @dataclass(kw_only=True)
@@ -620,6 +661,8 @@ class TrialRecord(TrialOutcome, TrialSpec):
     sample: SampleMeta | None = None
     """Dataset trials: the sample's metadata (ui type, platform, application, group, data source,
     instruction); ``None`` for the drawn scenes and web pages."""
+    drag: DragRecord | None = None
+    """Two-point (drag) trials: each point scored on its own target; ``None`` for one-point tasks."""
 
     @classmethod
     def build(
@@ -633,12 +676,36 @@ class TrialRecord(TrialOutcome, TrialSpec):
         probe: Probe | None = None,
         target_full: Box | None = None,
         sample: SampleMeta | None = None,
+        drop: tuple[Box, Probe | None] | None = None,
     ) -> TrialRecord:
         """Score ``result`` against ``target`` under every rule. ``probe`` (what the scene says lies under
-        the final point) decides ``hit`` when it carries a DOM verdict; ``hit_box`` keeps the box rule."""
+        the final point) decides ``hit`` when it carries a DOM verdict; ``hit_box`` keeps the box rule.
+        ``drop``: a two-point task's end target and the probe of ``result.drop_point`` (each rule then
+        holds when it holds for both points, :class:`DragRecord`)."""
         final = Point(*result.final_point) if result.final_point is not None else None
         s = score(final, target, spec.epsilon, spec.hit_radius_min)
         dom = probe is not None and probe.hit is not None
+        hit = bool(probe.hit) if dom and probe is not None else s.hit
+        drag = None
+        if drop is not None:
+            end_box, end_probe = drop
+            end = Point(*result.drop_point) if result.drop_point is not None else None
+            e = score(end, end_box, spec.epsilon, spec.hit_radius_min)
+            end_dom = end_probe is not None and end_probe.hit is not None
+            drag = DragRecord(
+                from_hit=hit,
+                to_hit=bool(end_probe.hit) if end_dom and end_probe is not None else e.hit,
+                from_hit_box=s.hit,
+                to_hit_box=e.hit,
+                from_hit_radius=s.hit_radius,
+                to_hit_radius=e.hit_radius,
+                from_within_eps=s.within_eps,
+                to_within_eps=e.within_eps,
+                to_box=end_box.as_list(),
+                to_dist_px=None if e.final_dist_px is None else round(e.final_dist_px, 3),
+                to_element=end_probe.hit_element if end_probe else None,
+            )
+        both = (lambda a, b: a and b) if drag is not None else (lambda a, b: a)
         return cls(
             **{f.name: getattr(spec, f.name) for f in dataclasses.fields(TrialSpec)},
             **result.outcome(),
@@ -647,19 +714,20 @@ class TrialRecord(TrialOutcome, TrialSpec):
             target_centre=target.centre.as_list(),
             target_full_box=target_full.as_list() if target_full is not None else None,
             final_dist_px=None if s.final_dist_px is None else round(s.final_dist_px, 3),
-            hit=bool(probe.hit) if dom and probe is not None else s.hit,
-            within_eps=s.within_eps,
-            hit_radius=s.hit_radius,
+            hit=both(hit, drag.to_hit if drag else True),
+            within_eps=both(s.within_eps, drag.to_within_eps if drag else True),
+            hit_radius=both(s.hit_radius, drag.to_hit_radius if drag else True),
             radius_px=s.radius_px,
             wall_s=round(wall_s, 4),
             finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             hit_rule=_rule(scene_kind, probe) if dom and probe is not None else "box",
-            hit_box=s.hit,
+            hit_box=both(s.hit, drag.to_hit_box if drag else True),
             hit_element=probe.hit_element if probe else None,
             clicked_target=probe.clicked_target if probe else None,
             blocked_requests=probe.blocked_requests if probe else None,
             clicked_element=probe.clicked_element if probe else None,
             sample=sample,
+            drag=drag,
         )
 
 

@@ -48,6 +48,10 @@ class SceneTruth:
     """Where a model that knows the target points: a point on it when its box's centre is not (a concave
     or ring-shaped polygon target, one with a Banned region in its middle); ``None``: the box's centre.
     The simulator aims there; no rule scores by it."""
+    ends: tuple[SceneTruth, ...] = ()
+    """A two-point (drag) task: the truth of each point, in order (where the drag starts, where it ends),
+    each a one-point task of its own id (``<id>:from``, ``<id>:to``) on the same screen; this truth's target
+    is the first. Empty for a one-point task."""
 
     @property
     def aim(self) -> Point:

@@ -6,7 +6,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, get_args
 
 import numpy as np
@@ -160,6 +160,7 @@ def _assumptions(
     crops: bool,
     scene_kind: SceneKind,
     labels: str = NA,
+    points: str = NA,
 ) -> list[str]:
     """The assumption markers of a simulated profile's trial (none for real models): the registered knobs
     of :mod:`dvoc_bench.core.assumptions`, with zoom crops and the kind of screen."""
@@ -168,7 +169,8 @@ def _assumptions(
     from dvoc_bench.models.simulator.profile import assumed_knobs
 
     sim = model.sim
-    extra = {"crops": "zoom" if crops else "none", "scene": scene_kind, "label_placement": labels}
+    extra = {"crops": "zoom" if crops else "none", "scene": scene_kind, "label_placement": labels,
+             "points": points}  # fmt: skip
     return assumed_knobs(sim, protocol=protocol, overlay=overlay, default_style=default_style, extra=extra)
 
 
@@ -193,6 +195,7 @@ def build_plan(
     setup: SweepSetup,
     scenes: dict[str, tuple[str, Size]],
     kinds: Mapping[str, SceneKind] | None = None,
+    drags: Collection[str] = (),
 ) -> list[TrialSpec]:
     """Every trial of the sweep, deduplicated by key, in a stable order.
 
@@ -208,7 +211,8 @@ def build_plan(
     another detector runs them again. The protocol object
     decides the frame answers are read in (``paper`` reads every answer as pixels, the paper's reading).
     ``kinds`` maps task id -> scene kind (for the simulated profiles' assumption markers; default
-    ``synthetic``).
+    ``synthetic``); ``drags``: the two-point tasks (a simulated profile's two-point answers are an
+    assumption unless it was fitted on them).
     """
     s, swept, loop = setup.settings, setup.swept, setup.settings.loop
     det = setup.detector
@@ -251,6 +255,8 @@ def build_plan(
                 )  # fmt: skip
                 if info.uses_start and p is None:  # starts=oneshot (in the key only then: old keys stay)
                     fields["start_from"] = "oneshot"
+                if info.uses_start and s.dvoc.drag_start != "source":  # in the key only then
+                    fields["drag_start"] = s.dvoc.drag_start
                 if "zoom" in uses:  # only zoom trials carry it: the keys of the others stay as they were
                     fields["zoom"] = s.zoom.label()
                 labels = _label_placement(s.overlay.label_placement, protocol, overlay)
@@ -273,7 +279,8 @@ def build_plan(
                 key = spec.key()
                 crops = "zoom" in uses  # crops: no simulated profile was fitted on them
                 drawn = NA if overlay in (NA, "none") else labels
-                assumed = _assumptions(model, protocol, overlay, default_style, crops, scene_kind, drawn)
+                two = "two" if task in drags else NA
+                assumed = _assumptions(model, protocol, overlay, default_style, crops, scene_kind, drawn, two)
                 specs.setdefault(
                     key,
                     dataclasses.replace(

@@ -59,6 +59,15 @@ class Zoom(Declared):
         return f"{self.factor:g}/{self.rounds}/{self.min_crop}"
 
 
+class Dvoc(Declared):
+    """The DVOC loop on two-point (drag) tasks."""
+
+    drag_start: Literal["source", "model"] = "source"
+    """Where the loop of a drag's end starts: ``source`` (where the start's loop landed) or ``model`` (the
+    model's own one-shot answer for the end, asked first). Part of the trial key of the methods that start
+    from a point when not ``source``."""
+
+
 class Run(Declared):
     """How the sweep runs (free to change on resume)."""
 
@@ -210,6 +219,8 @@ class Settings(Declared):
     """The one-shot baseline."""
     zoom: Zoom = Zoom()
     """Iterative zoom."""
+    dvoc: Dvoc = Dvoc()
+    """The DVOC loop on two-point (drag) tasks (``dvoc.drag_start``)."""
     overlay_style: OverlayStyle = OverlayStyle()
     """Colours and sizes of the overlay."""
     overlay: OverlayOptions = OverlayOptions()

@@ -36,17 +36,20 @@ def plan(setup: SweepSetup) -> list[TrialSpec]:
     """The sweep's trials. A scene that fails to build still gets its trials (they end ``error``/``scene``
     when run); its size is the one it would have had."""
     scenes = {}
+    drags = set()
     for t in setup.swept.tasks:
         try:
             snap = setup.registry.snapshot(t)
             scenes[t] = (snap.content_hash, snap.size)
+            if snap.truth.ends:
+                drags.add(t)
         except Exception as e:
             if scene_failure(e) is None:
                 raise
             log.warning("scene %s failed: %s", t, scene_failure(e))
             scenes[t] = (UNRENDERED, getattr(e, "size", None) or Size(800, 600))
     kinds = {t: setup.registry.kind(t) for t in setup.swept.tasks}
-    return build_plan(setup, scenes, kinds)
+    return build_plan(setup, scenes, kinds, drags)
 
 
 @dataclass

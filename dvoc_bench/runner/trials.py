@@ -30,6 +30,7 @@ from dvoc_bench.core.records import (
 from dvoc_bench.detect.service import DetectorService
 from dvoc_bench.draw.workers import FrameRenderer
 from dvoc_bench.methods.common import TrialEnv, finish
+from dvoc_bench.methods.drag import drag_calls, is_drag, run_drag
 from dvoc_bench.methods.registry import MethodInfo, method_info
 from dvoc_bench.models.base import Model
 from dvoc_bench.models.config import ModelConfig
@@ -169,7 +170,7 @@ class TrialRunner:
         ticket, refused = None, None
         if self.budget is not None and info.calls_model and (gate is None or gate.dead is None):
             per_call = self.budget.per_call(spec.model, self.call_cost(spec, env))
-            bound = (info.call_bound(spec) or 0) * per_call
+            bound = drag_calls(info, spec, env) * per_call
             refused = await self.budget.admit(bound)
             if refused is None and bound > 0.0 and env.model is not None:  # every call charged as it ends
                 ticket = Ticket(per_call, bound)
@@ -186,7 +187,10 @@ class TrialRunner:
             await self.budget.release(ticket)
         wall_s = time.perf_counter() - t0
         probe = await self.probe(spec, result)
-        self.record(spec, result, env.snapshot.target_box, wall_s, probe, env.snapshot.truth.target_full_box)
+        drop = await self.probe_drop(spec, result, env)
+        self.record(
+            spec, result, env.snapshot.target_box, wall_s, probe, env.snapshot.truth.target_full_box, drop
+        )
         self.free(spec)
 
     async def run_method(
@@ -195,7 +199,7 @@ class TrialRunner:
         """The method's result; a bug in it is this trial's ``internal`` error, and a trial whose provider
         died under it is ``skipped`` (its completed steps kept)."""
         try:
-            result = await info.run(spec, env)
+            result = await (run_drag(info, spec, env) if is_drag(env) else info.run(spec, env))
         except Exception as e:  # a bug in a method must not take the sweep down; record it
             reason = scene_failure(e)
             if reason is not None:  # the scene failed under the method (a dataset image that will not decode)
@@ -235,6 +239,22 @@ class TrialRunner:
             log.exception("trial %s: probing the final point failed", spec.trial_key)
             return None
 
+    async def probe_drop(
+        self, spec: TrialSpec, result: TrialResult, env: TrialEnv
+    ) -> tuple[Box, Probe | None] | None:
+        """A two-point task's end: its target box and the probe of ``result.drop_point`` on its own id
+        (``<id>:to``); ``None`` for a one-point task."""
+        if not is_drag(env):
+            return None
+        end = env.snapshot.truth.ends[1]
+        if result.drop_point is None:
+            return end.target_box, None
+        try:
+            return end.target_box, await self.registry.aprobe(end.scene_id, Point(*result.drop_point))
+        except Exception:
+            log.exception("trial %s: probing the drop point failed", spec.trial_key)
+            return end.target_box, None
+
     def record(
         self,
         spec: TrialSpec,
@@ -243,6 +263,7 @@ class TrialRunner:
         wall_s: float,
         probe: Probe | None = None,
         target_full: Box | None = None,
+        drop: tuple[Box, Probe | None] | None = None,
     ) -> None:
         """Build the trial's record, append it with its steps and tell ``on_done``."""
         record = TrialRecord.build(
@@ -254,6 +275,7 @@ class TrialRunner:
             probe=probe,
             target_full=target_full,
             sample=sample_meta(self.registry, spec.task),
+            drop=drop,
         )
         line = to_jsonable(record)
         self.store.append_trial(line, result.steps)

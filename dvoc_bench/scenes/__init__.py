@@ -166,12 +166,21 @@ class SceneRegistry:
         with self._lock:
             if scene_id in self._snapshots:
                 return self._snapshots[scene_id]
-            where = self._where()
-            if scene_id not in where:
-                raise KeyError(f"unknown scene {scene_id!r}; known scenes: {', '.join(self.ids())}")
-            snap = where[scene_id].snapshot(scene_id)
+            snap = self._source_of(scene_id).snapshot(scene_id)
             self._snapshots[scene_id] = snap
             return snap
+
+    def _source_of(self, scene_id: str) -> TaskSource:
+        """The source of a task, or of a point of a two-point task (``<id>:from``, ``<id>:to``: the truth of
+        one end, :attr:`SceneTruth.ends`, which the simulator looks up and the end's point is probed in).
+        Unknown ids raise ``KeyError``."""
+        where = self._where()
+        if scene_id in where:
+            return where[scene_id]
+        base, _, end = scene_id.rpartition(":")
+        if base in where and end in ("from", "to"):
+            return where[base]
+        raise KeyError(f"unknown scene {scene_id!r}; known scenes: {', '.join(self.ids())}")
 
     def truth(self, scene_id: str) -> SceneTruth:
         """Ground truth of a scene (target box, elements, instruction)."""
@@ -179,7 +188,7 @@ class SceneRegistry:
 
     def kind(self, scene_id: str) -> SceneKind:
         """The kind of scene ``scene_id`` is (its source's kind)."""
-        return self._where()[scene_id].kind
+        return self._source_of(scene_id).kind
 
     def meta(self, scene_id: str) -> dict[str, Any] | None:
         """The task's record metadata (dataset samples), ``None`` for the other sources."""
@@ -195,12 +204,12 @@ class SceneRegistry:
         May block (a browser round trip); from async code use :meth:`aprobe`.
         """
         snap = self.snapshot(scene_id)
-        answer = self._where()[scene_id].probe(scene_id, point)
+        answer = self._source_of(scene_id).probe(scene_id, point)
         return answer if answer is not None else box_probe(snap.truth, point)
 
     async def aprobe(self, scene_id: str, point: Point) -> Probe:
         """:meth:`probe` for asyncio code: a live source is asked from a worker thread."""
-        if not self._where()[scene_id].live:
+        if not self._source_of(scene_id).live:
             return self.probe(scene_id, point)
         return await asyncio.to_thread(self.probe, scene_id, point)
 

@@ -12,12 +12,13 @@ numeric ranks ``1..K`` the i-th point lies in a rank-i polygon; with empty ranks
 some point. A point on an edge counts as inside. The task kind follows from how many points the rule
 needs: ``click`` (one), ``drag`` (ranks 1 and 2), ``multi`` (more, or several unranked targets).
 
-A trial gives one point: ``hit`` (rule ``polygon``) is that point inside its polygon (rank 1, or the
-first Target polygon of an unranked sample) and in no Banned polygon; the ``box`` rule uses that
+A click trial gives one point: ``hit`` (rule ``polygon``) is that point inside its polygon (rank 1, or
+the first Target polygon of an unranked sample) and in no Banned polygon; the ``box`` rule uses that
 polygon's bounding box (clipped to the image), the paper's radius and ``eps`` rules its centre. A drag is
-two tasks, ``<id>:from`` (rank 1) and ``<id>:to`` (rank 2), each with the task text and a line saying
-which end to point at; a drag succeeds when both hit (the analysis pairs them). A multi-point sample runs
-as its first point.
+one task with two points (``SceneTruth.ends``: ``<id>:from``, rank 1, and ``<id>:to``, rank 2, each with
+the task text and a line saying which end to point at): its trial gives both, each scored on its own
+polygons (the record's ``drag`` block), and it succeeds when both hit. A multi-point sample runs as its
+first point.
 
 A sample that cannot be used fails its own trials with one line naming it: unreadable JSON, no task
 text, no Target polygon, a polygon with fewer than 3 points, a self-intersecting one (edges crossing
@@ -338,9 +339,10 @@ def snapshot_of(
     max_side: int | None,
     endpoint: Endpoint | None = None,
 ) -> LazySnapshot:
-    """The sample's lazy snapshot, checked (see the module's list), for one point: the first, or a drag's
-    ``endpoint`` (its target the polygons of that rank, its instruction the task and which end to point at).
-    A failure is a one-line :class:`SampleError` naming the sample."""
+    """The sample's lazy snapshot, checked (see the module's list): its first point's target (a drag's
+    truth also holds each end's, :attr:`SceneTruth.ends`), or a drag's ``endpoint`` alone (its target the
+    polygons of that rank, its instruction the task and which end to point at). A failure is a one-line
+    :class:`SampleError` naming the sample."""
     where = f"sample {sample.id}"
     if sample.problem is not None:
         raise SampleError(sample.problem)
@@ -387,8 +389,11 @@ def snapshot_of(
     aims = [a for r in sorted(mine, key=lambda r: -area(r.points)) if (a := inside_point(r.points, banned))]
     task_id = sample.id if endpoint is None else f"{sample.id}:{endpoint}"
     text = sample.instruction if endpoint is None else endpoint_instruction(sample, endpoint)
+    ends: tuple[SceneTruth, ...] = ()
+    if endpoint is None and sample.meta.get("task_kind") == "drag":
+        ends = tuple(snapshot_of(sample, cache, spec, max_side, e).truth for e in ("from", "to"))
     truth = SceneTruth(
-        task_id, size, text, "target", box, (target, *others), target_aim=aims[0] if aims else None
+        task_id, size, text, "target", box, (target, *others), target_aim=aims[0] if aims else None, ends=ends
     )
     polys = [(r.id, r.type, r.rank, r.points) for r in sample.regions]
     blob = f"{_digest(sample.image)}|{polys}|{text}"
@@ -401,10 +406,10 @@ def _clip(b: Box, size: Size) -> Box:
 
 class ActSpotScenes:
     """The selected CUActSpot samples: a :class:`~dvoc_bench.scenes.sources.TaskSource` in id order whose
-    probe is the ``polygon`` rule. A drag sample is two tasks, one per endpoint (``<id>:from``,
-    ``<id>:to``); every method then grounds each end with its own loop, marks or crops, and the analysis
-    pairs them (:func:`dvoc_bench.analysis.datasets.drag_success`). Other samples are one task, their
-    first point."""
+    probe is the ``polygon`` rule. Each sample is one task; a drag's is a two-point task (its truth's
+    ``ends``): one trial gives both points, every method grounding each end (one-shot in one call), and
+    each point is probed on its own polygons through its end's id (``<id>:from``, ``<id>:to``, which
+    :meth:`snapshot` and :meth:`probe` also take). Other samples are their first point."""
 
     kind: SceneKind = "dataset"
     ordered = True
@@ -416,47 +421,39 @@ class ActSpotScenes:
         self.spec = spec
         self.lang = lang
         self.max_side = max_side
-        wanted = None if picks is None else [p.removesuffix(":from").removesuffix(":to") for p in picks]
-        chosen = pick(load(spec, lang), spec, wanted, WHERE_KEYS)
+        chosen = pick(load(spec, lang), spec, picks, WHERE_KEYS)
         self.samples = {s.id: s for s in chosen}
-        """Selected samples by sample id."""
+        """Selected samples by sample id (the task ids)."""
         self.cache = ImageCache()
-        self.tasks: dict[str, tuple[ActSample, Endpoint | None]] = {}
-        """Task id -> its sample and endpoint (``None``: the sample's one task)."""
-        for s in chosen:
-            if s.meta.get("task_kind") == "drag" and s.problem is None:
-                for end in ("from", "to"):
-                    self.tasks[f"{s.id}:{end}"] = (s, end)
-            else:
-                self.tasks[s.id] = (s, None)
-        if picks is not None:  # ``tasks=[X:to]`` runs that endpoint only; ``tasks=[X]`` every task of X
-            named = set(picks)
-            self.tasks = {k: v for k, v in self.tasks.items() if k in named or v[0].id in named}
-            unknown = [p for p in picks if p not in self.tasks and p not in self.samples]
-            if unknown:
-                raise ConfigError(
-                    f"tasks: {unknown[0]!r} is not a task of dataset={FORMAT} (a drag's ends are <id>:from "
-                    "and <id>:to; other samples have none)"
-                )
+
+    def _resolve(self, task_id: str) -> tuple[ActSample, Endpoint | None]:
+        """A task's sample, and the end a ``<id>:from`` / ``<id>:to`` id names (``None``: the task)."""
+        if task_id in self.samples:
+            return self.samples[task_id], None
+        base, _, end = task_id.rpartition(":")
+        sample = self.samples.get(base)
+        if sample is None or end not in ("from", "to") or sample.meta.get("task_kind") != "drag":
+            raise KeyError(f"unknown task {task_id!r} of dataset={FORMAT}")
+        return sample, "from" if end == "from" else "to"
 
     def ids(self) -> list[str]:
-        return list(self.tasks)
+        return list(self.samples)
 
     def snapshot(self, task_id: str) -> Snapshot:
-        sample, end = self.tasks[task_id]
+        sample, end = self._resolve(task_id)
         return snapshot_of(sample, self.cache, self.spec, self.max_side, end)
 
     def meta(self, task_id: str) -> dict[str, Any]:
         """The trial record's ``sample`` block (:class:`dvoc_bench.core.records.SampleMeta`)."""
-        s, end = self.tasks[task_id]
+        s, end = self._resolve(task_id)
         text = s.instruction if end is None else endpoint_instruction(s, end)
         return {"dataset": FORMAT, "file": s.id, **s.meta, "endpoint": end, "instruction": text,
                 "image": s.image.name}  # fmt: skip
 
     def probe(self, task_id: str, point: Point) -> Probe:
-        """The ``polygon`` rule's verdict on ``point`` for the task's point (it decides ``hit``; the box rule
-        stays beside it)."""
-        s, end = self.tasks[task_id]
+        """The ``polygon`` rule's verdict on ``point`` for the task's first point, or for the end its id
+        names (it decides ``hit``; the box rule stays beside it)."""
+        s, end = self._resolve(task_id)
         hit, under = point_verdict(point, s.regions, 2 if end == "to" else 1)
         return Probe(hit_element=under, hit=hit, hit_rule="polygon")
 

@@ -195,3 +195,26 @@ def test_a_tesseract_that_hangs_is_said_so_not_missing(tmp_path, monkeypatch) ->
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
     with pytest.raises(ConfigError, match="did not answer --list-langs within 0.5 s"):
         find_tesseract(timeout_s=0.5)
+
+
+def test_a_drag_prompt_gets_both_points_in_one_drag_points_answer(s3, model):
+    """A two-point prompt (the harness's drag_points tool): what to drag and where to drop it are read from
+    the instruction's two halves (around its last ``to``), each found like a one-point label."""
+    from dvoc_bench.core.frames import FrameRule
+    from dvoc_bench.core.geometry import Size
+    from dvoc_bench.models.ocr.labels import drag_parts
+    from dvoc_bench.protocol.drag import drag_prompt, drag_tools
+
+    halves = ("Click the 'Save' button", "Click the Delete button")
+    assert drag_parts("Drag the 'Save' button onto the Delete button") == halves
+    assert drag_parts("Drag the Save button") is None
+    task = "Drag the Submit button to the Save button"
+    text = drag_prompt("tool_call", instruction=task, seen=Size(800, 600), rule=FrameRule(units="pixel"))
+    reply = asyncio.run(model.complete(_req(s3, text, drag_tools())))
+    name, args = _args(reply)
+    assert name == "drag_points"
+    boxes = {e.id: e.box for e in s3.truth.elements}
+    assert boxes["submit"].contains(Point(*args["from"])) and boxes["save"].contains(Point(*args["to"]))
+    assert "Submit" in reply.text and "Save" in reply.text
+    lone = asyncio.run(model.complete(_req(s3, text.replace(" to the Save button", ""), drag_tools())))
+    assert lone.tool_calls == [] and "start and end" in lone.text

@@ -108,3 +108,18 @@ def test_plan_records_and_summary_carry_the_marker() -> None:
     assert "sim-gemma-4-26b [SIMULATED; frame request assumed]" in table
     assert "sim-gemma-4-26b [SIMULATED] " in table  # paper + full: nothing assumed
     assert "knob the simulated profile was not fitted for" in table
+
+
+def test_a_two_point_task_of_a_calibrated_profile_is_marked_as_an_assumption() -> None:
+    """Issue 50: no profile was fitted on two-point (drag) answers, so a drag's trials of a calibrated
+    profile say so; its one-point tasks do not."""
+    from dvoc_bench.core.geometry import Size
+    from dvoc_bench.runner.plan import build_plan
+
+    setup = quick_setup(["models=[sim-gemma-4-26b]", "tasks=[S1,S2]", "methods=[dvoc,oneshot]",
+                         "protocols=[paper]", "overlays=[full]", "starts=centre"])  # fmt: skip
+    scenes = {t: (f"h-{t}", Size(800, 600)) for t in ("S1", "S2")}
+    plan = build_plan(setup, scenes, {"S1": "synthetic", "S2": "synthetic"}, drags={"S2"})
+    marks = {(t.task, t.method): t.simulated_assumptions for t in plan}
+    assert all("two-point answers assumed" in marks[("S2", m)] for m in ("dvoc", "oneshot"))
+    assert all("two-point answers assumed" not in marks[("S1", m)] for m in ("dvoc", "oneshot"))

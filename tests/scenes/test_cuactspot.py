@@ -67,9 +67,12 @@ def test_polygon_rule_decides_hit_and_a_banned_point_misses(tmp_path):
     assert banned.hit is False and banned.hit_element == "banned:R2"
     assert src.probe("GUI-good", Point(1400, 700)).hit is True  # a corner is on the edge: inside
     assert src.probe("GUI-good", Point(1401, 700)).hit is False
-    # a drag is two tasks: the drop target is the "to" task's target, not the "from" task's
-    assert src.ids() == ["Canvas-drag:from", "Canvas-drag:to", "Canvas-norank2", "GUI-good", "GUI-noimage",
-                         "Image-out", "Text-bow", "Text-few"]  # fmt: skip
+    # a drag is one two-point task; each end is probed and looked up by its own id
+    assert src.ids() == ["Canvas-drag", "Canvas-norank2", "GUI-good", "GUI-noimage", "Image-out", "Text-bow",
+                         "Text-few"]  # fmt: skip
+    ends = [e.scene_id for e in src.snapshot("Canvas-drag").truth.ends]
+    assert ends == ["Canvas-drag:from", "Canvas-drag:to"]
+    assert src.snapshot("Canvas-drag").instruction == "Click the target of Canvas-drag"
     drag = src.probe("Canvas-drag:from", Point(300, 1100))
     assert drag.hit is False and drag.hit_element == "R2"
     assert src.probe("Canvas-drag:to", Point(300, 1100)).hit is True
@@ -116,17 +119,17 @@ def test_a_sweep_runs_the_good_samples_and_fails_the_bad_ones_their_own_trials(t
                          "methods=[oneshot]", "run.quiet=true"])  # fmt: skip
     res = run_sweep(setup, tmp_path / "run")
     by = {t["task"]: t for t in res.trials}
-    assert set(by) == {"GUI-good", "Canvas-drag:from", "Canvas-drag:to", "Text-few", "Text-bow", "Image-out",
-                       "Canvas-norank2", "GUI-noimage"}  # fmt: skip
+    assert set(by) == {"GUI-good", "Canvas-drag", "Text-few", "Text-bow", "Image-out", "Canvas-norank2",
+                       "GUI-noimage"}  # fmt: skip
     good = by["GUI-good"]
     assert good["status"] == "ok" and good["hit_rule"] == "polygon"
     # the box centre lies in the Banned square: sim-ideal aims at a point of the target outside it
     assert good["hit"] is True and good["hit_box"] is True and good["hit_element"] == "R1"
     assert good["hit_radius"] is True and good["final_dist_px"] > 40
     assert good["sample"]["category"] == "GUI" and good["sample"]["task_kind"] == "click"
-    for end in ("from", "to"):
-        t = by[f"Canvas-drag:{end}"]
-        assert t["hit"] is True and t["sample"]["task_kind"] == "drag" and t["sample"]["endpoint"] == end
+    t = by["Canvas-drag"]
+    assert t["hit"] is True and t["sample"]["task_kind"] == "drag" and t["sample"]["endpoint"] is None
+    assert t["drag"]["from_hit"] is True and t["drag"]["to_hit"] is True
     for sid in ("Text-few", "Text-bow", "Image-out", "Canvas-norank2", "GUI-noimage"):
         t = by[sid]
         assert t["status"] == "error" and t["error_class"] == "scene"
@@ -141,11 +144,12 @@ def test_bad_settings_are_one_line_config_errors(tmp_path):
     with pytest.raises(ConfigError, match="^dataset.root: no <id>.json annotations under"):
         quick_setup(["dataset=cuactspot", f"dataset.root={tmp_path}", "models=[sim-ideal]"])
     picked = quick_setup([*base, "dataset.where={task_kind: drag}"])
-    assert picked.registry.ids() == ["Canvas-drag:from", "Canvas-drag:to"]
-    one_end = quick_setup([*base, "tasks=[Canvas-drag:to,GUI-good]"])
-    assert one_end.registry.ids() == ["Canvas-drag:to", "GUI-good"]
-    with pytest.raises(ConfigError, match="^tasks: 'GUI-good:to' is not a task of dataset=cuactspot"):
-        quick_setup([*base, "tasks=[GUI-good:to]"])
+    assert picked.registry.ids() == ["Canvas-drag"]  # a drag is one two-point task
+    ends = [e.scene_id for e in picked.registry.truth("Canvas-drag").ends]
+    assert ends == ["Canvas-drag:from", "Canvas-drag:to"]
+    assert picked.registry.truth("Canvas-drag:to").target_box == Box(200, 1000, 500, 1200)
+    with pytest.raises(ConfigError, match="^tasks: unknown sample id 'Canvas-drag:to'"):
+        quick_setup([*base, "tasks=[Canvas-drag:to]"])
 
 
 def test_a_drag_succeeds_only_when_both_endpoints_hit_and_each_is_reported(tmp_path):
@@ -168,12 +172,13 @@ def test_a_drag_succeeds_only_when_both_endpoints_hit_and_each_is_reported(tmp_p
                          "methods=[oneshot,dvoc]", "starts=oneshot", "run.quiet=true"])  # fmt: skip
     res = run_sweep(setup, tmp_path / "run")
     by = {(t["task"], t["method"]): t for t in res.trials}
-    assert len(by) == 12
-    assert by[("Canvas-ell:to", "oneshot")]["hit"] is True  # the L's box centre (400, 1150) is off it
-    assert not Box(240, 1040, 600, 1300).contains(Point(*by[("Canvas-ell:to", "oneshot")]["final_point"]))
-    assert by[("Canvas-void:from", "oneshot")]["hit"] is True
-    void_to = by[("Canvas-void:to", "oneshot")]
-    assert void_to["hit"] is False and void_to["hit_box"] and void_to["hit_element"] == "banned:R3"
+    assert len(by) == 6  # one trial per drag and method, with both points
+    ell = by[("Canvas-ell", "oneshot")]
+    assert ell["hit"] is True and ell["drag"]["to_hit"] is True  # the L's box centre (400, 1150) is off it
+    assert not Box(240, 1040, 600, 1300).contains(Point(*ell["drop_point"]))
+    void = by[("Canvas-void", "oneshot")]
+    assert void["drag"]["from_hit"] is True and void["drag"]["to_hit"] is False and void["hit"] is False
+    assert void["drag"]["to_hit_box"] and void["drag"]["to_element"] == "banned:R3"
     trials = load_runs(tmp_path / "run").trials
     tab = drag_success(trials).set_index("method")
     for m in ("oneshot", "dvoc"):
@@ -182,7 +187,6 @@ def test_a_drag_succeeds_only_when_both_endpoints_hit_and_each_is_reported(tmp_p
         assert row["from_hit"] == 1.0 and row["to_hit"] == 2 / 3 and row["lo"] <= 2 / 3 <= row["hi"]
     titles = [title for title, _ in tables(trials)]
     assert "Drags: both points on target (and each endpoint) — rule `hit`" in titles
-    assert "By drag endpoint (from: what to drag; to: where to drop it) — rule `hit`" in titles
 
 
 def test_experiment_real_screens_runs_every_method_and_reports_drags_per_endpoint(tmp_path):
@@ -200,8 +204,9 @@ def test_experiment_real_screens_runs_every_method_and_reports_drags_per_endpoin
     res = run_sweep(setup, tmp_path / "run")
     methods = {"oneshot", "dvoc", "som", "zoom", "zoom_dvoc"}
     assert {(t["task"], t["method"]) for t in res.trials} == {
-        (task, m) for task in ("GUI-good", "Canvas-drag:from", "Canvas-drag:to") for m in methods
+        (task, m) for task in ("GUI-good", "Canvas-drag") for m in methods
     }
+    assert all(t["drop_point"] is not None for t in res.trials if t["task"] == "Canvas-drag")
     assert all(t["status"] == "ok" and t["hit_rule"] == "polygon" for t in res.trials)
     tabs = dict(tables(load_runs(tmp_path / "run").trials))
     drags = tabs["Drags: both points on target (and each endpoint) — rule `hit`"]

@@ -142,9 +142,10 @@
     const crop = pt(step.crop_x0, step.crop_y0) ? [step.crop_x0, step.crop_y0, step.crop_x1, step.crop_y1] : null;
     const vb = crop ? [crop[0], crop[1], crop[2] - crop[0], crop[3] - crop[1]] : [0, 0, w, h];
     const svg = el("svg:svg", { viewBox: vb.join(" "), preserveAspectRatio: "none" });
-    if (pt(trial.target_x0, trial.target_y0))
-      svg.append(el("svg:rect", { class: "target", x: trial.target_x0, y: trial.target_y0,
-        width: trial.target_x1 - trial.target_x0, height: trial.target_y1 - trial.target_y0 }));
+    for (const t of Array.isArray(trial.targets) ? trial.targets : []) {  // a drag: where it starts and ends
+      const b = t.box;
+      svg.append(el("svg:rect", { class: `target ${t.role}`, x: b[0], y: b[1], width: b[2] - b[0], height: b[3] - b[1] }));
+    }
     const marks = Array.isArray(trial.som_mark_boxes) ? trial.som_mark_boxes : [];
     const id = trial.som_chosen_id;
     if (step.kind === "select" && id && marks[id - 1]) {
@@ -234,9 +235,11 @@
       el("p", {}, el("a", { href: "#", text: "← all trials" }), " · ", el("a", { href: `#compare=${i}`, id: "compare-link", text: "compare methods on this sample" })),
       el("h2", { text: `trial ${i}: ${t.method} · ${t.model} · ${t.task}${t.simulated ? " [SIMULATED]" : ""}` }),
       kvWide(t, ["status", "stop_reason", "error_class", "error", "hit", "within_eps", "hit_radius", "hit_rule", "final_dist_px", "final_x", "final_y",
+        "drop_x", "drop_y", "drag_from_hit", "drag_to_hit", "drag_to_box", "drag_to_dist_px", "drag_to_element",
         "target_x0", "target_y0", "target_x1", "target_y1", "start_x", "start_y", "protocol", "alpha", "overlay", "predict", "zoom", "detector",
         "som_chosen_id", "som_chosen_valid", "som_marks", "sample_instruction", "iterations", "model_calls", "cost_usd", "trial_key", "run_dir"]),
-      el("div", { class: "legend" }, el("span", { text: "cyan dashed box: target (from the record)" }), el("span", { text: "red ring: current point" }),
+      el("div", { class: "legend" }, el("span", { text: "cyan dashed box: target (from the record; a drag: where it starts)" }),
+        el("span", { text: "yellow dashed box: a drag's drop target" }), el("span", { text: "red ring: current point" }),
         el("span", { text: "orange dot: next point / answer" }), el("span", { text: "magenta: chosen mark" })));
     if (t.extra && t.extra.length) head.append(el("div", { class: "skipped" }, "fields this viewer does not know: ", kv(t, t.extra)));
     const strip = el("div", { class: "strip", id: "filmstrip" }, ...data.steps.map((s) => stepCard(t, s)));

@@ -152,3 +152,24 @@ def target_of(prompt: str) -> Target:
         if nav in lowered:
             return Target(instruction, nav, "nav", anchor)
     return Target(instruction, None, "none", anchor)
+
+
+_DRAG_VERB = re.compile(r"^\W*(?:please\s+)?(?:drag|move|pull|slide)\s+", re.IGNORECASE)
+_DRAG_TO = re.compile(r"\s+(?:to|into|onto|over|on to|until)\s+", re.IGNORECASE)
+
+
+def drag_parts(instruction: str) -> tuple[str, str] | None:
+    """A drag's instruction as two one-point instructions, what to drag and where to drop it: the text
+    before the last ``to`` / ``into`` / ``onto`` / ``over`` (its drag verb dropped) and the text after it,
+    each as ``Click …``; ``None`` when there is no such word. A reading of the words only: the rule the
+    offline models use for two-point prompts."""
+    first = instruction.strip().splitlines()[0] if instruction.strip() else ""
+    cuts = list(_DRAG_TO.finditer(first))
+    if not cuts:
+        return None
+    cut = cuts[-1]
+    start = _DRAG_VERB.sub("", first[: cut.start()]).strip()
+    end = first[cut.end() :].strip()
+    if not start or not end:
+        return None
+    return f"Click {start}", f"Click {end}"

@@ -32,7 +32,7 @@ import numpy as np
 from dvoc_bench.core.geometry import Frame, Point, Size, box_distance, offset_from_pixels, point_from_pixels
 from dvoc_bench.draw.render import find_crosshair
 from dvoc_bench.models.base import MAX_REPLY_CHARS, ModelRequest, Reply, ToolCall, bound_reply
-from dvoc_bench.models.ocr.labels import target_of
+from dvoc_bench.models.ocr.labels import drag_parts, instruction_of, target_of
 from dvoc_bench.models.ocr.match import MIN_SCORE, Match, best_match
 from dvoc_bench.models.ocr.tesseract import OcrEngine, Word
 from dvoc_bench.models.simulator.reading import (
@@ -60,6 +60,10 @@ ENGINE_KEYS = {
 
 OCR_KEYS = ("engine", *ENGINE_KEYS["tesseract"], *ENGINE_KEYS["rapidocr"], "min_score", "cache_size")
 """Keys of a model config's ``ocr:`` block."""
+
+
+DRAG_TOOL = "drag_points"
+"""The harness's two-point tool (:data:`dvoc_bench.protocol.drag.DRAG_TOOL`; this floor cannot import it)."""
 
 
 class WordReader(Protocol):
@@ -99,9 +103,11 @@ class OcrModel:
         """Answer one request synchronously (deterministic in the request)."""
         image = decode_image(req)
         size = Size(image.shape[1], image.shape[0]) if image is not None else req.image_size
-        point, conf, evidence, select = self._aim(req, image, size)
         names = tool_names(req.tools)
         frame = requested_frame(req.text) or "pixel"
+        if DRAG_TOOL in names:
+            return self._drag(req, image, size, frame)
+        point, conf, evidence, select = self._aim(req, image, size)
         if "report_offset" in names:
             return self._offset(req, image, size, point, conf, frame, evidence)
         if "click_at" in names:
@@ -138,6 +144,24 @@ class OcrModel:
         why = "no image" if image is None else f"label rule: {target.rule}"
         evidence = f"no match for '{target.label or ''}' ({why}); guessing the screen centre."
         return size.centre, NO_MATCH_CONFIDENCE, False, evidence
+
+    def _drag(self, req: ModelRequest, image: np.ndarray | None, size: Size, frame: str) -> Reply:
+        """A two-point answer (``drag_points``): the instruction split into what to drag and where to drop
+        it (:func:`.labels.drag_parts`), each located as a one-point instruction; no split: no answer."""
+        parts = drag_parts(instruction_of(req.text) or "")
+        if parts is None:
+            return self._reply("The instruction names no start and end I can tell apart.", None)
+        pairs, confs, notes = [], [], []
+        for part in parts:
+            one = dataclasses.replace(req, text=f"Instruction: {part}")
+            point, conf, evidence, _ = self._aim(one, image, size)
+            p = point_from_pixels(point, Frame(frame), size)
+            pairs.append([_round(p.x, frame), _round(p.y, frame)])
+            confs.append(conf)
+            notes.append(evidence)
+        args = {"from": pairs[0], "to": pairs[1], "confidence": min(confs)}
+        text = f"Start: {notes[0]} End: {notes[1]}"
+        return self._reply(text, ToolCall(DRAG_TOOL, json.dumps(args)))
 
     def _offset(
         self, req: ModelRequest, image: Any, size: Size, point: Point, conf: float, frame: str, evidence: str

@@ -35,6 +35,7 @@ from dvoc_bench.models.simulator.behaviour import (
     point_outliers,
     round_in_frame,
     sample_frame,
+    task_given,
 )
 from dvoc_bench.models.simulator.perception import MarkerEvidence, find_marker, localise
 from dvoc_bench.models.simulator.profile import SimProfile, for_canvas, load_profile, plain
@@ -134,6 +135,8 @@ class SimulatedModel:
             mode = "offset"
         elif "click_at" in names:
             mode = "point"
+        elif "drag_points" in names:
+            mode = "drag"
         elif "select_element" in names:
             marks = parse_marks(req.text, req.image_size)
             if not marks:
@@ -149,6 +152,8 @@ class SimulatedModel:
         truth = truth_in_image(scene, size, req.crop)
         prof = for_canvas(prof, scene.size)
         rng = self.situation_rng(req, prof, mode, truth, rng)
+        if mode == "drag":
+            return self._drag(scene, req, size, rng, prof)
         centre, aimed = aim(truth, req.text, prof, rng)
         if mode == "point":
             return self._point(truth, size, centre, aimed, rng, prof, req.text)
@@ -220,6 +225,37 @@ class SimulatedModel:
         conf = prof.oneshot.confidence.sample(rng, 0.0)
         args = {"x": round_in_frame(p.x, frame), "y": round_in_frame(p.y, frame), "confidence": conf}
         return self._reply(None, ToolCall("click_at", json.dumps(args)))
+
+    def _drag(
+        self, scene: SceneTruth, req: ModelRequest, size: Size, rng: np.random.Generator, prof: SimProfile
+    ) -> Reply:
+        """Both points of a two-point task in one ``drag_points`` answer: each end perceived as a one-shot
+        point (``oneshot.noise_px``, ``oneshot.outlier_p``) on its own target when the prompt holds the
+        task (else ``no_task``'s pick on that end's screen), one native frame for both. An ASSUMPTION: no
+        profile was fitted on two-point answers (the trial's ``simulated_assumptions`` say so). A task
+        with no two ends gets the text-only reply."""
+        if len(scene.ends) != 2:
+            return self._reply(NOT_SUPPORTED, None)
+        points = []
+        for end in scene.ends:
+            truth = truth_in_image(end, size, req.crop)
+            aimed: str | None = truth.target_id
+            if task_given(scene, req.text):
+                centre = truth.aim
+            else:
+                centre, aimed = aim(truth, req.text, prof, rng)
+            outlier, outlier_p = point_outliers(prof, truth, aimed)
+            t_hat = perceive(truth, centre, aimed, prof.noise, prof.oneshot.noise_px, outlier, outlier_p, rng)
+            points.append(t_hat)
+        mix = prof.oneshot.frames or prof.frames
+        frame = self._frame(req.text, prof, mix.weights(position_stated=True), rng)
+        pair = []
+        for t_hat in points:
+            p = point_from_pixels(t_hat, Frame(frame), size)
+            pair.append([round_in_frame(p.x, frame), round_in_frame(p.y, frame)])
+        conf = prof.oneshot.confidence.sample(rng, 0.0)
+        args = {"from": pair[0], "to": pair[1], "confidence": conf}
+        return self._reply(None, ToolCall("drag_points", json.dumps(args)))
 
     def _offset(
         self,
