@@ -41,6 +41,7 @@ from dvoc_bench.analysis.schema import (
 )
 from dvoc_bench.core.control import LoopConfig
 from dvoc_bench.core.geometry import Box, Point
+from dvoc_bench.core.jsonread import MAX_LINE_BYTES, JsonError, loads
 from dvoc_bench.core.scoring import score
 
 SCHEMA_VERSION = 1
@@ -130,9 +131,9 @@ def _read(path: Path) -> list[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise SchemaError(f"{path}: line {i}: not JSON ({e.msg})") from None
+                row = loads(line, f"{path}: line {i}", max_bytes=MAX_LINE_BYTES)
+            except JsonError as e:
+                raise SchemaError(str(e)) from None
             if not isinstance(row, dict):
                 raise SchemaError(f"{path}: line {i}: a row is a JSON object, got {type(row).__name__}")
             rows.append(row)
@@ -177,7 +178,10 @@ def _validate(path: Path, rows: list[dict[str, Any]]) -> None:
             if why:
                 raise SchemaError(f"{where}: field `{name}`: {why}")
         calls = row.get("calls")
-        calls = json.loads(calls) if isinstance(calls, str) else (calls or [])
+        try:
+            calls = loads(calls, f"{where}: field `calls`") if isinstance(calls, str) else (calls or [])
+        except JsonError as e:
+            raise SchemaError(str(e)) from None
         for j, call in enumerate(calls):
             if not isinstance(call, dict):
                 raise SchemaError(f"{where}: field `calls[{j}]`: expected an object, got {call!r}")

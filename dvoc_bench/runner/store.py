@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from dvoc_bench.core.jsonread import load_file
 from dvoc_bench.core.records import to_jsonable
 from dvoc_bench.core.redaction import redact_value
 from dvoc_bench.core.rundir import (
@@ -98,7 +99,7 @@ def _read_holder(path: Path, wait_s: float = 1.0) -> dict[str, Any] | None:
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            info = json.loads(path.read_text(encoding="utf-8"))
+            info = load_file(path)
             if isinstance(info, dict) and "pid" in info and _plausible(info):
                 return info
         except (OSError, ValueError):

@@ -25,7 +25,6 @@ loads them lazily).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ import numpy as np
 
 from dvoc_bench.core.declare import ConfigError, Declared, NonNegInt, PosInt
 from dvoc_bench.core.geometry import Box, finite_numbers
+from dvoc_bench.core.jsonread import MAX_LINE_BYTES, JsonError, bounded_lines, load_file, loads
 from dvoc_bench.core.text import safe_text
 from dvoc_bench.scenes.box_convention import BoxFormat, convention, evidence
 
@@ -205,17 +205,18 @@ def _bad(where: str, why: str) -> ConfigError:
 
 def _read_records(path: Path) -> list[Any]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise _bad(path.name, f"cannot read: {e}") from None
-    try:
         if path.suffix == ".jsonl":
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise _bad(path.name, f"not valid JSON: {e}") from None
-    except RecursionError:
-        raise _bad(path.name, "not readable: its JSON is nested too deeply") from None
+            with path.open("rb") as f:
+                return [
+                    loads(raw, f"line {n}", max_bytes=MAX_LINE_BYTES)
+                    for n, (_, raw, _) in enumerate(bounded_lines(f), 1)
+                    if raw.strip()
+                ]
+        data = load_file(path)
+    except OSError as e:
+        raise _bad(path.name, f"cannot read: {e}") from None
+    except JsonError as e:  # not UTF-8, not JSON, nested too deeply, too large
+        raise _bad(path.name, f"not readable: {str(e).removeprefix(str(path) + ': ')}") from None
     if not isinstance(data, list):
         raise _bad(path.name, f"expected a list of samples, got {type(data).__name__}")
     return data

@@ -13,13 +13,13 @@ and line), the sweep goes on.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.geometry import Box, finite_numbers
+from dvoc_bench.core.jsonread import MAX_LINE_BYTES, loads
 from dvoc_bench.core.records import SceneKind
 from dvoc_bench.core.scene import Snapshot
 from dvoc_bench.scenes import sources as registry
@@ -70,8 +70,8 @@ def _line(theme: str, index: int, text: str, images: Path) -> tuple[Sample, str 
     sid = f"{theme}:{index}"
     meta: dict[str, str | None] = {"file": theme, "application": theme.split("_")[0]}
     try:
-        rec = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as e:
+        rec = loads(text, f"line {index + 1}", max_bytes=MAX_LINE_BYTES)
+    except ValueError as e:
         return Sample(sid, images / "-", BROKEN, "", None, meta), f"not valid JSON: {e}"
     if not isinstance(rec, Mapping):
         return Sample(sid, images / "-", BROKEN, "", None, meta), "a line must be a JSON object"
