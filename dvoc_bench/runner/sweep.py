@@ -163,6 +163,7 @@ def run_sweep(
         gates = gates if gates is not None else build_gates(setup.models, setup.settings)
         runner = TrialRunner(setup, store, factory, gates, saver, on_done)
         _run_coroutine(lambda: runner.run(specs))
+        store.verify()  # still the directory locked: else stop here, nothing more written by its name
         keys = {s.trial_key for s in specs}
         trials = [t for t in store.trials() if t["trial_key"] in keys]
         spend = spent_in(run_dir)
