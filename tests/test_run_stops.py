@@ -10,6 +10,8 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -22,7 +24,7 @@ from dvoc_bench.runner.compose import quick_setup
 from dvoc_bench.runner.doctor import diagnose
 from dvoc_bench.runner.store import RunStopped, RunStore
 from dvoc_bench.runner.sweep import run_sweep
-from tests.support import need, run_cli
+from tests.support import HANG_S, ROOT, need, run_cli
 
 SWEEP = ["model=sim-gemma-4-26b", "tasks=[S1,S2]", "methods=[dvoc,oneshot]", "starts=random:2"]
 
@@ -128,6 +130,34 @@ def test_a_sweep_whose_directory_is_replaced_stops_and_its_records_point_at_noth
     monkeypatch.setattr(RunStore, "append_trial", real)
     run_sweep(quick_setup(SWEEP), old)  # a resume of the locked directory completes it
     complete(old)
+
+
+def test_the_issues_form_mv_and_cp_a_under_a_running_sweep(tmp_path):
+    r = tmp_path / "R"
+    args = [*SWEEP, "model.sim.latency_s=0.15", "run.max_in_flight=1", "run.quiet=true", f"hydra.run.dir={r}"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HYDRA_FULL_ERROR": "0"}
+    proc = subprocess.Popen([sys.executable, "-m", "dvoc_bench", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + HANG_S
+        while not trials(r) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        moved = replace_dir(r)  # mv R R.moved; cp -a R.moved R, while it runs
+        copy = snapshot(r)
+        _, err = proc.communicate(timeout=HANG_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 4, err[-2000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("run stopped: ") and f"{r} was replaced" in last and str(moved) in last
+    assert "Traceback" not in err
+    assert snapshot(r) == copy  # the running writer wrote nothing into the copy
+    rep = diagnose(moved)
+    assert {p.kind for p in rep.problems} <= {"unfinished_trial"}, rep.lines()  # no frame missing
+    p = run_cli(*args[:-1], f"hydra.run.dir={moved}")  # a resume of the directory it locked
+    assert p.returncode == 0, p.stderr[-2000:]
+    complete(moved)
 
 
 # ----------------------------------------------------------------------------- item 11: a full disk

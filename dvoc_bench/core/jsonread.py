@@ -73,12 +73,13 @@ def _mib(n: int) -> str:
 def too_deep(text: str | bytes, limit: int = MAX_DEPTH) -> bool:
     """Whether JSON text nests deeper than ``limit``: the strings are cut out (so brackets inside them do not
     count), then the depth after each bracket is a running sum; linear, in C."""
-    opens = ("[", "{") if isinstance(text, str) else (b"[", b"{")
-    if text.count(opens[0]) + text.count(opens[1]) <= limit:  # cannot nest deeper than it opens
-        return False
     if isinstance(text, str):
+        if text.count("[") + text.count("{") <= limit:  # cannot nest deeper than it opens
+            return False
         bare = _STRING.sub("", text).encode("ascii", "ignore")  # only the brackets matter now
     else:
+        if text.count(b"[") + text.count(b"{") <= limit:
+            return False
         bare = _STRING_B.sub(b"", text)
     brackets = np.frombuffer(bare.translate(None, _NOT_BRACKET), dtype=np.uint8)
     steps = np.where((brackets == ord("[")) | (brackets == ord("{")), 1, -1).astype(np.int32)
@@ -110,7 +111,7 @@ def loads(
         raise JsonError(f"{where}: JSON nested too deeply; not read", "depth") from None
     except ValueError as e:
         msg = getattr(e, "msg", None) or str(e)
-        pos = f" at line {e.lineno} column {e.colno}" if hasattr(e, "lineno") else ""
+        pos = f" at line {e.lineno} column {e.colno}" if isinstance(e, json.JSONDecodeError) else ""
         raise JsonError(f"{where}: not JSON ({msg}{pos})", "syntax") from None
     if _SURROGATE_ESCAPE.search(text):
         value = safe_value(value)

@@ -27,6 +27,13 @@ a second store in the same process) on the same directory fails at once with :cl
 one-line message names the holder's PID and host. The lock file stays (removing it would race); the lock
 itself dies with its process, so a killed run never leaves the directory locked. ``flock`` is not reliable
 on every network file system: keep run directories on a local disk.
+
+The lock holds the directory, not its name: records and shots are written through the locked directory's
+descriptor, and before each write (and, through :meth:`RunStore.verify`, at the end) the path is checked to
+still be that directory (device and inode). A directory replaced under a running writer (moved, copied
+over) stops it with :class:`RunStopped`, one line saying where the locked directory is now; so does a full
+disk (``ENOSPC``, ``EDQUOT``; :func:`disk_full`), after which nothing more is written: the trials not
+finished are not recorded, and what the disk cut short (a torn tail, orphan steps) is cut on the next open.
 """
 
 from __future__ import annotations
