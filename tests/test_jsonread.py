@@ -202,6 +202,20 @@ def test_a_deep_cache_entry_is_a_miss(tmp_path):
     assert cache.get("m", "k" * 64) is None
 
 
+def test_the_doctor_moves_a_line_too_long_to_read_aside_byte_for_byte(run):
+    from dvoc_bench.runner.doctor import repair
+
+    path = run / rundir.TRIALS
+    before = path.read_bytes()
+    huge = b'{"trial_key":"huge","x":"' + b"y" * (MAX_LINE_BYTES + 10) + b'"}\n'
+    path.write_bytes(before + huge)
+    rep = repair(run)
+    assert rep.clean and rep.moved == 1, rep.lines()
+    assert path.read_bytes() == before
+    rejected = rep.moved_to / "trials.rejected.jsonl"
+    assert rejected.stat().st_size == len(huge) and rejected.read_bytes() == huge
+
+
 # ------------------------------------------------------------------------------------- one reader
 
 

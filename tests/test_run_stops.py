@@ -164,13 +164,14 @@ def test_the_issues_form_mv_and_cp_a_under_a_running_sweep(tmp_path):
 
 
 def fail_after(monkeypatch, n: int) -> list[int]:
-    """The store's one write function: the ``n``-th write and every later one meet a full disk, having
-    written half of their bytes (a torn line or shot)."""
+    """The store's one write function: its ``n``-th write meets a full disk, having written half of its
+    bytes (a torn line or shot); the disk has room again after it (another process freed some), so whatever
+    the run still tried to write would land."""
     real, calls = store_mod._write_all, [0]
 
     def write(fd: int, data: bytes) -> None:
         calls[0] += 1
-        if calls[0] < n:
+        if calls[0] != n:
             return real(fd, data)
         os.write(fd, data[: len(data) // 2])
         raise OSError(errno.ENOSPC, "No space left on device")
