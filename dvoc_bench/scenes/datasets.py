@@ -206,12 +206,14 @@ def _bad(where: str, why: str) -> ConfigError:
 def _read_records(path: Path) -> list[Any]:
     try:
         if path.suffix == ".jsonl":
+            rows = []
             with path.open("rb") as f:
-                return [
-                    loads(raw, f"line {n}", max_bytes=MAX_LINE_BYTES)
-                    for n, (_, raw, _) in enumerate(bounded_lines(f), 1)
-                    if raw.strip()
-                ]
+                for n, (_, raw, size) in enumerate(bounded_lines(f), 1):
+                    if size > len(raw):
+                        raise _bad(path.name, f"line {n}: {size} bytes, over {MAX_LINE_BYTES}; not read")
+                    if raw.strip():
+                        rows.append(loads(raw, f"line {n}", max_bytes=MAX_LINE_BYTES))
+            return rows
         data = load_file(path)
     except OSError as e:
         raise _bad(path.name, f"cannot read: {e}") from None
