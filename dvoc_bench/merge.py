@@ -4,7 +4,8 @@ together into one run directory (:mod:`dvoc_bench.runner.merge`; docs/cli.md).
 A ``SHARD_DIR`` is a shard's run directory or a folder above several (a multirun sweep dir). Exit codes: 0
 merged, every planned trial present and finished; 1 merged, partially (said); 2 refused (one line naming
 the input: other settings, a shard a running process holds, an ordinary run as ``--out`` without
-``--into-run``, ...), nothing written.
+``--into-run``, ...), nothing written; 4 the disk of the output is full (one line naming it; merging again
+after freeing space completes the merge).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.redaction import redact
 from dvoc_bench.runner.merge import merge_runs
+from dvoc_bench.runner.store import disk_full
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -37,6 +39,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as e:
         print(f"config error: {redact(str(e))}", file=sys.stderr)
         return 2
+    except OSError as e:  # a full disk: one line; merging again adds only what is missing
+        full = disk_full(e, e.filename or args.out, "the merge stops: free space and merge again (it adds "
+                         "only what is missing)")  # fmt: skip
+        if full is None:
+            raise
+        print(f"merge: {redact(str(full))}", file=sys.stderr)
+        return 4
     print("\n".join(report.lines()))
     return 1 if report.partial else 0
 

@@ -91,6 +91,8 @@ DEPENDENCIES: dict[str, Dependency] = {
                        "python3-dev)", True, (r"docs page", r"debian package")),
     "THIRDPARTY": Dependency("third-party records and screens (../shared/thirdparty, $DVOC_THIRDPARTY)",
                              True, (r"third-party records",)),
+    "MOUNT": Dependency("mounting a small tmpfs (as root; not in CI)", False,
+                        (r"\btmpfs\b",)),
     "RUSTDOCS": Dependency("rustup's rust-docs component (no package registry ships it; not in CI)", False,
                            ()),
 }  # fmt: skip

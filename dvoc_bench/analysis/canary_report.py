@@ -4,7 +4,6 @@ within the stated tolerance of the stored ones, and every drift."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from dvoc_bench.analysis.markdown import md_table
+from dvoc_bench.core.jsonread import load_file
 
 Block = tuple[Any, ...]
 
@@ -28,7 +28,7 @@ def blocks(run_dirs: Iterable[str | Path]) -> list[Block]:
                   "stated tolerance from the stored one (`conf/canary/<model>.json`).")]  # fmt: skip
     rows, drifts = [], []
     for d, path in found:
-        for r in json.loads(path.read_text(encoding="utf-8")):
+        for r in load_file(path):
             model = r["model"] + (" [SIMULATED]" if r.get("simulated") else "")
             rows.append({"run": d.name, "model": model, "status": r["status"].upper() if r["status"] ==
                          "drift" else r["status"], "compared": r["compared"], "drifts": len(r["drifts"]),

@@ -50,6 +50,7 @@ from dvoc_bench.analysis.schema import (
 )
 from dvoc_bench.core.control import LoopConfig
 from dvoc_bench.core.geometry import Box, Point
+from dvoc_bench.core.jsonread import loads
 from dvoc_bench.core.scoring import score
 from dvoc_bench.core.text import safe_text
 
@@ -94,8 +95,9 @@ class SchemaError(ValueError):
 
 def parse_json(text: str | bytes) -> Any:
     """The one JSON parse of an import's text (one line, or a whole file): ``ValueError`` or
-    ``RecursionError`` on bad input, for the caller to name the place."""
-    return json.loads(text)
+    ``RecursionError`` on bad input, for the caller to name the place: the project's one bounded reader
+    (:func:`dvoc_bench.core.jsonread.loads`; its :class:`JsonError` is a ``ValueError``)."""
+    return loads(text, "JSON")
 
 
 def _plain(v: Any) -> Any:

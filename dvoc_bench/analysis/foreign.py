@@ -44,6 +44,7 @@ from typing import Any
 
 from dvoc_bench.analysis.export import SchemaError, load_rows
 from dvoc_bench.analysis.schema import Runs
+from dvoc_bench.core.jsonread import JsonError, load_file, loads
 from dvoc_bench.core.rundir import REPORT
 
 log = logging.getLogger(__name__)
@@ -94,8 +95,8 @@ class Annotations:
         self.by_key: dict[tuple[str, str | None], list[Annotation]] = {}
         for path in files:
             try:
-                recs = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as e:
+                recs = load_file(path)
+            except (OSError, ValueError) as e:
                 raise SchemaError(f"--annotations: {path.name}: not readable JSON ({e})") from None
             if not isinstance(recs, list):
                 raise SchemaError(f"--annotations: {path.name}: expected a list of samples")
@@ -163,20 +164,18 @@ def read_records(path: Path, fmt: str) -> list[dict[str, Any]]:
     except OSError as e:
         raise SchemaError(f"{path}: cannot read ({e})") from None
     try:
-        data = json.loads(text)
-    except RecursionError:
-        raise SchemaError(f"{path}: JSON nested too deep; --format {fmt}") from None
-    except json.JSONDecodeError:
+        data = loads(text, str(path))
+    except JsonError as e:
+        if e.kind != "syntax" and not (e.kind == "depth" and "\n" in text.strip()):  # JSONL: line by line
+            raise SchemaError(f"{e}; --format {fmt}") from None
         data = []
         for i, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:
-                data.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise SchemaError(f"{path}: line {i}: not JSON ({e.msg}); --format {fmt}") from None
-            except RecursionError:
-                raise SchemaError(f"{path}: line {i}: JSON nested too deep; --format {fmt}") from None
+                data.append(loads(line, f"{path}: line {i}"))
+            except JsonError as e:
+                raise SchemaError(f"{e}; --format {fmt}") from None
     if isinstance(data, dict) and fmt in ("sspro", "omniparser"):
         if not isinstance(data.get("details"), list):
             raise SchemaError(f"{path}: field `details`: missing; --format {fmt} reads the evaluator's log")

@@ -35,6 +35,7 @@ from dvoc_bench.analysis.schema import (
     coerce,
     empty_frame,
 )
+from dvoc_bench.core.jsonread import MAX_LINE_BYTES, load_file, loads
 from dvoc_bench.core.rundir import (
     HYDRA,
     HYDRA_CONFIG,
@@ -95,9 +96,9 @@ def _has_a_finished_trial(trials: Path) -> bool:
         with trials.open(encoding="utf-8", errors="replace") as f:
             for line in f:
                 try:
-                    if json.loads(line).get("status") == "ok":
+                    if loads(line, max_bytes=MAX_LINE_BYTES).get("status") == "ok":
                         return True
-                except (ValueError, AttributeError, RecursionError):
+                except (ValueError, AttributeError):
                     continue
     except OSError:
         return False
@@ -450,7 +451,7 @@ def _read_run(run_dir: Path, cache: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
     sig = _signature(run_dir)
     if cache and (cdir / "meta.json").is_file():
         try:
-            if json.loads((cdir / "meta.json").read_text()) == sig:
+            if load_file(cdir / "meta.json") == sig:
                 return pd.read_parquet(cdir / "trials.parquet"), pd.read_parquet(cdir / "steps.parquet")
         except (OSError, ValueError) as e:
             log.info("cache of %s unreadable (%s); re-parsing", run_dir, e)

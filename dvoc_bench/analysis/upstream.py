@@ -44,6 +44,7 @@ from dvoc_bench.analysis.loaders import attach_trials, user_path
 from dvoc_bench.analysis.schema import STEP_COLUMNS, TEXT_COLUMNS, TRIAL_COLUMNS, Runs, coerce
 from dvoc_bench.core.control import LoopConfig, Report, alpha, correct, decide
 from dvoc_bench.core.geometry import Box, Offset, Point, Size
+from dvoc_bench.core.jsonread import load_file, loads
 from dvoc_bench.core.scoring import score
 
 log = logging.getLogger(__name__)
@@ -265,8 +266,8 @@ def _tool_args(raw_message: Mapping[str, Any] | None) -> tuple[dict[str, Any] | 
     args = calls[0]["arguments"]
     if isinstance(args, str):
         try:
-            args = json.loads(args)
-        except json.JSONDecodeError:
+            args = loads(args)
+        except ValueError:
             args = None
     return (args if isinstance(args, dict) else None), calls
 
@@ -541,13 +542,13 @@ def _tree_records(
     root: Path, *, main_only: bool = True
 ) -> Iterable[tuple[dict[str, Any], str, int | None, int | None, list[dict]]]:
     for tj in sorted(root.glob("*/*/*/*/trial.json")):
-        rec = json.loads(tj.read_text(encoding="utf-8"))
+        rec = load_file(tj)
         if main_only and str(rec.get("method", "")) not in MAIN_METHODS:
             continue
         rel = tj.parent.relative_to(root).as_posix()
         m = _POSREP.search(tj.parent.name)
         pos, rep = (int(m.group(1)), int(m.group(2)) - 1) if m else (None, None)
-        iters = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(tj.parent.glob("iter_*.json"))]
+        iters = [load_file(p) for p in sorted(tj.parent.glob("iter_*.json"))]
         yield rec, rel, pos, rep, iters
 
 
@@ -556,7 +557,7 @@ def tree_extras(tree: Path | str) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     root = Path(tree)
     for tj in sorted(root.glob("*/*/*/*/trial.json")):
-        method = str(json.loads(tj.read_text(encoding="utf-8")).get("method", ""))
+        method = str(load_file(tj).get("method", ""))
         if method not in MAIN_METHODS:
             out.setdefault(method, []).append(tj.parent.relative_to(root).as_posix())
     return out
@@ -564,7 +565,7 @@ def tree_extras(tree: Path | str) -> dict[str, list[str]]:
 
 def read_records(path: Path) -> list[dict[str, Any]]:
     """The trial records of an aggregate (``{results: [...]}``) or bare-list file."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = load_file(Path(path))
     if isinstance(data, Mapping) and isinstance(data.get("results"), list):
         return list(data["results"])
     if isinstance(data, list):
@@ -574,7 +575,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 
 def classify_file(path: Path) -> str:
     """Role of an authors' JSON file: ``aggregate`` or ``predict`` / ``overlay`` / ``alpha`` ablation."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = load_file(Path(path))
     if isinstance(data, Mapping) and "results" in data:
         return "aggregate"
     if not isinstance(data, list):
@@ -595,7 +596,7 @@ def tree_dirs(records: Path | str, tree: Path | str) -> dict[str, str | None]:
     p, root = Path(records), Path(tree)
     by_text: dict[str, list[str]] = {}
     for tj in sorted(root.glob("*/*/*/*/trial.json")):
-        text = json.dumps(json.loads(tj.read_text(encoding="utf-8")), sort_keys=True)
+        text = json.dumps(load_file(tj), sort_keys=True)
         by_text.setdefault(text, []).append(tj.parent.relative_to(root).as_posix())
     out: dict[str, str | None] = {}
     for i, rec in enumerate(read_records(p)):

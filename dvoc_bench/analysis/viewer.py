@@ -30,6 +30,7 @@ import pandas as pd
 
 from dvoc_bench.analysis.loaders import find_run_dirs, load_runs
 from dvoc_bench.analysis.schema import STEP_COLUMNS, TEXT_COLUMNS, TRIAL_COLUMNS, Runs
+from dvoc_bench.core.jsonread import loads
 from dvoc_bench.core.records import Step, TrialRecord
 from dvoc_bench.core.rundir import (
     SHOTS,
@@ -141,7 +142,7 @@ def _json_field(v: Any) -> Any:
     """A list or mapping the loaders stored as JSON text, back as itself."""
     if isinstance(v, str) and v[:1] in "[{":
         try:
-            return json.loads(v)
+            return loads(v)
         except ValueError:
             return v
     return v

@@ -32,11 +32,12 @@ from dvoc_bench.core.rundir import SUMMARY
 from dvoc_bench.runner.compose import check_shorthands, experiment_name, model_choice
 from dvoc_bench.runner.settings import load_settings
 from dvoc_bench.runner.setup import setup_from_settings
-from dvoc_bench.runner.store import RunDirBusy, discard_output_subdir
+from dvoc_bench.runner.store import RunDirBusy, RunStopped, discard_output_subdir
 from dvoc_bench.runner.summary import (
     EXIT_CONFIG,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_STOPPED,
     EXIT_TERMINATED,
     exit_code,
     run_report,
@@ -180,6 +181,11 @@ def _run(cfg: DictConfig, hc: Any) -> int:
         _discard_fresh_dir(run_dir, hc.output_subdir)
         print(f"config error: {'hydra.run.dir: ' if isinstance(e, RunDirBusy) else ''}{e}", file=sys.stderr)
         return EXIT_CONFIG
+    except RunStopped as e:  # a full disk, the run dir replaced: the finished trials are saved
+        for p in progress:
+            p.close()
+        print(f"run stopped: {redact(str(e))}; resume with: {_resume_command(hc, run_dir)}", file=sys.stderr)
+        return EXIT_STOPPED
     except KeyboardInterrupt as e:
         for p in progress:
             p.close()

@@ -25,13 +25,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import hashlib
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from dvoc_bench.core.jsonread import load_file
 
 TARGETS = {1280: (0.95, 0.90), 640: (0.90, 0.85)}
 """Required (recall, precision) of ultralytics' boxes by imgsz."""
@@ -112,7 +113,7 @@ def _sha256(path: Path) -> str:
 def load_reference(path: Path) -> dict:
     """The reference JSON, checked for the keys this script reads (``ValueError`` naming what is wrong)."""
     try:
-        ref = json.loads(path.read_text(encoding="utf-8"))
+        ref = load_file(path)
     except (OSError, ValueError) as e:
         raise ValueError(f"--reference: cannot read {path}: {type(e).__name__}: {e}") from None
     for key in ("weights_sha256", "images", "conf", "iou"):

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dvoc_bench.core.jsonread import MAX_LINE_BYTES, bounded_lines, load_file, loads
 from dvoc_bench.core.records import to_jsonable
 
 log = logging.getLogger(__name__)
@@ -131,8 +132,8 @@ def read_json(path: Path) -> dict[str, Any] | None:
     """A JSON object file (``run.json``, ``shard.json``, ...), ``None`` when absent, unreadable or not an
     object."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = load_file(path)
+    except (OSError, ValueError):  # JsonError: not JSON, nested too deeply, too large
         return None
     return data if isinstance(data, dict) else None
 
@@ -222,53 +223,72 @@ class Line:
     number: int
     """1-based line number."""
     raw: bytes
-    """The bytes exactly as on disk, with the newline when the line has one."""
+    """The bytes exactly as on disk, with the newline when the line has one (of a line longer than
+    :data:`~dvoc_bench.core.jsonread.MAX_LINE_BYTES`, only its first bytes: see :attr:`whole`)."""
     obj: dict[str, Any] | None = None
     """The record, when a reader checked it (``None``: torn, unreadable, or failing its check)."""
     why: str | None = None
     """Set by the doctor when the line is to be moved aside."""
+    offset: int = 0
+    """Where the line starts in its file (bytes)."""
+    size: int = -1
+    """Its length on disk in bytes (``-1``: ``len(raw)``)."""
+
+    @property
+    def whole(self) -> bool:
+        """``raw`` is the whole line (else it was too long to hold: copy it by ``offset`` and ``size``)."""
+        return self.size < 0 or self.size == len(self.raw)
 
     @property
     def complete(self) -> bool:
-        """The line ends with its newline (a last line without one is a torn write)."""
-        return self.raw.endswith(b"\n")
+        """The line ends with its newline (a last line without one is a torn write); a line too long to
+        hold is never complete."""
+        return self.whole and self.raw.endswith(b"\n")
 
 
-def parse_line(raw: bytes | str) -> Any:
-    """The JSON value of a line; raises ``ValueError`` (or ``RecursionError``) when it does not parse."""
-    return json.loads(raw)
+def parse_line(raw: bytes | str, where: str = "line") -> Any:
+    """The JSON value of a line, read by the bounded reader (:mod:`dvoc_bench.core.jsonread`); raises its
+    ``JsonError`` (a ``ValueError``) when it is not JSON, not UTF-8, nested too deeply or too long."""
+    return loads(raw, where, max_bytes=MAX_LINE_BYTES)
 
 
 def record_of(raw: bytes | str) -> dict[str, Any] | None:
-    """The line's record: a JSON object, else ``None`` (blank, torn, not an object, nested too deeply)."""
+    """The line's record: a JSON object, else ``None`` (blank, torn, not an object, nested too deeply, too
+    long)."""
     try:
         obj = parse_line(raw)
-    except (ValueError, RecursionError):
+    except ValueError:
         return None
     return obj if isinstance(obj, dict) else None
 
 
 def read_lines(path: Path) -> Iterator[Line]:
-    """Every line of a JSONL file (blank ones included), in order; nothing when the file is absent."""
+    """Every line of a JSONL file (blank ones included), in order; nothing when the file is absent. A line
+    longer than :data:`~dvoc_bench.core.jsonread.MAX_LINE_BYTES` is never held whole (its ``raw`` is its
+    first bytes, ``whole`` is false)."""
     if not path.is_file():
         return
     with path.open("rb") as f:
-        for n, raw in enumerate(f, 1):
-            yield Line(n, raw)
+        for n, (offset, raw, size) in enumerate(bounded_lines(f), 1):
+            yield Line(n, raw, offset=offset, size=size)
 
 
 def read_jsonl(path: Path | str) -> Iterator[dict[str, Any]]:
     """The records of a JSONL file, in order. Blank lines are passed over; a line that does not parse (a
-    torn write) is skipped with a warning."""
+    torn write), nested too deeply or too long is skipped with a warning naming it."""
     path = Path(path)
     for ln in read_lines(path):
         text = ln.raw.strip()
         if not text:
             continue
+        if not ln.whole:
+            log.warning("%s:%d: skipped a line of %d bytes (at most %d are read)", path, ln.number, ln.size,
+                        MAX_LINE_BYTES)  # fmt: skip
+            continue
         try:
-            yield parse_line(text)
-        except (ValueError, RecursionError):  # a torn write, or nested too deeply to parse
-            log.warning("%s: skipped a line that does not parse (a torn write?)", path)
+            yield parse_line(text, f"{path}:{ln.number}")
+        except ValueError as e:  # a torn write, not UTF-8, or nested too deeply
+            log.warning("skipped a line that does not parse (a torn write?): %s", e)
 
 
 def complete_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -14,6 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from dvoc_bench.core.jsonread import load_file
+
 DATA = Path(__file__).with_name("scene_validation.json")
 """The generated file (shipped in the package)."""
 MARKER = "per-scene not validated"
@@ -44,7 +46,7 @@ def load(path: Path | str | None = None) -> dict[str, Any]:
 
 @lru_cache(maxsize=8)
 def _read(p: Path) -> dict[str, Any]:
-    return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else {}
+    return load_file(p) if p.is_file() else {}
 
 
 def unvalidated(path: Path | str | None = None) -> frozenset[str]:

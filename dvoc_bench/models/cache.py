@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dvoc_bench.core.jsonread import load_file
 from dvoc_bench.core.redaction import redact_head, redact_value
 from dvoc_bench.models.base import MAX_REPLY_CHARS, Model, ModelRequest, Reply, ToolCall, bound_reply
 from dvoc_bench.models.options import CacheOptions
@@ -77,10 +78,10 @@ class ResponseCache:
         """The stored entry, or ``None`` (missing, unreadable, or of another model)."""
         path = self._path(identity, key)
         try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
+            entry = load_file(path)
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, RecursionError) as e:  # RecursionError: JSON nested too deep
+        except (OSError, ValueError) as e:  # not JSON, nested too deeply, too large: a miss
             log.warning("ignoring unreadable cache entry %s: %s", path, type(e).__name__)
             return None
         if not isinstance(entry, dict) or entry.get("identity") != identity or entry.get("key") != key:

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import json
 import logging
 import math
 import os
@@ -56,6 +55,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from dvoc_bench.core.jsonread import loads
 from dvoc_bench.core.records import ErrorClass
 from dvoc_bench.core.redaction import (
     NO_KEY,
@@ -357,7 +357,7 @@ def server_engine(api_base: str, timeout_s: float = ENGINE_TIMEOUT_S) -> str | N
         return None
     try:
         with urllib.request.urlopen(root + "/version", timeout=timeout_s) as r:  # noqa: S310 (config URL)
-            body = json.loads(r.read(4096).decode("utf-8", "replace"))
+            body = loads(r.read(4096).decode("utf-8", "replace"))
     except (OSError, ValueError, urllib.error.URLError):
         return None
     version = body.get("version") if isinstance(body, dict) else None

@@ -41,7 +41,6 @@ budget charged) with the larger count, and the step records the estimate (``est_
 from __future__ import annotations
 
 import importlib.util
-import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -49,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from dvoc_bench.core.geometry import Size
+from dvoc_bench.core.jsonread import load_file
 from dvoc_bench.models.config import ModelConfig, Pricing
 from dvoc_bench.models.options import ImageOptions
 
@@ -86,7 +86,7 @@ def litellm_cost_map() -> dict[str, Any]:
         return {}
     path = Path(next(iter(spec.submodule_search_locations))) / "model_prices_and_context_window_backup.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return load_file(path)
     except (OSError, ValueError):
         return {}
 

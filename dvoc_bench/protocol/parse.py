@@ -48,7 +48,6 @@ Rules (checked against the ~2,050 recorded replies of the authors' runs, see
 from __future__ import annotations
 
 import ast
-import json
 import math
 import numbers
 import re
@@ -56,6 +55,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dvoc_bench.core.jsonread import loads, raw_decode
 from dvoc_bench.core.records import ParseStatus
 from dvoc_bench.models.base import Reply
 from dvoc_bench.protocol.tools import FIELDS, TOOL_NAMES, ToolKind
@@ -250,10 +250,11 @@ _INVALID = object()
 
 
 def _loads(s: str) -> Any:
-    """``json.loads`` that returns :data:`_INVALID` instead of raising."""
+    """The bounded reader's value (:func:`dvoc_bench.core.jsonread.loads`), :data:`_INVALID` instead of
+    raising."""
     try:
-        return json.loads(s)
-    except (ValueError, RecursionError):
+        return loads(s)
+    except ValueError:
         return _INVALID
 
 
@@ -304,8 +305,8 @@ def _first_json_object(text: str) -> dict[str, Any] | None:
     if start < 0:
         return None
     try:
-        obj, _ = json.JSONDecoder().raw_decode(text, start)
-    except (ValueError, RecursionError):
+        obj, _ = raw_decode(text, start)
+    except ValueError:
         return None
     return obj if isinstance(obj, dict) else None
 
@@ -365,7 +366,6 @@ def _unique(found: list[_Attempt], rule: str, failure: str | None) -> _Attempt:
 
 def _json_in_text(text: str, kind: ToolKind) -> _Attempt:
     """Rule 5a: a JSON object carrying the fields, anywhere in the text (all such objects must agree)."""
-    decoder = json.JSONDecoder()
     found: list[_Attempt] = []
     failure: str | None = None
     pos = text.find("{")
@@ -373,8 +373,8 @@ def _json_in_text(text: str, kind: ToolKind) -> _Attempt:
     while pos >= 0 and tries < _MAX_JSON_STARTS:
         tries += 1
         try:
-            obj, end = decoder.raw_decode(text, pos)
-        except (ValueError, RecursionError):
+            obj, end = raw_decode(text, pos)
+        except ValueError:
             pos = text.find("{", pos + 1)
             continue
         mapping, _ = _find_mapping(obj, kind)

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dvoc_bench.core.jsonread import load_file
 from dvoc_bench.models.config import default_conf_dir
 
 TOLERANCE_PX = 5.0
@@ -109,7 +110,7 @@ def check(trials: Iterable[Mapping[str, Any]], stored_dir: Path | None = None) -
         if not path.is_file():
             out.append(ModelCanary(model, "no_expected", TOLERANCE_PX, missing=sorted(got)))
         else:
-            out.append(_compare(model, got, json.loads(path.read_text(encoding="utf-8"))))
+            out.append(_compare(model, got, load_file(path)))
         out[-1].simulated = model in sim
     return out
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dvoc_bench.core.jsonread import copy_range
 from dvoc_bench.core.rundir import (
     DOCTOR,
     LINE_OK,
@@ -261,7 +262,8 @@ def _judge(run_dir: Path, locked: bool = False) -> tuple[_State, Report]:
         for ln in lines:
             if ln.obj is None:
                 text = ln.raw[:80].decode("utf-8", "replace").rstrip("\n")
-                bad("torn_line", name, ln, f"not a complete record: {text!r}")
+                size = "" if ln.whole else f" (a line of {ln.size} bytes, too long to read)"
+                bad("torn_line", name, ln, f"not a complete record{size}: {text!r}")
     # duplicates: the first record of each key is kept
     planned: set[str] = set()
     for ln in plan:
@@ -408,7 +410,11 @@ def repair(run_dir: Path | str) -> Report:
                     continue
                 out = dest / (Path(name).stem + REJECTED)
                 with out.open("wb") as f:
-                    f.writelines(ln.raw for ln in rejected)
+                    for ln in rejected:
+                        if ln.whole:
+                            f.write(ln.raw)
+                        else:  # a line too long to hold is copied in pieces
+                            copy_range(run_dir / name, ln.offset, ln.size, f)
                     f.flush()
                     os.fsync(f.fileno())
                 reasons += [{"file": name, "line": ln.number, "kind": ln.why} for ln in rejected]

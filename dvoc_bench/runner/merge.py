@@ -39,6 +39,7 @@ from typing import Any
 import yaml
 
 from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.jsonread import load_file
 from dvoc_bench.core.rundir import (
     HYDRA,
     HYDRA_CONFIG,
@@ -188,7 +189,7 @@ def differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
 
 def _meta(d: Path) -> dict[str, Any]:
     try:
-        data = json.loads((d / META).read_text(encoding="utf-8"))
+        data = load_file(d / META)
     except (OSError, ValueError):
         raise ConfigError(f"SHARD_DIR: {d} has no readable {META} (not a dvoc_bench run directory)") from None
     return data if isinstance(data, dict) else {}

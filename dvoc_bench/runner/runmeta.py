@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.jsonread import load_file
 from dvoc_bench.core.rundir import META
 
 FREE = ("run", "scheduler", "retry", "cache", "resume", "paths", "budget", "probe")
@@ -129,8 +130,10 @@ def check_resume(run_dir: Path, fp: Fingerprint, allow_new_trials: bool) -> Resu
     old_raw: dict[str, Any] | None = None
     if path.is_file():
         try:
-            old_raw = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+            old_raw = load_file(path)
+        except (OSError, ValueError):  # not JSON, nested too deeply, too large: read as absent
+            old_raw = None
+        if not isinstance(old_raw, dict):
             old_raw = None
     skipped: dict[str, list[Any]] = {}
     added: dict[str, list[Any]] = {}

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.jsonread import load_file
 from dvoc_bench.core.rundir import META, SHARD, TRIALS
 
 _FORM = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
@@ -100,7 +101,7 @@ def read_shard_file(run_dir: Path | str) -> dict[str, Any] | None:
     """A run directory's ``shard.json``, or ``None`` (not a shard, or unreadable)."""
     path = Path(run_dir) / SHARD
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_file(path)
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

@@ -17,7 +17,6 @@ the provider at its daily quota: the sweep needs resuming the next day). When a 
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.jsonread import load_file
 from dvoc_bench.core.records import TrialSpec
 from dvoc_bench.core.rundir import TRIALS, read_jsonl
 from dvoc_bench.methods.registry import method_info
@@ -79,7 +79,7 @@ def read_plan_from(directory: Path | str) -> dict[str, Measured]:
 def recorded_table() -> dict[str, Any]:
     """The authors' calls per trial (``{model: {method: {mean_calls, trials, median_s_per_call}}}``)."""
     try:
-        return json.loads(RECORDED.read_text(encoding="utf-8")).get("models", {})
+        return load_file(RECORDED).get("models", {})
     except (OSError, ValueError):
         return {}
 

@@ -27,11 +27,19 @@ a second store in the same process) on the same directory fails at once with :cl
 one-line message names the holder's PID and host. The lock file stays (removing it would race); the lock
 itself dies with its process, so a killed run never leaves the directory locked. ``flock`` is not reliable
 on every network file system: keep run directories on a local disk.
+
+The lock holds the directory, not its name: records and shots are written through the locked directory's
+descriptor, and before each write (and, through :meth:`RunStore.verify`, at the end) the path is checked to
+still be that directory (device and inode). A directory replaced under a running writer (moved, copied
+over) stops it with :class:`RunStopped`, one line saying where the locked directory is now; so does a full
+disk (``ENOSPC``, ``EDQUOT``; :func:`disk_full`), after which nothing more is written: the trials not
+finished are not recorded, and what the disk cut short (a torn tail, orphan steps) is cut on the next open.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -43,6 +51,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from dvoc_bench.core.jsonread import load_file
 from dvoc_bench.core.records import to_jsonable
 from dvoc_bench.core.redaction import redact_value
 from dvoc_bench.core.rundir import (
@@ -61,6 +70,43 @@ from dvoc_bench.core.rundir import (
     shot_name,
     write_jsonl,
 )
+
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+"""The errors of a disk that cannot take more (no space left, quota exceeded)."""
+
+
+class RunStopped(RuntimeError):
+    """The run directory cannot be written on (its disk is full, or it was replaced while the run wrote it):
+    not a trial's failure. The sweep stops at once; the trials not finished are not recorded (a resume
+    completes them); the message is one line naming the path."""
+
+
+def _mount_of(path: Path) -> Path:
+    """The mount point of the file system ``path`` is on (the disk to free space on)."""
+    p = path.absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    while not os.path.ismount(p) and p != p.parent:
+        p = p.parent
+    return p
+
+
+RUN_THEN = (
+    "the run stops, the trials not finished are not recorded: free space and run the same command again to "
+    "finish them"
+)
+"""What a run does on a full disk (:func:`disk_full`'s default)."""
+
+
+def disk_full(e: BaseException, path: Path | str, then: str = RUN_THEN) -> RunStopped | None:
+    """The one-line stop for an ``OSError`` of a full disk (``ENOSPC``, ``EDQUOT``) met writing ``path``
+    (``then``: what happens now and what to do), else ``None``."""
+    if not isinstance(e, OSError) or e.errno not in DISK_FULL:
+        return None
+    path = Path(path)
+    why = "no space left" if e.errno == errno.ENOSPC else "disk quota exceeded"
+    where = _mount_of(path)
+    return RunStopped(f"{path}: the disk is full ({why} on the file system mounted at {where}); {then}")
 
 
 class RunDirBusy(RuntimeError):
@@ -98,7 +144,7 @@ def _read_holder(path: Path, wait_s: float = 1.0) -> dict[str, Any] | None:
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            info = json.loads(path.read_text(encoding="utf-8"))
+            info = load_file(path)
             if isinstance(info, dict) and "pid" in info and _plausible(info):
                 return info
         except (OSError, ValueError):
@@ -128,6 +174,32 @@ class RunDirLock:
     def held(self) -> bool:
         """True while this object holds the lock."""
         return self._fd is not None
+
+    @property
+    def dir_fd(self) -> int:
+        """The locked directory's file descriptor (what the store writes through)."""
+        if self._dir_fd is None:
+            raise RuntimeError(f"{self.dir}: the lock is not held")
+        return self._dir_fd
+
+    def replaced(self) -> str | None:
+        """``None`` while ``dir`` is still the directory locked (same device and inode), else one line
+        saying what happened and where the locked directory is now (it was moved, or deleted)."""
+        held = os.fstat(self.dir_fd)
+        try:
+            now = os.stat(self.dir)
+            if (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+                return None
+        except OSError:
+            pass
+        try:
+            where = os.readlink(f"/proc/self/fd/{self.dir_fd}")  # Linux: the locked directory's path now
+        except OSError:
+            where = "unknown"
+        return (
+            f"{self.dir} was replaced while this run wrote it (moved, copied over or deleted): the run stops "
+            f"so that no second writer shares it; its records are in the directory it locked, now {where}"
+        )
 
     def acquire(self) -> RunDirLock:
         if self._fd is not None:
@@ -214,6 +286,13 @@ def discard_output_subdir(run_dir: Path | str, subdir: str | None) -> None:
         hydra.rmdir()  # only when empty
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte (a short write, as a nearly full disk makes, goes on where it stopped)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 EXACT_FIELDS = frozenset(
     {"key", "trial_key", "frame_sha", "request_sha", "reply_sha256", "sha256", "scene_hash"}
 )
@@ -238,14 +317,19 @@ class RunStore:
         """``on_locked(run_dir)`` runs once the lock is held and before anything is changed (the resume
         check); an exception from it releases the lock and leaves the directory as it was."""
         self.dir = Path(run_dir)
+        self.stopped: RunStopped | None = None
+        """Why the store stopped writing (a full disk, the directory replaced): later writes raise it."""
         self.lock = RunDirLock(self.dir).acquire()  # before anything of the directory is touched
         """The run directory's lock, held until :meth:`close` (:class:`RunDirBusy` if someone has it)."""
         try:
             if on_locked is not None:
                 on_locked(self.dir)
             self._open(retry_errors)
-        except BaseException:
+        except BaseException as e:
             self.lock.release()
+            stop = disk_full(e, getattr(e, "filename", None) or self.dir)
+            if stop is not None:
+                raise stop from None
             raise
 
     def _open(self, retry_errors: bool) -> None:
@@ -264,8 +348,12 @@ class RunStore:
         self.fsync_every_s = 1.0
         """Trial lines are flushed at once and fsynced at most this often (and at close)."""
         self._last_sync = 0.0
-        self._trials = (self.dir / TRIALS).open("a", encoding="utf-8")
-        self._steps = (self.dir / STEPS).open("a", encoding="utf-8")
+        # everything from now on is written through the locked directory's descriptor, never by its name
+        dfd = self.lock.dir_fd
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        self._trials_fd: int | None = os.open(TRIALS, flags, 0o644, dir_fd=dfd)
+        self._steps_fd: int | None = os.open(STEPS, flags, 0o644, dir_fd=dfd)
+        self._shots_fd: int | None = os.open(SHOTS, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dfd)
 
     def _supersede(self, rows: list[dict[str, Any]], rerun: list[dict[str, Any]]) -> None:
         """Move the records (and steps) of trials to be run again out of the live files."""
@@ -291,45 +379,97 @@ class RunStore:
         """Write the plan (atomically)."""
         rewrite_lines(self.dir / PLAN, (_clean_dumps(s) + "\n" for s in specs))
 
+    def _stop(self, stop: RunStopped) -> RunStopped:
+        self.stopped = stop
+        return stop
+
+    def _check(self) -> None:
+        """Raise :attr:`stopped`, or stop when the path is no longer the directory locked."""
+        if self.stopped is not None:
+            raise self.stopped
+        why = self.lock.replaced()
+        if why is not None:
+            raise self._stop(RunStopped(why))
+
     def save_shot(self, png: bytes) -> str:
-        """Store a shot (PNG) under its sha256 (once) and return the hash."""
+        """Store a shot (PNG) under its sha256 (once), in the locked directory, and return the hash.
+        :class:`RunStopped` when its disk is full or the directory was replaced."""
         sha = hashlib.sha256(png).hexdigest()
         if sha in self._known_shots:
             return sha
-        path = self.shots_dir / shot_name(sha)
-        if not path.exists():
-            tmp = path.with_name(f".{sha}.tmp")
-            tmp.write_bytes(png)
-            os.replace(tmp, path)
+        self._check()
+        name, tmp, sfd = shot_name(sha), f".{sha}.tmp", self._shots_fd
+        try:
+            os.stat(name, dir_fd=sfd)
+        except FileNotFoundError:
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644, dir_fd=sfd)
+                try:
+                    _write_all(fd, png)
+                finally:
+                    os.close(fd)
+                os.replace(tmp, name, src_dir_fd=sfd, dst_dir_fd=sfd)
+            except OSError as e:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp, dir_fd=sfd)
+                stop = disk_full(e, self.shots_dir / name)
+                if stop is None:
+                    raise
+                raise self._stop(stop) from None
         self._known_shots.add(sha)
         return sha
 
     def append_trial(self, record: dict[str, Any], steps: Iterable[Any]) -> None:
-        """Append a finished trial: its steps first, then its line (flushed and fsynced)."""
-        lines = [_clean_dumps(s) + "\n" for s in steps]
-        if lines:
-            self._steps.writelines(lines)
-            self._steps.flush()
-        self._trials.write(_clean_dumps(record) + "\n")
-        self._trials.flush()  # in the OS now: a killed process loses nothing written
-        now = time.monotonic()
-        if now - self._last_sync >= self.fsync_every_s:  # against a machine crash, at most once a second
-            os.fsync(self._trials.fileno())
-            self._last_sync = now
+        """Append a finished trial: its steps first, then its line (fsynced at most once a second), through
+        the locked directory. :class:`RunStopped`, with nothing more written, once the disk is full (what a
+        full disk cut short is a torn tail and orphan steps, which the next open cuts); when the path was
+        replaced, this trial is still written into the locked directory (its shots are there), then it
+        stops."""
+        if self.stopped is not None:
+            raise self.stopped
+        replaced = self.lock.replaced()
+        steps_blob = "".join(_clean_dumps(s) + "\n" for s in steps).encode("utf-8")
+        line = (_clean_dumps(record) + "\n").encode("utf-8")
+        assert self._steps_fd is not None and self._trials_fd is not None, "the store is closed"
+        try:
+            name = STEPS
+            _write_all(self._steps_fd, steps_blob)
+            name = TRIALS
+            _write_all(self._trials_fd, line)  # in the OS now: a killed process loses nothing written
+            now = time.monotonic()
+            if now - self._last_sync >= self.fsync_every_s:  # against a machine crash, at most once a second
+                os.fsync(self._trials_fd)
+                self._last_sync = now
+        except OSError as e:
+            stop = disk_full(e, self.dir / name)
+            if stop is None:
+                raise
+            raise self._stop(stop) from None
         self.finished.add(record["trial_key"])
+        if replaced is not None:
+            raise self._stop(RunStopped(replaced))
+
+    def verify(self) -> None:
+        """At the end of a run: :class:`RunStopped` when the store stopped, or when the path it was opened
+        by is no longer the directory it locked (nothing more is written then)."""
+        self._check()
 
     def trials(self) -> list[dict[str, Any]]:
         """All trial records written so far."""
         return list(read_jsonl(self.dir / TRIALS))
 
     def close(self) -> None:
-        """Flush, fsync and close the records, then release the lock. Safe to call twice."""
+        """Fsync and close the records, then release the lock. Safe to call twice."""
         try:
-            for f in (self._steps, self._trials):
-                if not f.closed:
-                    f.flush()
-                    os.fsync(f.fileno())
-                    f.close()
+            for attr in ("_steps_fd", "_trials_fd", "_shots_fd"):
+                fd = getattr(self, attr, None)
+                if fd is not None:
+                    setattr(self, attr, None)
+                    try:
+                        if attr != "_shots_fd" and self.stopped is None:
+                            os.fsync(fd)
+                    finally:
+                        os.close(fd)
         finally:
             self.lock.release()
 

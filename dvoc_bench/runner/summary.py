@@ -273,7 +273,7 @@ def grounding_lines(trials: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-EXIT_OK, EXIT_CONFIG, EXIT_NO_SUCCESS, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 2, 3, 130, 143
+EXIT_OK, EXIT_CONFIG, EXIT_NO_SUCCESS, EXIT_STOPPED, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 2, 3, 4, 130, 143
 """Exit codes of ``python -m dvoc_bench``: 0 done; 2 bad input (nothing ran); 3 model trials ran and none
 ended ``ok``; 130 interrupted (Ctrl-C; finished trials are saved, the same command resumes)."""
 

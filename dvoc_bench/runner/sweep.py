@@ -131,7 +131,7 @@ def run_sweep(
     run's whole plan. ``on_start(n)`` is told how many trials this call will run. With ``run.shard=I/N``
     only the shard's trials are run and planned in ``run_dir`` (:mod:`dvoc_bench.runner.shard`).
     """
-    from dvoc_bench.runner.store import RunStore
+    from dvoc_bench.runner.store import RunStore, disk_full
     from dvoc_bench.runner.summary import format_table, frame_notes, summarise
 
     run_dir = Path(run_dir)
@@ -154,36 +154,43 @@ def run_sweep(
         if fp is not None:
             checked.append(check_resume(d, fp, setup.settings.resume.allow_new_trials))
 
-    with RunStore(run_dir, retry_errors=retry_errors, on_locked=on_locked) as store:
-        old_plan = [p for p in read_jsonl(run_dir / PLAN) if trial_line_ok(p)]
-        known = {p["trial_key"] for p in old_plan}
-        store.write_plan(old_plan + [to_jsonable(s) for s in specs if s.trial_key not in known])
-        todo = sum(s.trial_key not in store.finished for s in specs)
-        log.info("%d trials planned, %d to run, run dir %s", len(specs), todo, run_dir)
-        if on_start is not None:
-            on_start(todo)
-        saver = ShotSaver(store.save_shot, setup.frames)
-        gates = gates if gates is not None else build_gates(setup.models, setup.settings)
-        runner = TrialRunner(setup, store, factory, gates, saver, on_done)
-        _run_coroutine(lambda: runner.run(specs))
-        keys = {s.trial_key for s in specs}
-        trials = [t for t in store.trials() if t["trial_key"] in keys]
-        spend = spent_in(run_dir)
-        notes = frame_notes(trials, setup.models)
-        table = format_table(summarise(trials), setup.settings.loop.epsilon, notes)
-        (run_dir / SUMMARY).write_text(table + "\n", "utf-8")  # still under the run dir's lock
-        write_run_info(
-            run_dir,
-            {
-                "experiment": setup.experiment,
-                "planned": len(specs),
-                "finished": len(trials),
-                "simulated": any(t.get("simulated") for t in trials),
-                "frames": setup.frames,
-                "fingerprint": fp.digest if fp else None,
-                **({"shard": shard.label, "planned_total": len(whole)} if shard else {}),
-            },
-        )
+    try:
+        with RunStore(run_dir, retry_errors=retry_errors, on_locked=on_locked) as store:
+            old_plan = [p for p in read_jsonl(run_dir / PLAN) if trial_line_ok(p)]
+            known = {p["trial_key"] for p in old_plan}
+            store.write_plan(old_plan + [to_jsonable(s) for s in specs if s.trial_key not in known])
+            todo = sum(s.trial_key not in store.finished for s in specs)
+            log.info("%d trials planned, %d to run, run dir %s", len(specs), todo, run_dir)
+            if on_start is not None:
+                on_start(todo)
+            saver = ShotSaver(store.save_shot, setup.frames)
+            gates = gates if gates is not None else build_gates(setup.models, setup.settings)
+            runner = TrialRunner(setup, store, factory, gates, saver, on_done)
+            _run_coroutine(lambda: runner.run(specs))
+            store.verify()  # still the directory locked: else stop here, nothing more written by its name
+            keys = {s.trial_key for s in specs}
+            trials = [t for t in store.trials() if t["trial_key"] in keys]
+            spend = spent_in(run_dir)
+            notes = frame_notes(trials, setup.models)
+            table = format_table(summarise(trials), setup.settings.loop.epsilon, notes)
+            (run_dir / SUMMARY).write_text(table + "\n", "utf-8")  # still under the run dir's lock
+            write_run_info(
+                run_dir,
+                {
+                    "experiment": setup.experiment,
+                    "planned": len(specs),
+                    "finished": len(trials),
+                    "simulated": any(t.get("simulated") for t in trials),
+                    "frames": setup.frames,
+                    "fingerprint": fp.digest if fp else None,
+                    **({"shard": shard.label, "planned_total": len(whole)} if shard else {}),
+                },
+            )
+    except OSError as e:  # a full disk writing the plan, the summary or run.json: one line, like a trial's
+        stop = disk_full(e, e.filename or run_dir)
+        if stop is None:
+            raise
+        raise stop from None
     return RunSummary(
         run_dir,
         specs,

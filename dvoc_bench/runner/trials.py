@@ -41,7 +41,7 @@ from dvoc_bench.runner.scheduler import FATAL_FOR_PROVIDER, GatedModel, RateGate
 from dvoc_bench.runner.setup import SweepSetup
 from dvoc_bench.runner.shard import shard_budget
 from dvoc_bench.runner.shots import ShotSaver
-from dvoc_bench.runner.store import RunStore
+from dvoc_bench.runner.store import RunStopped, RunStore
 from dvoc_bench.scenes import SceneRegistry
 
 log = logging.getLogger(__name__)
@@ -200,6 +200,8 @@ class TrialRunner:
         died under it is ``skipped`` (its completed steps kept)."""
         try:
             result = await (run_drag(info, spec, env) if is_drag(env) else info.run(spec, env))
+        except RunStopped:  # the run directory cannot take this trial's shots: not the trial's failure
+            raise
         except Exception as e:  # a bug in a method must not take the sweep down; record it
             reason = scene_failure(e)
             if reason is not None:  # the scene failed under the method (a dataset image that will not decode)

@@ -30,7 +30,6 @@ ranked and unranked targets, a missing or unreadable image.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -42,6 +41,7 @@ from PIL import Image
 
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.geometry import Box, Point, Size
+from dvoc_bench.core.jsonread import load_file
 from dvoc_bench.core.polygons import Vertex, area, bounds, contains, inside_point, self_intersection
 from dvoc_bench.core.records import Probe, SceneKind
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
@@ -250,10 +250,10 @@ def read_sample(path: Path, lang: str) -> ActSample:
         return ActSample(sid, image, "", (), meta, f"sample {sid}: {why}")
 
     try:
-        rec = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
+        rec = load_file(path)
+    except OSError as e:
         return broken(f"cannot read {path.name}: {e}")
-    except (json.JSONDecodeError, RecursionError) as e:
+    except ValueError as e:  # not UTF-8, not JSON, nested too deeply, too large (one line)
         return broken(f"{path.name} is not valid JSON: {e}")
     if not isinstance(rec, Mapping):
         return broken(f"{path.name} must hold a JSON object")

@@ -25,7 +25,6 @@ loads them lazily).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ import numpy as np
 
 from dvoc_bench.core.declare import ConfigError, Declared, NonNegInt, PosInt
 from dvoc_bench.core.geometry import Box, finite_numbers
+from dvoc_bench.core.jsonread import MAX_LINE_BYTES, JsonError, bounded_lines, load_file, loads
 from dvoc_bench.core.text import safe_text
 from dvoc_bench.scenes.box_convention import BoxFormat, convention, evidence
 
@@ -207,30 +207,28 @@ def _read_records(path: Path) -> tuple[list[Any], list[str]]:
     """The file's records, and where each is said to be in an error: ``<file> line N`` (the file's own
     line, blank lines counted) in a ``.jsonl``, ``<file>[i]`` in a JSON list."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        if path.suffix == ".jsonl":
+            records, wheres = [], []
+            with path.open("rb") as f:
+                for n, (_, raw, size) in enumerate(bounded_lines(f), 1):
+                    where = f"{path.name} line {n}"  # the file's own line, blank lines counted
+                    if size > len(raw):
+                        raise _bad(where, f"{size} bytes, over {MAX_LINE_BYTES}; not read")
+                    if raw.strip():
+                        records.append(loads(raw, where, max_bytes=MAX_LINE_BYTES))
+                        wheres.append(where)
+            return records, wheres
+        data = load_file(path)
+    except OSError as e:
         raise _bad(path.name, f"cannot read: {e}") from None
-    if path.suffix == ".jsonl":
-        records, wheres = [], []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                records.append(_json(line, f"{path.name} line {n}", one_line=True))
-                wheres.append(f"{path.name} line {n}")
-        return records, wheres
-    data = _json(text, path.name, one_line=False)
+    except JsonError as e:  # not UTF-8, not JSON, nested too deeply, too large
+        msg = str(e).removeprefix(str(path) + ": ")
+        if msg.startswith(f"{path.name} line "):
+            raise ConfigError(f"dataset: {msg}") from None
+        raise _bad(path.name, f"not readable: {msg}") from None
     if not isinstance(data, list):
         raise _bad(path.name, f"expected a list of samples, got {type(data).__name__}")
     return data, [f"{path.name}[{i}]" for i in range(len(data))]
-
-
-def _json(text: str, where: str, *, one_line: bool) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:  # a line alone is "line 1": say its column, the caller its line
-        at = f"(column {e.colno})" if one_line else f"(line {e.lineno}, column {e.colno})"
-        raise _bad(where, f"not valid JSON: {e.msg} {at}") from None
-    except RecursionError:
-        raise _bad(where, "not readable: its JSON is nested too deeply") from None
 
 
 def _sample(

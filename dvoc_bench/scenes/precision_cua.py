@@ -13,13 +13,13 @@ and line), the sweep goes on.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.geometry import Box, finite_numbers
+from dvoc_bench.core.jsonread import MAX_LINE_BYTES, JsonError, loads
 from dvoc_bench.core.records import SceneKind
 from dvoc_bench.core.scene import Snapshot
 from dvoc_bench.scenes import sources as registry
@@ -71,11 +71,9 @@ def _line(theme: str, index: int, text: str, images: Path) -> tuple[Sample, str 
     meta: dict[str, str | None] = {"file": theme, "application": theme.split("_")[0]}
     broken = Sample(sid, images / "-", BROKEN, "", None, meta)
     try:
-        rec = json.loads(text)
-    except json.JSONDecodeError as e:  # the caller names the file's line; json's "line 1" is the line alone
-        return broken, f"not valid JSON: {e.msg} (column {e.colno})"
-    except RecursionError:
-        return broken, "not valid JSON: nested too deeply"
+        rec = loads(text, "JSON", max_bytes=MAX_LINE_BYTES)
+    except JsonError as e:  # the caller names the file's line
+        return broken, "not valid JSON: " + str(e).removeprefix("JSON: ")
     if not isinstance(rec, Mapping):
         return broken, "a line must be a JSON object"
     name = rec.get("image")

@@ -414,7 +414,7 @@ def test_a_manifest_error_names_the_files_line(tmp_path):
     manifest.write_text("\n".join(broken) + "\n")
     with pytest.raises(ConfigError) as e:
         scenes_of(tmp_path, "manifest")
-    assert str(e.value) == "dataset: manifest.jsonl line 3: not valid JSON: Expecting value (column 11)"
+    assert str(e.value) == "dataset: manifest.jsonl line 3: not JSON (Expecting value at column 11)"
     bad = json.loads(rows[1])
     del bad["instruction"]
     manifest.write_text("\n".join([rows[0], "", json.dumps(bad), rows[2]]) + "\n")

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dvoc_bench.core.jsonread import JsonError, loads
 from dvoc_bench.core.pixels import MAX_PIXELS, TooManyPixels, decode_rgb
 from dvoc_bench.models.base import CROP_FIELD, Reply
 
@@ -71,11 +72,10 @@ def model_name(name: Any) -> str:
 def parse_body(raw: bytes) -> dict[str, Any]:
     """The JSON object of a request body, or a 400 (not JSON, nested too deep, not an object)."""
     try:
-        body = json.loads(raw)
-    except RecursionError:
-        raise bad_request("the body is JSON nested too deep") from None
-    except ValueError:
-        raise bad_request("the body is not JSON") from None
+        body = loads(raw, "the body")
+    except JsonError as e:
+        why = "nested too deep" if e.kind == "depth" else "too large" if e.kind == "size" else "not JSON"
+        raise bad_request(f"the body is {'JSON ' if e.kind == 'depth' else ''}{why}") from None
     if not isinstance(body, dict):
         raise bad_request("the body must be a JSON object")
     return body

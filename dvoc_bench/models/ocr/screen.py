@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from dvoc_bench.core.geometry import Box, Point, Size
+from dvoc_bench.core.jsonread import load_file
 from dvoc_bench.core.memo import Memo
 from dvoc_bench.detect.types import Detection, Detector
 from dvoc_bench.draw.som_render import MAX_AREA_FRAC, MAX_MARKS, marks_from_detections
@@ -175,7 +176,7 @@ class ScreenParser:
         if not self.disk:
             return None
         try:
-            data = json.loads(self._path(k).read_text(encoding="utf-8"))
+            data = load_file(self._path(k))
             return [
                 Element(int(e["id"]), Box.from_list(e["box"]), str(e["text"]), float(e["score"]),
                         str(e["source"]), tuple(_word_of(w) for w in e["words"]))
