@@ -222,15 +222,16 @@ def test_kill_9_of_the_harness_leaves_no_display_bus_or_app(tmp_path):
 
 @pytest.mark.e2e
 def test_the_bundled_application_set_runs_and_sim_ideal_hits_every_target(tmp_path):
-    """``experiment=desktop_apps`` (A01-A25 on four Debian GTK programs) with the simulator: every trial
-    ``ok`` and sim-ideal's point on the target by AT-SPI's hit test (about 1.5 min on 2 busy cores)."""
+    """``experiment=desktop_apps`` (A01-A31 on four Debian GTK programs, zenity's file chooser and
+    FeatherPad's Save As dialog) with the simulator: every trial ``ok`` and sim-ideal's point on the
+    target by AT-SPI's hit test (about 2 min on 2 busy cores)."""
     r = run_cli(
         "experiment=desktop_apps", "models=[sim-ideal]", "methods=[oneshot]",
         f"hydra.run.dir={tmp_path / 'run'}", timeout=600,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     trials = {t["task"]: t for t in _trials(tmp_path / "run")}
-    assert sorted(trials) == [f"A{i:02d}" for i in range(1, 26)]
+    assert sorted(trials) == [f"A{i:02d}" for i in range(1, 32)]
     bad = {k: (t["status"], t.get("error"), t["hit_element"]) for k, t in trials.items() if not t["hit"]}
     assert bad == {}, bad
     assert all(t["status"] == "ok" and t["hit_rule"] == "accessible" for t in trials.values())

@@ -247,12 +247,15 @@ class Session:
         return {"error": f"{what} within {timeout:g} s", "timeout": True, "ids": ids}
 
     def find_app(self) -> Any:
+        """The program's accessible: the command's own process, or one it started (a wrapper script that
+        starts the program and then drives it, e.g. ``sh -c 'featherpad & xdotool ...'``)."""
         assert self.app is not None
+        pids = {self.app.pid, *descendants(self.app.pid)}
         desk = self.pyatspi.Registry.getDesktop(0)
         for i in range(desk.childCount):
             a = desk.getChildAtIndex(i)
             with contextlib.suppress(Exception):
-                if a is not None and a.get_process_id() == self.app.pid:
+                if a is not None and a.get_process_id() in pids:
                     return a
         return None
 
