@@ -235,7 +235,7 @@ class AppSession:
         self.log_path = Path(str(self.display.tmp)) / "app.log"
         with open(self.log_path, "wb") as err:
             self.proc = spawn(
-                [SYSTEM_PYTHON, "-u", str(RUNNER), json.dumps(spec)], env=env,
+                [SYSTEM_PYTHON, "-u", str(RUNNER), json.dumps(spec)], env=env, reaped=True,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
             )  # fmt: skip
         self._buf = b""
