@@ -25,7 +25,8 @@ with that role and name in reading order (top to bottom, then left to right, by 
 
 Queries (``{"op": ...}``), screen pixels:
 
-- ``truth`` + ``targets``: every showing accessible with a box on screen, and each target's box;
+- ``truth`` + ``targets`` (+ ``fresh``): every showing accessible with a box on screen, and each target's
+  box (the last read, unless a change event came since or ``fresh`` is true);
 - ``hit`` + ``x, y, target``: the deepest accessible at the point (AT-SPI's hit test,
   ``Component.getAccessibleAtPoint`` from the topmost window containing it) and whether it is the target
   or inside it;
@@ -305,7 +306,7 @@ class Session:
         self.nodes = [(n.obj, eid, n) for n, eid in zip(nodes, number(nodes), strict=True)]
         return self.nodes
 
-    def elements(self) -> list[dict[str, Any]]:
+    def elements(self, fresh: bool = False) -> list[dict[str, Any]]:
         return [
             dict(
                 id=eid,
@@ -315,11 +316,13 @@ class Session:
                 box=n.box,
                 named_by=n.named_by,
             )
-            for _, eid, n in self.identified()
+            for _, eid, n in self.identified(fresh)
         ]
 
-    def truth(self, targets: list[str]) -> dict[str, Any]:
-        elements = self.elements()
+    def truth(self, targets: list[str], fresh: bool = False) -> dict[str, Any]:
+        """Every showing accessible in the visible region and each target's box (``off_screen``: where a
+        target not on screen is laid out); ``fresh``: read the tree even if no change event came."""
+        elements = self.elements(fresh)
         by_id = {e["id"]: e["box"] for e in elements}
         found = {t: by_id.get(canonical(t)) for t in targets}
         reply: dict[str, Any] = {"elements": elements, "targets": found}
@@ -565,7 +568,7 @@ def main(argv: list[str]) -> int:
                     bye()
                 try:
                     if op == "truth":
-                        reply = session.truth(list(req.get("targets", [])))
+                        reply = session.truth(list(req.get("targets", [])), bool(req.get("fresh")))
                     elif op == "hit":
                         reply = session.hit(int(req["x"]), int(req["y"]), str(req.get("target", "")))
                     elif op == "mark":
