@@ -285,3 +285,28 @@ def test_an_app_run_leaves_no_bus_socket_in_tmp_and_no_child_without_environment
     for p in left:
         p.kill()
     assert left == [] and gone_within(mark, 5) == []
+
+
+@pytest.mark.e2e
+def test_a_target_laid_out_off_screen_is_named_with_its_box_and_a_task_size_shows_it(tmp_path):
+    """Issue 53: the widget factory's window is 1366 px wide; on the default 1280 px screen its header
+    bar's Close is showing but off screen, and the error says where (before: 'not on screen' with an
+    unnamed button among the nearest); with the task's own ``size`` (A31) it is found and hit."""
+    task = tmp_path / "close.yaml"
+    task.write_text(json.dumps({
+        "command": "gtk3-widget-factory", "wait_for": "radio button:Page 1", "target": "push button:Close",
+        "instruction": "Close the widget factory",
+    }))  # fmt: skip
+    r = run_cli(
+        "tasks=[close,A31]", f"desktop.app_files=[{task}]", "models=[sim-ideal]", "methods=[oneshot]",
+        "starts=random:1", f"hydra.run.dir={tmp_path / 'run'}", timeout=300,
+    )  # fmt: skip
+    assert r.returncode != 2, r.stderr[-2000:]
+    t = {x["task"]: x for x in _trials(tmp_path / "run")}
+    err = t["close"]["error"] or ""
+    assert (
+        t["close"]["status"] == "error"
+        and "'push button:Close' is showing but off the 1280x800 screen" in err
+    )
+    assert ", at [1322, 12, 1355, 41]" in err, err
+    assert t["A31"]["status"] == "ok" and t["A31"]["hit"] and t["A31"]["hit_element"] == "push button:Close"
