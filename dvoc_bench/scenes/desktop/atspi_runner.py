@@ -11,8 +11,11 @@ harness starts it with the display's ``DISPLAY`` and ``FONTCONFIG_FILE``; the ru
    D-Bus-activated from it and daemonise), then the application with ``GTK_MODULES=gail:atk-bridge``,
    ``QT_ACCESSIBILITY=1``, ``QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1`` (Qt 5 exports nothing without it: its
    bridge waits for ``org.a11y.Status.IsEnabled``, false on a private bus) and that session bus;
-3. waits until the application's accessible shows the ``wait_for`` accessible (or any window), and the
-   tree stops changing, says ``{"ready": ...}`` and serves JSON-line queries on stdin.
+3. waits until the application's accessible shows the ``wait_for`` accessible (or any window) and the
+   showing part is stable — no change event (:data:`CHANGES`) during a read nor :data:`QUIET_S` after it
+   (:meth:`Session.wait_ready`) —, says ``{"ready": ...}`` and serves JSON-line queries on stdin. What is
+   showing is read by :mod:`atspi_tree` (pruned to the visible region, big containers by a binary search)
+   and kept until a change event arrives.
 
 On ``quit``, a closed pipe (the harness is gone, even after ``kill -9``), ``SIGTERM`` or an error the
 runner kills every process below it (parent links in ``/proc``: as their subreaper, even a process that
@@ -21,7 +24,9 @@ cleared its environment or left the session and lost its parent is below it; the
 folder (``bus/``, not ``/tmp/dbus-*``) and AT-SPI's bus under its ``XDG_RUNTIME_DIR`` (``run/at-spi/``).
 
 Element ids: ``ROLE:NAME`` (``push button:OK``), and ``ROLE:NAME#N`` for the N-th (N >= 2) accessible
-with that role and name in reading order (top to bottom, then left to right, by the clipped box).
+with that role and name in reading order (top to bottom, then left to right, by the clipped box). A control
+with an empty accessible name is named by its description, ``labelled-by`` accessible or image
+description (:func:`atspi_tree.display_name`; the element's ``named_by`` says which).
 
 Queries (``{"op": ...}``), screen pixels:
 
