@@ -289,24 +289,24 @@ def test_an_app_run_leaves_no_bus_socket_in_tmp_and_no_child_without_environment
 
 @pytest.mark.e2e
 def test_a_target_laid_out_off_screen_is_named_with_its_box_and_a_task_size_shows_it(tmp_path):
-    """Issue 53: the widget factory's window is 1366 px wide; on the default 1280 px screen its header
-    bar's Close is showing but off screen, and the error says where (before: 'not on screen' with an
-    unnamed button among the nearest); with the task's own ``size`` (A31) it is found and hit."""
-    task = tmp_path / "close.yaml"
+    """Issue 53: a window wider than the screen (no window manager fits it) has controls that are showing
+    but off screen; the error says where (before: 'not on screen' and the nearest names only). A zenity
+    dialog 1200 px wide on a task screen of 800x600 (its own ``size``) puts its OK button off screen; with
+    a screen of 1440x900, A31 finds the widget factory's header-bar Close (its window is up to 1366 px
+    wide)."""
+    task = tmp_path / "wide.yaml"
     task.write_text(json.dumps({
-        "command": "gtk3-widget-factory", "wait_for": "radio button:Page 1", "target": "push button:Close",
-        "instruction": "Close the widget factory",
+        "command": "zenity --info --width=1200 --text=Done", "wait_for": "label:Done",
+        "target": "push button:OK", "instruction": "Acknowledge", "size": [800, 600],
     }))  # fmt: skip
     r = run_cli(
-        "tasks=[close,A31]", f"desktop.app_files=[{task}]", "models=[sim-ideal]", "methods=[oneshot]",
+        "tasks=[wide,A31]", f"desktop.app_files=[{task}]", "models=[sim-ideal]", "methods=[oneshot]",
         "starts=random:1", f"hydra.run.dir={tmp_path / 'run'}", timeout=300,
     )  # fmt: skip
     assert r.returncode != 2, r.stderr[-2000:]
     t = {x["task"]: x for x in _trials(tmp_path / "run")}
-    err = t["close"]["error"] or ""
-    assert (
-        t["close"]["status"] == "error"
-        and "'push button:Close' is showing but off the 1280x800 screen" in err
-    )
-    assert ", at [1322, 12, 1355, 41]" in err, err
+    err = t["wide"]["error"] or ""
+    assert t["wide"]["status"] == "error"
+    assert "target 'push button:OK' is showing but off the 800x600 screen, at [" in err, err
+    assert int(err.split(", at [", 1)[1].split(",", 1)[0]) >= 800, err  # its left edge is past the screen
     assert t["A31"]["status"] == "ok" and t["A31"]["hit"] and t["A31"]["hit_element"] == "push button:Close"

@@ -51,7 +51,7 @@ from dvoc_bench.core.declare import ConfigError, check_mapping, validate
 from dvoc_bench.core.geometry import Box, Point, Size
 from dvoc_bench.core.records import Probe
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
-from dvoc_bench.scenes.desktop.display import DesktopUnavailable, XDisplay, spawn, stop
+from dvoc_bench.scenes.desktop.display import DesktopUnavailable, XDisplay, remove_stale_folders, spawn, stop
 from dvoc_bench.scenes.desktop.settings import MAX_SIDE, MIN_SIDE, Desktop
 from dvoc_bench.scenes.desktop.source import DesktopOptions
 from dvoc_bench.scenes.sources import SceneError, SceneFolder
@@ -280,10 +280,14 @@ class AppSession:
         return self.proc.poll() is None and self.display.running
 
     def close(self) -> None:
-        stop(self.proc, grace_s=2.0)
+        stop(self.proc, grace_s=STOP_GRACE_S)
         self.display.close()
+        remove_stale_folders()  # the runner's folder, if it was killed before it removed it
 
 
+STOP_GRACE_S = 5.0
+"""How long a session has to end (the reaper gives the runner :data:`~.reaper.GRACE_S` to remove its
+tree and folder) before it is killed."""
 START_ATTEMPTS = 2
 """Starts of a task's program before its scene fails: a program that died at start (a Qt program that could
 not reach the display aborts) is started once more on a fresh display, with a warning naming what it said."""

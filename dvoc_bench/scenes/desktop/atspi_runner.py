@@ -514,12 +514,14 @@ def end_tree() -> None:
 
 
 def tree_pids(token: str) -> list[int]:
+    """The processes carrying the tree ``token``, but this one and its parent (the reaper above it carries
+    the token too, and must outlive this runner to end what the runner leaves)."""
     if not token:
         return []
     needle = f"{TREE_ENV}={token}".encode()
     out = []
     for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
+        if not name.isdigit() or int(name) in (os.getpid(), os.getppid()):
             continue
         try:
             with open(f"/proc/{name}/environ", "rb") as f:

@@ -30,7 +30,7 @@ import time
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
-GRACE_S = 1.5
+GRACE_S = 3.0
 """How long the command has to end its own tree after ``SIGTERM`` before everything is killed."""
 POLL_S = 0.2
 """How often the command's exit is checked while the pipe is quiet."""
