@@ -14,24 +14,38 @@ Prints, one ``key=value`` line per figure:
   this one mapped again: what interleaved trials of several scenes pay);
 - ``verify_click_median_ms``: the optional real click per trial (fresh instance, pointer click, report).
 
-Application tasks (``--apps A01,A09,...``, real GTK programs, truth from AT-SPI; ``--apps ''``: none), the
-median over the tasks of:
+Application tasks (``--apps A01,A09,...``, real programs, truth from AT-SPI; ``--apps ''``: none), one
+line per task and figure (``app_<id>_<figure>``), then the median over the tasks (``app_<figure>``):
 
-- ``app_display_ms``: the task's own Xvfb start; ``app_start_ms``: the private D-Bus session, the
-  application and its accessibility tree until it is stable (the runner's own clock);
-- ``app_tree_ms``: one query of every showing accessible (the truth); ``app_grab_ms``: the screen grab;
-- ``app_hit_ms``: AT-SPI's hit test of a point (the target's centre) in the live application.
+- ``display_ms``: the task's own Xvfb start; ``ready_ms``: the private D-Bus session, the application and
+  its accessibility tree until the showing part is stable (the runner's own clock);
+- ``elements``: how many accessibles the truth lists (showing, in the visible region);
+- ``truth_ms``: one truth query as a trial pays it (the last read, kept while no change event came);
+  ``read_ms``: one fresh read of the showing part of the tree; ``grab_ms``: the screen grab;
+- ``hit_ms``: AT-SPI's hit test of a point (the target's centre) in the live application;
+- ``app_failed``: tasks that did not start or show their target within 60 s (each named in a warning).
+
+The default set is one task per bundled program, zenity's file chooser on ``/usr/share/doc`` (A26),
+FeatherPad's Save As dialog (Qt's own file dialog, A29) and the longest list of ``gtk3-demo`` (its list box
+demo, :data:`EXTRA`).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import math
 import statistics
 import time
 
 import numpy as np
 
 from dvoc_bench.benchmarks.harness import step_costs
+from dvoc_bench.scenes.desktop.apps import AppSession, AppTask, load_task, task_from_mapping
+from dvoc_bench.scenes.desktop.source import DesktopOptions
+from dvoc_bench.scenes.sources import SceneError
+
+log = logging.getLogger(__name__)
 
 DESKTOP_IDS = ("D1", "D2", "D3", "D4")
 
@@ -96,33 +110,67 @@ def run(steps: int = 200, probes: int = 100, clicks: int = 10) -> dict[str, floa
     return out
 
 
-APP_IDS = "A01,A09,A11,A15,A18,A22"
-"""One task per bundled program (widget factory, zenity question / forms / list, gtk3-demo, icon browser)."""
+APP_IDS = "A01,A09,A11,A15,A18,A22,A26,A29,demo-listbox"
+"""One task per bundled program (widget factory, zenity question / forms / list, gtk3-demo, icon browser),
+zenity's file chooser, FeatherPad's Save As dialog, gtk3-demo's list box demo."""
+EXTRA = {
+    "demo-listbox": {
+        "command": "gtk3-demo --run listbox", "target": "toggle button:More...",
+        "wait_for": "toggle button:More...", "instruction": "Show more of the first message",
+    },
+}  # fmt: skip
+"""Bench-only tasks (not in the bundled set): gtk3-demo's list box of messages, a long list of widgets."""
+FIGURES = ("display", "ready", "elements", "truth", "read", "grab", "hit")
 
 
-def run_apps(ids: list[str]) -> dict[str, float]:
-    from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
-    from dvoc_bench.scenes.sources import FolderTasks
-
-    reg = SceneRegistry(default_scenes_dir(), options={"apps": {}})
-    src = reg.source("apps")
-    assert isinstance(src, FolderTasks)
-    apps = src.backend
-    hits = []
+def app_figures(task: AppTask, options: DesktopOptions) -> dict[str, float]:
+    """One task's figures (see the module docstring); seconds as ms, ``elements`` a count."""
+    s = AppSession(task, options)
     try:
-        for tid in ids:
-            reg.snapshot(tid)
-            centre = reg.truth(tid).target_box.centre
-            t0 = time.perf_counter()
-            reg.probe(tid, centre)
-            hits.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        s.display.grab()
+        t1 = time.perf_counter()
+        reply = s.request({"op": "truth", "targets": [task.target]})
+        t2 = time.perf_counter()
+        s.request({"op": "truth", "targets": [task.target], "fresh": True})
+        t3 = time.perf_counter()
+        box = reply["targets"].get(task.target)
+        if box is None:
+            raise SceneError(f"{task.id}: target {task.target!r} is not on screen")
+        x, y = (box[0] + box[2]) // 2, (box[1] + box[3]) // 2
+        t4 = time.perf_counter()
+        s.request({"op": "hit", "x": x, "y": y, "target": task.target})
+        t5 = time.perf_counter()
     finally:
-        reg.close()
-    out = {
-        f"app_{k}_ms": _median_ms([t[f"{k}_s"] for t in apps.timings])
-        for k in ("display", "start", "tree", "grab")
-    }
-    out["app_hit_ms"] = _median_ms(hits)
+        s.close()
+    ms = {"truth": t2 - t1, "read": t3 - t2, "grab": t1 - t0, "hit": t5 - t4}
+    return {
+        "display": 1000 * s.display_s, "ready": 1000 * s.start_s, "elements": float(len(reply["elements"])),
+        **{k: 1000 * v for k, v in ms.items()},
+    }  # fmt: skip
+
+
+def run_apps(ids: list[str], timeout_s: float = 60.0) -> dict[str, float]:
+    from dvoc_bench.scenes import default_scenes_dir
+
+    options = DesktopOptions(timeout_s=timeout_s)
+    per: dict[str, dict[str, float]] = {}
+    failed: list[str] = []
+    for tid in ids:
+        if tid in EXTRA:
+            task = task_from_mapping({**EXTRA[tid], "id": tid}, f"bench {tid}", tid)
+        else:
+            task = load_task(default_scenes_dir() / "apps" / f"{tid}.yaml")
+        try:
+            per[tid] = app_figures(task, options)
+        except SceneError as e:  # one task that fails is reported, the others are still measured
+            log.warning("app %s failed: %s", tid, e)
+            failed.append(tid)
+    unit = {k: "" if k == "elements" else "_ms" for k in FIGURES}
+    out = {f"app_{tid}_{k}{unit[k]}": v for tid, f in per.items() for k, v in f.items()}
+    for k in FIGURES:
+        out[f"app_{k}{unit[k]}"] = statistics.median(f[k] for f in per.values()) if per else math.nan
+    out["app_failed"] = float(len(failed))
     return out
 
 

@@ -222,15 +222,16 @@ def test_kill_9_of_the_harness_leaves_no_display_bus_or_app(tmp_path):
 
 @pytest.mark.e2e
 def test_the_bundled_application_set_runs_and_sim_ideal_hits_every_target(tmp_path):
-    """``experiment=desktop_apps`` (A01-A25 on four Debian GTK programs) with the simulator: every trial
-    ``ok`` and sim-ideal's point on the target by AT-SPI's hit test (about 1.5 min on 2 busy cores)."""
+    """``experiment=desktop_apps`` (A01-A31 on four Debian GTK programs, zenity's file chooser and
+    FeatherPad's Save As dialog) with the simulator: every trial ``ok`` and sim-ideal's point on the
+    target by AT-SPI's hit test (about 2 min on 2 busy cores)."""
     r = run_cli(
         "experiment=desktop_apps", "models=[sim-ideal]", "methods=[oneshot]",
         f"hydra.run.dir={tmp_path / 'run'}", timeout=600,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     trials = {t["task"]: t for t in _trials(tmp_path / "run")}
-    assert sorted(trials) == [f"A{i:02d}" for i in range(1, 26)]
+    assert sorted(trials) == [f"A{i:02d}" for i in range(1, 32)]
     bad = {k: (t["status"], t.get("error"), t["hit_element"]) for k, t in trials.items() if not t["hit"]}
     assert bad == {}, bad
     assert all(t["status"] == "ok" and t["hit_rule"] == "accessible" for t in trials.values())
@@ -284,3 +285,28 @@ def test_an_app_run_leaves_no_bus_socket_in_tmp_and_no_child_without_environment
     for p in left:
         p.kill()
     assert left == [] and gone_within(mark, 5) == []
+
+
+@pytest.mark.e2e
+def test_a_target_laid_out_off_screen_is_named_with_its_box_and_a_task_size_shows_it(tmp_path):
+    """Issue 53: a window wider than the screen (no window manager fits it) has controls that are showing
+    but off screen; the error says where (before: 'not on screen' and the nearest names only). A zenity
+    dialog 1200 px wide on a task screen of 800x600 (its own ``size``) puts its OK button off screen; with
+    a screen of 1440x900, A31 finds the widget factory's header-bar Close (its window is up to 1366 px
+    wide)."""
+    task = tmp_path / "wide.yaml"
+    task.write_text(json.dumps({
+        "command": "zenity --info --width=1200 --text=Done", "wait_for": "label:Done",
+        "target": "push button:OK", "instruction": "Acknowledge", "size": [800, 600],
+    }))  # fmt: skip
+    r = run_cli(
+        "tasks=[wide,A31]", f"desktop.app_files=[{task}]", "models=[sim-ideal]", "methods=[oneshot]",
+        "starts=random:1", f"hydra.run.dir={tmp_path / 'run'}", timeout=300,
+    )  # fmt: skip
+    assert r.returncode != 2, r.stderr[-2000:]
+    t = {x["task"]: x for x in _trials(tmp_path / "run")}
+    err = t["wide"]["error"] or ""
+    assert t["wide"]["status"] == "error"
+    assert "target 'push button:OK' is showing but off the 800x600 screen, at [" in err, err
+    assert int(err.split(", at [", 1)[1].split(",", 1)[0]) >= 800, err  # its left edge is past the screen
+    assert t["A31"]["status"] == "ok" and t["A31"]["hit"] and t["A31"]["hit_element"] == "push button:Close"

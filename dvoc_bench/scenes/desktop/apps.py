@@ -9,6 +9,7 @@ An application task is a YAML file (``scenes/apps/A01.yaml``, or your own in ``d
     instruction: Go to the second page of the widget factory
     name: widget-factory-page-2          # optional
     difficulty: easy                     # optional
+    size: [1440, 900]                    # optional: this task's screen (default desktop.size)
 
 Inline: ``task=desktop_app desktop.app.command='zenity --question' desktop.app.target='push button:Yes'
 desktop.app.instruction='...'``.
@@ -50,8 +51,8 @@ from dvoc_bench.core.declare import ConfigError, check_mapping, validate
 from dvoc_bench.core.geometry import Box, Point, Size
 from dvoc_bench.core.records import Probe
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
-from dvoc_bench.scenes.desktop.display import DesktopUnavailable, XDisplay, spawn, stop
-from dvoc_bench.scenes.desktop.settings import Desktop
+from dvoc_bench.scenes.desktop.display import DesktopUnavailable, XDisplay, remove_stale_folders, spawn, stop
+from dvoc_bench.scenes.desktop.settings import MAX_SIDE, MIN_SIDE, Desktop
 from dvoc_bench.scenes.desktop.source import DesktopOptions
 from dvoc_bench.scenes.sources import SceneError, SceneFolder
 from dvoc_bench.scenes.synthetic import DIFFICULTIES, content_hash, read_task_yaml
@@ -70,7 +71,7 @@ NEAREST = 10
 """``role:name`` pairs listed when a target is not on screen."""
 TARGET_RE = re.compile(r"^[a-z][a-z -]*:.*?(#[1-9]\d*)?$")
 APP_KEYS = ("command", "target", "instruction", "wait_for")
-_TASK_KEYS = ("id", "name", "difficulty", *APP_KEYS)
+_TASK_KEYS = ("id", "name", "difficulty", "size", *APP_KEYS)
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,21 @@ class AppTask:
     """An accessible that must be showing before the grab."""
     name: str = ""
     difficulty: str | None = None
+    size: Size | None = None
+    """This task's screen (its own display), when it differs from ``desktop.size``: a program whose
+    window is wider than the default screen (``gtk3-widget-factory`` is 1366 px wide) shows all of it."""
+
+
+def check_size(value: Any, where: str) -> Size | None:
+    """``[width, height]`` within ``desktop.size``'s bounds, or ``None`` when absent; else a one-line
+    :class:`ConfigError`."""
+    if value is None:
+        return None
+    lo, hi = MIN_SIDE, MAX_SIDE
+    ok = isinstance(value, list) and len(value) == 2
+    if not ok or not all(isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi for v in value):
+        raise ConfigError(f"{where}: must be [width, height], whole pixels from {lo} to {hi}, got {value!r}")
+    return Size(value[0], value[1])
 
 
 def check_target(value: Any, where: str) -> str:
@@ -127,6 +143,7 @@ def task_from_mapping(raw: Any, where: str, default_id: str) -> AppTask:
         id=str(raw.get("id") or default_id), command=tuple(command),
         target=check_target(raw["target"], f"{where}.target"), instruction=raw["instruction"].strip(),
         where=where, wait_for=wait_for or None, name=str(raw.get("name") or ""), difficulty=difficulty,
+        size=check_size(raw.get("size"), f"{where}.size"),
     )  # fmt: skip
 
 
@@ -202,7 +219,8 @@ class AppSession:
         """A fresh display, the runner and the application on it; the runner's first reply (``ready`` or
         ``error``)."""
         task = self.task
-        self.display = XDisplay(options.size, options.timeout_s)
+        size = task.size or options.size
+        self.display = XDisplay(size, options.timeout_s)
         t0 = time.perf_counter()
         try:
             env = self.display.env()
@@ -212,12 +230,12 @@ class AppSession:
         self.display_s = time.perf_counter() - t0
         spec = {
             "command": list(task.command), "wait_for": task.wait_for, "timeout_s": options.timeout_s,
-            "screen": [options.size.width, options.size.height], "events": events,
+            "screen": [size.width, size.height], "events": events,
         }  # fmt: skip
         self.log_path = Path(str(self.display.tmp)) / "app.log"
         with open(self.log_path, "wb") as err:
             self.proc = spawn(
-                [SYSTEM_PYTHON, "-u", str(RUNNER), json.dumps(spec)], env=env,
+                [SYSTEM_PYTHON, "-u", str(RUNNER), json.dumps(spec)], env=env, reaped=True,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
             )  # fmt: skip
         self._buf = b""
@@ -262,10 +280,14 @@ class AppSession:
         return self.proc.poll() is None and self.display.running
 
     def close(self) -> None:
-        stop(self.proc, grace_s=2.0)
+        stop(self.proc, grace_s=STOP_GRACE_S)
         self.display.close()
+        remove_stale_folders()  # the runner's folder, if it was killed before it removed it
 
 
+STOP_GRACE_S = 5.0
+"""How long a session has to end (the reaper gives the runner :data:`~.reaper.GRACE_S` to remove its
+tree and folder) before it is killed."""
 START_ATTEMPTS = 2
 """Starts of a task's program before its scene fails: a program that died at start (a Qt program that could
 not reach the display aborts) is started once more on a fresh display, with a warning naming what it said."""
@@ -282,13 +304,17 @@ def last_words(log_path: Path, lines: int = 3, chars: int = 400) -> str:
     return f"; it said: {said[-chars:]}" if said else ""
 
 
-def nearest(wanted: str, ids: list[str]) -> str:
-    """``nearest on screen: ...``: the :data:`NEAREST` ``role:name`` pairs most like ``wanted``."""
+def nearest(wanted: str, ids: list[str], named_by: Mapping[str, str] | None = None) -> str:
+    """``nearest on screen: ...``: the :data:`NEAREST` ``role:name`` pairs most like ``wanted``; one whose
+    name is not its accessible name says which field gave it (``push button:Close (description)``)."""
     if not ids:
         return "nothing is on screen"
     pool = list(dict.fromkeys(ids))
     near = difflib.get_close_matches(wanted, pool, n=NEAREST, cutoff=0.0)
-    return "nearest on screen: " + ", ".join(near)
+    by = named_by or {}
+    return "nearest on screen: " + ", ".join(
+        f"{i} ({by[i]})" if by.get(i) not in (None, "", "name") else i for i in near
+    )
 
 
 def click_effect(
@@ -395,8 +421,8 @@ class AppScenes:
         return self._tasks.get(str(path)) or load_task(path)
 
     def limited_load(self, path: Path, max_side: int) -> Snapshot:
-        size = self.options.base.size
         task = self.task(path)
+        size = task.size or self.options.base.size
         if max(size.width, size.height) > max_side:
             err = SceneError(f"{task.id}: desktop.size {size.width}x{size.height} exceeds scenes.max_side")
             err.size = size
@@ -486,8 +512,17 @@ def snapshot(task: AppTask, reply: dict[str, Any], image: Any) -> Snapshot:
     box = reply["targets"].get(task.target)
     ids = [e["id"] for e in reply["elements"]]
     if box is None:
+        h, w = image.shape[:2]
+        off = (reply.get("off_screen") or {}).get(task.target)
+        where = (
+            f"is showing but off the {w}x{h} screen, at {off} (a task's size: [w, h] gives it a bigger "
+            "screen)"
+            if off
+            else "is not on screen"
+        )
+        named = {e["id"]: e.get("named_by", "") for e in reply["elements"]}
         raise SceneError(
-            f"{task.id}: target {task.target!r} is not on screen ({task.where}); " + nearest(task.target, ids)
+            f"{task.id}: target {task.target!r} {where} ({task.where}); " + nearest(task.target, ids, named)
         )
     elements = tuple(
         Element(

@@ -11,8 +11,11 @@ harness starts it with the display's ``DISPLAY`` and ``FONTCONFIG_FILE``; the ru
    D-Bus-activated from it and daemonise), then the application with ``GTK_MODULES=gail:atk-bridge``,
    ``QT_ACCESSIBILITY=1``, ``QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1`` (Qt 5 exports nothing without it: its
    bridge waits for ``org.a11y.Status.IsEnabled``, false on a private bus) and that session bus;
-3. waits until the application's accessible shows the ``wait_for`` accessible (or any window), and the
-   tree stops changing, says ``{"ready": ...}`` and serves JSON-line queries on stdin.
+3. waits until the application's accessible shows the ``wait_for`` accessible (or any window) and the
+   showing part is stable — no change event (:data:`CHANGES`) during a read nor :data:`QUIET_S` after it
+   (:meth:`Session.wait_ready`) —, says ``{"ready": ...}`` and serves JSON-line queries on stdin. What is
+   showing is read by :mod:`atspi_tree` (pruned to the visible region, big containers by a binary search)
+   and kept until a change event arrives.
 
 On ``quit``, a closed pipe (the harness is gone, even after ``kill -9``), ``SIGTERM`` or an error the
 runner kills every process below it (parent links in ``/proc``: as their subreaper, even a process that
@@ -21,11 +24,14 @@ cleared its environment or left the session and lost its parent is below it; the
 folder (``bus/``, not ``/tmp/dbus-*``) and AT-SPI's bus under its ``XDG_RUNTIME_DIR`` (``run/at-spi/``).
 
 Element ids: ``ROLE:NAME`` (``push button:OK``), and ``ROLE:NAME#N`` for the N-th (N >= 2) accessible
-with that role and name in reading order (top to bottom, then left to right, by the clipped box).
+with that role and name in reading order (top to bottom, then left to right, by the clipped box). A control
+with an empty accessible name is named by its description, ``labelled-by`` accessible or image
+description (:func:`atspi_tree.display_name`; the element's ``named_by`` says which).
 
 Queries (``{"op": ...}``), screen pixels:
 
-- ``truth`` + ``targets``: every showing accessible with a box on screen, and each target's box;
+- ``truth`` + ``targets`` (+ ``fresh``): every showing accessible with a box on screen, and each target's
+  box (the last read, unless a change event came since or ``fresh`` is true);
 - ``hit`` + ``x, y, target``: the deepest accessible at the point (AT-SPI's hit test,
   ``Component.getAccessibleAtPoint`` from the topmost window containing it) and whether it is the target
   or inside it;
@@ -52,11 +58,14 @@ import tempfile
 import time
 from typing import Any
 
+if __package__:  # imported from the project (tests read its constants)
+    from dvoc_bench.scenes.desktop import atspi_tree as tree
+else:  # run as a script by the system Python: the sibling file
+    import atspi_tree as tree  # type: ignore[no-redef]
+
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 TREE_ENV = "DVOC_PROCESS_TREE"
-HIDDEN = -(2**31)
-"""AT-SPI's extents of an accessible that is not laid out (a hidden table cell)."""
 STATES = ("focused", "pressed", "checked", "selected", "expanded", "armed", "active")
 """The states ``states`` reports (what a click can change)."""
 INTERACTIVE = {
@@ -70,6 +79,14 @@ TMP_PREFIX = "dvoc-atspi-"
 """The private folder's prefix, then the runner's pid (``display.remove_stale_folders`` sweeps it)."""
 EVENTS = ("focused", "armed", "pressed", "checked", "selected", "expanded", "showing")
 """``object:state-changed:*`` events recorded in a verifying session (``events`` spec key)."""
+CHANGES = (
+    "object:children-changed", "object:state-changed:showing", "object:state-changed:visible",
+    "object:property-change:accessible-name", "object:property-change:accessible-description",
+)  # fmt: skip
+"""Events that change what is showing or how it is named: after one the tree is read again."""
+QUIET_S = 0.4
+"""Ready: the showing part read with the ``wait_for`` accessible in it, and none of :data:`CHANGES` came
+during that read nor for this long after it."""
 
 
 def reading_key(box: list[int]) -> tuple[int, int]:
@@ -89,6 +106,10 @@ class Session:
         self.pyatspi: Any = None
         self.events: list[tuple[str, Any]] = []
         self.paths: dict[str, str] = {}
+        self.changed = time.monotonic()
+        """When the last of :data:`CHANGES` arrived (or the walk cache was dropped)."""
+        self.nodes: list[tuple[Any, str, tree.Node]] | None = None
+        """The last walk, (object, id, node); ``None`` once a change event arrived."""
 
     # ------------------------------------------------------------------------------ processes
 
@@ -134,6 +155,8 @@ class Session:
         if self.spec.get("events"):
             for state in EVENTS:
                 pyatspi.Registry.registerEventListener(self.on_event, f"object:state-changed:{state}")
+        with contextlib.suppress(Exception):
+            pyatspi.Registry.registerEventListener(self.on_change, *CHANGES)
         command = self.spec["command"]
         t0 = time.monotonic()
         try:
@@ -141,6 +164,20 @@ class Session:
         except OSError as e:
             return {"error": f"cannot start {command[0]!r}: {e.strerror} (is it installed?)"}
         return self.wait_ready(t0)
+
+    def on_change(self, event: Any) -> None:
+        self.changed = time.monotonic()
+        self.nodes = None
+
+    def pump(self) -> None:
+        """Dispatch the AT-SPI events that arrived (no main loop runs here)."""
+        with contextlib.suppress(Exception):
+            from gi.repository import GLib
+
+            ctx = GLib.MainContext.default()
+            for _ in range(1000):
+                if not ctx.iteration(False):
+                    break
 
     def on_event(self, event: Any) -> None:
         if event.detail1 == 1:  # a state gained
@@ -152,7 +189,7 @@ class Session:
         self.refresh()
         self.events.clear()
         self.paths = {}
-        for a, eid, _, _, _ in self.identified():
+        for a, eid, _ in self.identified(fresh=True):
             with contextlib.suppress(Exception):
                 self.paths[a.path] = eid
         return {"ok": True}
@@ -180,37 +217,51 @@ class Session:
         return {"events": list(dict.fromkeys(out))}
 
     def wait_ready(self, t0: float) -> dict[str, Any]:
+        """Wait until the program shows a window (and ``wait_for``) and the showing part is stable: read
+        once no change event (:data:`CHANGES`) came for :data:`QUIET_S`, ready when none came during the
+        read and :data:`QUIET_S` after it. A program whose events never stop (an animation adding
+        children) is ready after half the timeout when two reads in a row agree."""
         assert self.app is not None
         timeout = float(self.spec.get("timeout_s", 20))
         wait_for = self.spec.get("wait_for")
         deadline = t0 + timeout
-        last, stable = -1, 0
+        last: list[str] | None = None
         while time.monotonic() < deadline:
             code = self.app.poll()
             if code is not None:
                 return {"error": f"{self.spec['command'][0]} exited at start (code {code})", "exited": True}
+            self.pump()
             if self.root is None:
                 self.root = self.find_app()
-            if self.root is not None:
-                els = self.elements()
-                shown = bool(els) and (not wait_for or wait_for in {e["id"] for e in els})
-                stable = stable + 1 if shown and len(els) == last else 0
-                last = len(els)
-                if stable >= 2:
-                    size = self.screen()
-                    return {"ready": True, "start_s": round(time.monotonic() - t0, 3), "screen": size}
-            time.sleep(0.15)
-        els = self.elements() if self.root is not None else []
+                self.changed = time.monotonic()
+            now = time.monotonic()
+            late = now > t0 + timeout / 2
+            if self.root is not None and (now - self.changed >= QUIET_S or late):
+                read_at = time.monotonic()
+                ids = [eid for _, eid, _ in self.identified(fresh=True)]
+                shown = bool(ids) and (not wait_for or canonical(wait_for) in ids)
+                if shown:
+                    time.sleep(QUIET_S)
+                    self.pump()
+                    if self.changed < read_at or (late and ids == last):
+                        took = round(time.monotonic() - t0, 3)
+                        return {"ready": True, "start_s": took, "screen": self.screen()}
+                last = ids
+            time.sleep(0.05)
+        ids = [eid for _, eid, _ in self.identified(fresh=True)] if self.root is not None else []
         what = f"{wait_for!r} never showed" if wait_for else "no window showed"
-        return {"error": f"{what} within {timeout:g} s", "timeout": True, "ids": [e["id"] for e in els]}
+        return {"error": f"{what} within {timeout:g} s", "timeout": True, "ids": ids}
 
     def find_app(self) -> Any:
+        """The program's accessible: the command's own process, or one it started (a wrapper script that
+        starts the program and then drives it, e.g. ``sh -c 'featherpad & xdotool ...'``)."""
         assert self.app is not None
+        pids = {self.app.pid, *descendants(self.app.pid)}
         desk = self.pyatspi.Registry.getDesktop(0)
         for i in range(desk.childCount):
             a = desk.getChildAtIndex(i)
             with contextlib.suppress(Exception):
-                if a is not None and a.get_process_id() == self.app.pid:
+                if a is not None and a.get_process_id() in pids:
                     return a
         return None
 
@@ -248,64 +299,45 @@ class Session:
                     out.append(w)
         return out
 
-    def box(self, a: Any) -> list[int] | None:
-        try:
-            e = a.queryComponent().getExtents(self.pyatspi.DESKTOP_COORDS)
-        except Exception:
-            return None
-        if e.x <= HIDDEN or e.y <= HIDDEN or e.width <= 0 or e.height <= 0:
-            return None
-        sw, sh = self.spec.get("screen", [1280, 800])
-        x0, y0 = max(0, e.x), max(0, e.y)
-        x1, y1 = min(sw - 1, e.x + e.width - 1), min(sh - 1, e.y + e.height - 1)
-        return [x0, y0, x1, y1] if x1 >= x0 and y1 >= y0 else None
+    def identified(self, fresh: bool = False) -> list[tuple[Any, str, tree.Node]]:
+        """(object, id, node) of every showing accessible in the visible region (:func:`atspi_tree.walk`),
+        ids numbered in reading order. The last read is reused until a change event (:data:`CHANGES`)
+        arrives, unless ``fresh``."""
+        self.pump()
+        if self.nodes is not None and not fresh:
+            return self.nodes
+        size = [int(v) for v in self.spec.get("screen", [1280, 800])]
+        nodes = tree.walk(self.windows(), size, self.pyatspi, INTERACTIVE)
+        self.nodes = [(n.obj, eid, n) for n, eid in zip(nodes, number(nodes), strict=True)]
+        return self.nodes
 
-    def walk(self) -> list[tuple[Any, list[int], str, str]]:
-        """Every showing accessible with a box on screen: (object, box, role, name), in tree order."""
-        out = []
-        stack = list(reversed(self.windows()))
-        showing = self.pyatspi.STATE_SHOWING
-        while stack:
-            a = stack.pop()
-            try:
-                if not a.getState().contains(showing):
-                    continue
-                role, name = a.getRoleName(), (a.name or "").strip()
-                kids = [a.getChildAtIndex(i) for i in range(min(a.childCount, 5000))]
-            except Exception:
-                continue
-            box = self.box(a)
-            if box is not None:
-                out.append((a, box, role, name))
-            stack.extend(k for k in reversed(kids) if k is not None)
-        return out
-
-    def identified(self) -> list[tuple[Any, str, list[int], str, str]]:
-        """(object, id, box, role, name) of :meth:`walk`, ids numbered in reading order."""
-        nodes = self.walk()
-        order = sorted(range(len(nodes)), key=lambda i: (reading_key(nodes[i][1]), i))
-        seen: dict[str, int] = {}
-        ids: dict[int, str] = {}
-        for i in order:
-            base = f"{nodes[i][2]}:{' '.join(nodes[i][3].split())}"
-            seen[base] = seen.get(base, 0) + 1
-            ids[i] = base if seen[base] == 1 else f"{base}#{seen[base]}"
-        return [(n[0], ids[i], n[1], n[2], n[3]) for i, n in enumerate(nodes)]
-
-    def elements(self) -> list[dict[str, Any]]:
+    def elements(self, fresh: bool = False) -> list[dict[str, Any]]:
         return [
-            dict(id=eid, label=name or role, role=role, interactive=role in INTERACTIVE, box=box)
-            for _, eid, box, role, name in self.identified()
+            dict(
+                id=eid,
+                label=n.name or n.role,
+                role=n.role,
+                interactive=n.role in INTERACTIVE,
+                box=n.box,
+                named_by=n.named_by,
+            )
+            for _, eid, n in self.identified(fresh)
         ]
 
-    def truth(self, targets: list[str]) -> dict[str, Any]:
-        nodes = self.identified()
-        by_id = {n[1]: n[2] for n in nodes}
-        elements = [
-            dict(id=eid, label=name or role, role=role, interactive=role in INTERACTIVE, box=box)
-            for _, eid, box, role, name in nodes
-        ]
-        return {"elements": elements, "targets": {t: by_id.get(canonical(t)) for t in targets}}
+    def truth(self, targets: list[str], fresh: bool = False) -> dict[str, Any]:
+        """Every showing accessible in the visible region and each target's box (``off_screen``: where a
+        target not on screen is laid out); ``fresh``: read the tree even if no change event came."""
+        elements = self.elements(fresh)
+        by_id = {e["id"]: e["box"] for e in elements}
+        found = {t: by_id.get(canonical(t)) for t in targets}
+        reply: dict[str, Any] = {"elements": elements, "targets": found}
+        missing = [t for t in targets if by_id.get(canonical(t)) is None]
+        if missing:  # where a target that is not on screen lies, if it is laid out at all
+            size = [int(v) for v in self.spec.get("screen", [1280, 800])]
+            everywhere = tree.walk(self.windows(), size, self.pyatspi, INTERACTIVE, on_screen=False)
+            boxes = dict(zip(number(everywhere), (n.box for n in everywhere), strict=True))
+            reply["off_screen"] = {t: boxes[canonical(t)] for t in missing if canonical(t) in boxes}
+        return reply
 
     def deepest_at(self, x: int, y: int) -> Any:
         coords = self.pyatspi.DESKTOP_COORDS
@@ -330,15 +362,19 @@ class Session:
         if obj is None:
             return {"element": None, "hit": False}
         nodes = self.identified()
-        ids = {id(n[0]): n[1] for n in nodes}
-        target_obj = next((n[0] for n in nodes if n[1] == canonical(target)), None)
+        ids = {n.key: eid for _, eid, n in nodes if n.key}
+        target_key = next((n.key for _, eid, n in nodes if eid == canonical(target)), None)
         element, inside, a = None, False, obj
         for _ in range(200):  # up the parents: the nearest one with an id names the point
             if a is None:
                 break
-            if element is None and id(a) in ids:
-                element = ids[id(a)]
-            if target_obj is not None and a == target_obj:
+            try:
+                key = str(a.path)
+            except Exception:
+                break
+            if element is None and key in ids:
+                element = ids[key]
+            if target_key is not None and key == target_key:
                 inside = True
             try:
                 a = a.parent
@@ -372,8 +408,8 @@ class Session:
         related: list[str] = []
         try:
             self.refresh()
-            nodes = self.identified()
-            for a, eid, _, _, _ in nodes:
+            nodes = self.identified(fresh=True)
+            for a, eid, _ in nodes:
                 try:
                     st = a.getState()
                     out[eid] = [s for s in STATES if st.contains(getattr(self.pyatspi, "STATE_" + s.upper()))]
@@ -418,6 +454,19 @@ class Session:
                     out.append(n[1])
                     break
         return out
+
+
+def number(nodes: list[tree.Node]) -> list[str]:
+    """The ids of ``nodes``: ``ROLE:NAME``, then ``#2``, ``#3``... for equals in reading order (top to
+    bottom, then left to right by the box)."""
+    order = sorted(range(len(nodes)), key=lambda i: (reading_key(nodes[i].box), i))
+    seen: dict[str, int] = {}
+    ids = [""] * len(nodes)
+    for i in order:
+        base = f"{nodes[i].role}:{nodes[i].name}"
+        seen[base] = seen.get(base, 0) + 1
+        ids[i] = base if seen[base] == 1 else f"{base}#{seen[base]}"
+    return ids
 
 
 def canonical(target: str) -> str:
@@ -465,12 +514,14 @@ def end_tree() -> None:
 
 
 def tree_pids(token: str) -> list[int]:
+    """The processes carrying the tree ``token``, but this one and its parent (the reaper above it carries
+    the token too, and must outlive this runner to end what the runner leaves)."""
     if not token:
         return []
     needle = f"{TREE_ENV}={token}".encode()
     out = []
     for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
+        if not name.isdigit() or int(name) in (os.getpid(), os.getppid()):
             continue
         try:
             with open(f"/proc/{name}/environ", "rb") as f:
@@ -524,7 +575,7 @@ def main(argv: list[str]) -> int:
                     bye()
                 try:
                     if op == "truth":
-                        reply = session.truth(list(req.get("targets", [])))
+                        reply = session.truth(list(req.get("targets", [])), bool(req.get("fresh")))
                     elif op == "hit":
                         reply = session.hit(int(req["x"]), int(req["y"]), str(req.get("target", "")))
                     elif op == "mark":

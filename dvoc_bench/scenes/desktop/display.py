@@ -27,6 +27,7 @@ import select
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -118,11 +119,18 @@ TREE_ENV = "DVOC_PROCESS_TREE"
 
 _TREES: dict[int, str] = {}
 """Child pid -> its tree token."""
+REAPER = Path(__file__).resolve().with_name("reaper.py")
+"""The keeper of a reaped child's tree (:mod:`dvoc_bench.scenes.desktop.reaper`)."""
+_WATCH: dict[int, int] = {}
+"""Reaper pid -> the write end of its watch pipe (held here, never written: it closes when we die)."""
 
 
-def spawn(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+def spawn(argv: Sequence[str], reaped: bool = False, **kwargs: Any) -> subprocess.Popen[bytes]:
     """``subprocess.Popen(argv, **kwargs)`` forked from the spawner thread, dying with this process; the
-    child and everything it starts carry a tree token (:data:`TREE_ENV`) that :func:`stop` ends them by."""
+    child and everything it starts carry a tree token (:data:`TREE_ENV`) that :func:`stop` ends them by.
+    ``reaped``: the child runs under a reaper (:mod:`~dvoc_bench.scenes.desktop.reaper`, the returned
+    process) that ends its whole tree when this process dies (its watch pipe closes, also on ``kill -9``),
+    when it is stopped, or when the child exits however it exits."""
     global _spawner
     with _spawner_lock:
         if _spawner is None or not _spawner._thread.is_alive():
@@ -131,7 +139,21 @@ def spawn(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
     pre = _die_with_parent(os.getpid())
     token = uuid.uuid4().hex
     kwargs["env"] = {**(kwargs.get("env") or os.environ), TREE_ENV: token}
-    proc = spawner.call(lambda: subprocess.Popen(list(argv), preexec_fn=pre, **kwargs))  # noqa: PLW1509
+    watch = os.pipe() if reaped else None
+    if watch is not None:
+        argv = [sys.executable, "-I", "-S", str(REAPER), str(watch[0]), *argv]
+        kwargs["pass_fds"] = (*kwargs.get("pass_fds", ()), watch[0])
+    try:
+        proc = spawner.call(lambda: subprocess.Popen(list(argv), preexec_fn=pre, **kwargs))  # noqa: PLW1509
+    except BaseException:
+        if watch is not None:
+            os.close(watch[1])
+        raise
+    finally:
+        if watch is not None:
+            os.close(watch[0])
+    if watch is not None:
+        _WATCH[proc.pid] = watch[1]
     _TREES[proc.pid] = token
     return proc
 
@@ -167,6 +189,10 @@ def stop(proc: subprocess.Popen[bytes], grace_s: float = 2.0) -> None:
             with contextlib.suppress(OSError):
                 proc.kill()
             proc.wait(timeout=grace_s)
+    watch = _WATCH.pop(proc.pid, None)
+    if watch is not None:  # a reaper still running reads end-of-file: it ends its tree
+        with contextlib.suppress(OSError):
+            os.close(watch)
     token = _TREES.pop(proc.pid, None)
     for pid in [*below, *(tree_pids(token) if token else [])]:
         with contextlib.suppress(OSError):

@@ -176,7 +176,7 @@ class Instance:
         self.log_path = Path(str(display.tmp)) / f"{task.id}-{time.monotonic_ns()}.log"
         with open(self.log_path, "wb") as err:
             self.proc = spawn(
-                [sys.executable, "-u", str(RUNNER), str(task.script)],
+                [sys.executable, "-u", str(RUNNER), str(task.script)], reaped=True,
                 env=env, cwd=str(task.script.parent),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
             )  # fmt: skip
