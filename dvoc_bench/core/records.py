@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from dvoc_bench.core.control import Decision, LoopConfig
+from dvoc_bench.core.episode_records import EpisodeRecord
 from dvoc_bench.core.geometry import Box, Point
 from dvoc_bench.core.scoring import score
 
@@ -45,6 +46,7 @@ StopReason = Literal[
     "grounding_error",  # SoM: detector failed or marked nothing; the model got the plain screenshot
     "error",  # a call failed for good
     "skipped",  # the trial never ran
+    "episode",  # an episode ran to its end (how: ``episode.end``; its verdict: ``episode_success``)
 ]
 """How a trial ended."""
 
@@ -65,10 +67,11 @@ ErrorClass = Literal[
 ]
 """Class of a failed call or trial (``error_class`` of steps and trials)."""
 
-SceneKind = Literal["synthetic", "web", "desktop", "dataset"]
+SceneKind = Literal["synthetic", "web", "desktop", "dataset", "miniwob"]
 """What produced a scene: a Pillow drawing (``synthetic``), a page in a real Chromium (``web``), a Tk
-application on an Xvfb display (``desktop``) or a screenshot of a standard dataset (``dataset``:
-ScreenSpot, ScreenSpot-v2, ScreenSpot-Pro, a manifest).
+application on an Xvfb display (``desktop``), a screenshot of a standard dataset (``dataset``:
+ScreenSpot, ScreenSpot-v2, ScreenSpot-Pro, a manifest) or a MiniWoB++ task page run as an episode
+(``miniwob``).
 Task sources declare theirs when they register (:mod:`dvoc_bench.scenes.sources`)."""
 
 StepKind = Literal["verify", "click", "select", "baseline"]
@@ -190,6 +193,9 @@ class TrialSpec:
     """Trials that call a model: ``-`` when the model config is the repository's ``conf/model/<name>.yaml``
     as shipped; otherwise the digest of the config used (a ``model.*`` override or another file of that
     name), so trials of two configs under one name never share a key."""
+    episode_knobs: str = "-"
+    """Episode trials (MiniWoB tasks): the ``episode:`` knobs
+    (``plan=oracle,scale=4,max_steps=12,wall_s=300``); ``-`` for every other trial (then not in the key)."""
     simulated_assumptions: list[str] = dataclasses.field(default_factory=list)
     """Simulated models only: what this trial's result rests on beyond the profile's fit, one marker per
     knob the profile was not fitted for (``frame request assumed``, ``overlay effect assumed``, ``overlay
@@ -364,6 +370,8 @@ class Step:
     """The response's ``system_fingerprint`` (OpenAI-compatible servers), when it gave one."""
     engine: str | None = None
     """The serving engine and version the server stated (``vllm 0.8.5`` from vLLM's ``/version``)."""
+    episode_step: int | None = None
+    """Episode trials: the index of the episode step whose grounding made this call; ``None`` otherwise."""
 
 
 @dataclass
@@ -481,6 +489,8 @@ class TrialOutcome:
     """Redacted error text when ``status == "error"``."""
     som: SomRecord | None = None
     """Set-of-Mark methods: what the detector and the pick did; ``None`` for every other method."""
+    episode: EpisodeRecord | None = None
+    """Episode trials: the episode's steps and the page's verdict; ``None`` for every other trial."""
 
 
 @dataclass(kw_only=True)
@@ -607,6 +617,9 @@ class TrialRecord(TrialOutcome, TrialSpec):
     sample: SampleMeta | None = None
     """Dataset trials: the sample's metadata (ui type, platform, application, group, data source,
     instruction); ``None`` for the drawn scenes and web pages."""
+    episode_success: bool | None = None
+    """Episode trials: the page's own verdict (done with a raw reward above 0, its time penalty ignored);
+    ``None`` for every other trial."""
 
     @classmethod
     def build(
@@ -647,6 +660,7 @@ class TrialRecord(TrialOutcome, TrialSpec):
             blocked_requests=probe.blocked_requests if probe else None,
             clicked_element=probe.clicked_element if probe else None,
             sample=sample,
+            episode_success=result.episode.success if result.episode is not None else None,
         )
 
 

@@ -7,6 +7,6 @@ Nothing here imports Playwright or the ``miniwob`` package at import time: the p
 (:mod:`dvoc_bench.scenes.miniwob.pages`) and the browser starts on the first episode.
 """
 
-from dvoc_bench.scenes.miniwob.pages import MiniwobMissing, html_dir, task_page, task_names
+from dvoc_bench.scenes.miniwob.pages import MiniwobMissing, html_dir, task_names, task_page
 
 __all__ = ["MiniwobMissing", "html_dir", "task_names", "task_page"]

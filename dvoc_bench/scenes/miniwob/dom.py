@@ -20,7 +20,7 @@ SKIP_IDS = ("reward-display", "sync-task-cover", "click-canvas", "attention-canv
 
 DOM_JS = """
 () => {
-  const skip = new Set(%s);
+  const skip = new Set(SKIP_IDS);
   if (window.__dvocNext === undefined) window.__dvocNext = 1;
   const out = [];
   const walk = (el, parent) => {
@@ -55,7 +55,7 @@ DOM_JS = """
     elements: out,
   };
 }
-""" % (list(SKIP_IDS),)
+""".replace("SKIP_IDS", repr(list(SKIP_IDS)))
 """Reads the page (see the module docstring); element fields as :class:`DomElement`."""
 
 HIT_JS = """
@@ -116,8 +116,16 @@ class DomElement:
     @property
     def state(self) -> tuple[Any, ...]:
         """What a step may change of it (compared before and after an action)."""
-        return (self.value, self.checked, self.visible, self.box, self.cls, self.text, self.expanded,
-                self.selected)
+        return (
+            self.value,
+            self.checked,
+            self.visible,
+            self.box,
+            self.cls,
+            self.text,
+            self.expanded,
+            self.selected,
+        )
 
 
 @dataclass(frozen=True)
@@ -140,8 +148,13 @@ class Dom:
         els = tuple(
             DomElement(**{**e, "box": tuple(float(v) for v in e["box"])}) for e in raw.get("elements", [])
         )
-        return cls(str(raw.get("query", "")), bool(raw.get("done")), float(raw.get("raw_reward") or 0.0),
-                   str(raw.get("reason")), els)
+        return cls(
+            str(raw.get("query", "")),
+            bool(raw.get("done")),
+            float(raw.get("raw_reward") or 0.0),
+            str(raw.get("reason")),
+            els,
+        )
 
     def visible(self) -> Iterator[DomElement]:
         return (e for e in self.elements if e.visible)
@@ -149,9 +162,17 @@ class Dom:
     def by_idx(self, idx: int) -> DomElement | None:
         return next((e for e in self.elements if e.idx == idx), None)
 
-    def find(self, *, tag: str | None = None, id: str | None = None, cls: str | None = None,
-             text: str | None = None, own: str | None = None, type: str | None = None,
-             visible: bool = True) -> list[DomElement]:
+    def find(
+        self,
+        *,
+        tag: str | None = None,
+        id: str | None = None,
+        cls: str | None = None,
+        text: str | None = None,
+        own: str | None = None,
+        type: str | None = None,
+        visible: bool = True,
+    ) -> list[DomElement]:
         """The elements matching every given field (``text``/``own``: equal after stripping)."""
         out = []
         for e in self.elements:

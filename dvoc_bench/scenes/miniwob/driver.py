@@ -77,10 +77,14 @@ class EpisodePage:
             try:
                 page = ctx.new_page()
                 page.goto(self.page_path.as_uri(), wait_until="load")
-                page.wait_for_function("() => typeof core !== 'undefined' && typeof genProblem === 'function'")
+                page.wait_for_function(
+                    "() => typeof core !== 'undefined' && typeof genProblem === 'function'"
+                )
             except Exception as e:
                 ctx.close()
-                raise SceneError(f"miniwob {self.task}: the page did not load: {str(e).splitlines()[0]}") from e
+                raise SceneError(
+                    f"miniwob {self.task}: the page did not load: {str(e).splitlines()[0]}"
+                ) from e
             self._ctx, self._page = ctx, page
 
         self._run(load)
@@ -89,8 +93,9 @@ class EpisodePage:
         """A new episode with the page's random generator seeded by ``seed`` (as MiniWoB's environment
         does); the page's own time limit is set to ``max_time_s`` (its time penalty is never read)."""
         self.open()
+        limit_ms = int(max_time_s * 1000)
         js = (
-            f"() => {{ Math.seedrandom({json.dumps(int(seed))}); core.EPISODE_MAX_TIME = {int(max_time_s * 1000)};"
+            f"() => {{ Math.seedrandom({json.dumps(int(seed))}); core.EPISODE_MAX_TIME = {limit_ms};"
             " core.startEpisodeReal(); return WOB_TASK_READY; }"
         )
 
@@ -115,8 +120,11 @@ class EpisodePage:
         clip = {"x": 0, "y": 0, "width": TASK_CSS[0], "height": TASK_CSS[1]}
 
         def shot(s: Session) -> bytes:
-            return bytes(self._page.screenshot(type="png", clip=clip, scale="device", animations="disabled",
-                                               caret="hide"))
+            return bytes(
+                self._page.screenshot(
+                    type="png", clip=clip, scale="device", animations="disabled", caret="hide"
+                )
+            )
 
         image = decode_rgb(self._run(shot))
         image.flags.writeable = False

@@ -213,8 +213,13 @@ def _click_widget(dom: Dom, done: int) -> PlannedStep | None:
     if done:
         return None
     kind = quoted(dom.query)
-    tags = {"radio": ("input", "radio"), "checkbox": ("input", "checkbox"), "text": ("input", "text"),
-            "textarea": ("textarea", "textarea"), "button": ("button", "submit")}
+    tags = {
+        "radio": ("input", "radio"),
+        "checkbox": ("input", "checkbox"),
+        "text": ("input", "text"),
+        "textarea": ("textarea", "textarea"),
+        "button": ("button", "submit"),
+    }
     tag, typ = tags[kind]
     e = dom.find(tag=tag, type=typ)
     if not e:
@@ -258,8 +263,12 @@ def _click_checkboxes(dom: Dom, done: int) -> PlannedStep | None:
         box = next((e for e in dom.children(lab) if e.type == "checkbox"), None)
         if box is not None and bool(box.checked) != (lab.own in wanted):
             verb = "Check" if lab.own in wanted else "Uncheck"
-            return PlannedStep("click", f'{verb} the checkbox labelled "{lab.own}"', target=box.idx,
-                               expect=_checked_is(box.idx, lab.own in wanted))
+            return PlannedStep(
+                "click",
+                f'{verb} the checkbox labelled "{lab.own}"',
+                target=box.idx,
+                expect=_checked_is(box.idx, lab.own in wanted),
+            )
     return None if dom.done else _submit(dom)
 
 
@@ -270,8 +279,12 @@ def _click_option(dom: Dom, done: int) -> PlannedStep | None:
         raise PlanError(f"cannot read the task {dom.query!r}")
     radio = _label_box(dom, m.group(1), "radio")
     if not radio.checked:
-        return PlannedStep("click", f'Select the radio button labelled "{m.group(1)}"', target=radio.idx,
-                           expect=_checked_is(radio.idx, True))
+        return PlannedStep(
+            "click",
+            f'Select the radio button labelled "{m.group(1)}"',
+            target=radio.idx,
+            expect=_checked_is(radio.idx, True),
+        )
     return None if dom.done else _submit(dom)
 
 
@@ -283,8 +296,13 @@ def _choose_list(dom: Dom, done: int) -> PlannedStep | None:
     item = m.group(1)
     sel = dom.one(tag="select")
     if sel.value != item:
-        return PlannedStep("select", f'Choose "{item}" in the drop-down list', target=sel.idx, text=item,
-                           expect=_value_is(sel.idx, item))
+        return PlannedStep(
+            "select",
+            f'Choose "{item}" in the drop-down list',
+            target=sel.idx,
+            text=item,
+            expect=_value_is(sel.idx, item),
+        )
     return None if dom.done else _submit(dom)
 
 
@@ -376,12 +394,14 @@ def _inside(dom: Dom, e: DomElement, ancestor: DomElement) -> bool:
 def _click_collapsible(dom: Dom, done: int) -> PlannedStep | None:
     header = dom.one(tag="h3")
     if header.expanded != "true":
+
         def opened(before: Dom, after: Dom) -> bool:
             e = after.by_idx(header.idx)
             return e is not None and e.expanded == "true"
 
-        return PlannedStep("click", f'Click the section header "{header.text}"', target=header.idx,
-                           expect=opened)
+        return PlannedStep(
+            "click", f'Click the section header "{header.text}"', target=header.idx, expect=opened
+        )
     return None if dom.done else _submit(dom)
 
 
@@ -397,7 +417,11 @@ def _use_slider(dom: Dom, done: int) -> PlannedStep | None:
     if now != want:
         if not handle.focused:
             return _click(handle, "the slider's handle", _focused(handle.idx))
-        key = ("ArrowUp" if vertical else "ArrowRight") if want > now else ("ArrowDown" if vertical else "ArrowLeft")
+        key = (
+            ("ArrowUp" if vertical else "ArrowRight")
+            if want > now
+            else ("ArrowDown" if vertical else "ArrowLeft")
+        )
 
         def moved(before: Dom, after: Dom) -> bool:
             return after.one(id="val").text != before.one(id="val").text
