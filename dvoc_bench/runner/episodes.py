@@ -59,6 +59,8 @@ class Episode:
         self.scale = self.opts.scale
         self.calls: list[Any] = []
         self.harness_s = 0.0
+        self.page: EpisodePage | None = None
+        """The live page while the episode runs (what a test's method may look at)."""
 
     async def browser(self, fn: Any, *args: Any) -> Any:
         """A blocking page call from a worker thread, its time counted as the harness's."""
@@ -105,7 +107,7 @@ class Episode:
 
     async def run(self) -> TrialResult:
         seed = episode_seed(self.spec)
-        page = self.source.page(self.spec.task)
+        page = self.page = self.source.page(self.spec.task)
         rec = EpisodeRecord(
             task=self.name,
             family=family_of(self.name),
