@@ -163,7 +163,7 @@ def _click_test_2(dom: Dom, done: int) -> PlannedStep | None:
     return None if done else _click(dom.one(tag="button", text="ONE"), 'the button "ONE"', _ended)
 
 
-@planner("click-button", family="click")
+@planner("click-button", "unicode-test", family="click")
 def _click_button(dom: Dom, done: int) -> PlannedStep | None:
     if done:
         return None
@@ -335,6 +335,19 @@ def _enter_password(dom: Dom, done: int) -> PlannedStep | None:
     return None if dom.done else _submit(dom)
 
 
+@planner("simple-arithmetic", family="type")
+def _simple_arithmetic(dom: Dom, done: int) -> PlannedStep | None:
+    m = re.match(r"(\d+) ([-+x]) (\d+) =", dom.one(id="math-problem").text)
+    if m is None:
+        raise PlanError("cannot read the math problem")
+    a, op, b = int(m.group(1)), m.group(2), int(m.group(3))
+    answer = str(a + b if op == "+" else a - b if op == "-" else a * b)
+    field = dom.one(id="math-answer")
+    if field.value != answer:
+        return _fill(dom, field, answer, "answer text box")
+    return None if dom.done else _submit(dom)
+
+
 @planner("login-user", family="type")
 def _login_user(dom: Dom, done: int) -> PlannedStep | None:
     user, pw = quoted(dom.query, 0), quoted(dom.query, 1)
@@ -427,6 +440,23 @@ def _use_slider(dom: Dom, done: int) -> PlannedStep | None:
             return after.one(id="val").text != before.one(id="val").text
 
         return PlannedStep("key", f"Press {key}", text=key, expect=moved)
+    return None if dom.done else _submit(dom)
+
+
+@planner("use-spinner", family="slider")
+def _use_spinner(dom: Dom, done: int) -> PlannedStep | None:
+    want = int(re.search(r"Select (-?\d+) with the spinner", dom.query).group(1))  # type: ignore[union-attr]
+    field = dom.one(id="spinner")
+    now = int(field.value or 0)
+    if now != want:
+        up = want > now
+        arrow = dom.one(cls="ui-spinner-up" if up else "ui-spinner-down")
+        return PlannedStep(
+            "click",
+            f"Click the spinner's {'up' if up else 'down'} arrow",
+            target=arrow.idx,
+            expect=_value_is(field.idx, str(now + (1 if up else -1))),
+        )
     return None if dom.done else _submit(dom)
 
 
