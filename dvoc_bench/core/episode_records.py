@@ -49,7 +49,7 @@ class EpisodeStepRecord:
     drop_located: bool | None = None
     """``drop_point`` is inside ``drop_box``."""
     text: str | None = None
-    """What was typed, the option chosen, or the key pressed."""
+    """What was typed, the option chosen, or the key pressed (the instruction says how many times)."""
     refused: str | None = None
     """Why the page refused the action (no drop-down list under the point), one line; ``None``: done."""
     interacted: bool = False

@@ -181,7 +181,7 @@ class Episode:
             if step.action == "type":
                 await self.browser(page.type, step.text or "")
             else:
-                await self.browser(page.key, step.text or "")
+                await self.browser(page.key, step.text or "", step.times)
             return row, True
         el = dom.by_idx(step.target) if step.target is not None else None
         if el is None:

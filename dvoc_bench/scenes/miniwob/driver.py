@@ -145,9 +145,14 @@ class EpisodePage:
         """Type ``text`` with the keyboard into whatever has the focus."""
         self._run(lambda s: self._page.keyboard.type(text))
 
-    def key(self, name: str) -> None:
-        """Press one key (Playwright's name: ``ArrowRight``, ``Enter``)."""
-        self._run(lambda s: self._page.keyboard.press(name))
+    def key(self, name: str, times: int = 1) -> None:
+        """Press one key ``times`` times (Playwright's name: ``ArrowRight``, ``Enter``)."""
+
+        def go(s: Session) -> None:
+            for _ in range(times):
+                self._page.keyboard.press(name)
+
+        self._run(go)
 
     def drag(self, a: Point, b: Point) -> None:
         """Press at ``a``, move to ``b`` in :data:`DRAG_MOVES` moves, release."""

@@ -54,6 +54,8 @@ class PlannedStep:
     """``type``: the text; ``select``: the option's label; ``key``: the key's name."""
     drop: Drop | None = None
     """``drag``: where the second point must land."""
+    times: int = 1
+    """``key``: how many times the key is pressed (one step: a slider moved by its arrow key)."""
     expect: Expect | None = None
     """The intended state change (``None``: anything a step may change changed, :meth:`Dom.changed`)."""
 
@@ -436,10 +438,11 @@ def _use_slider(dom: Dom, done: int) -> PlannedStep | None:
             else ("ArrowDown" if vertical else "ArrowLeft")
         )
 
-        def moved(before: Dom, after: Dom) -> bool:
-            return after.one(id="val").text != before.one(id="val").text
+        def there(before: Dom, after: Dom) -> bool:
+            return after.one(id="val").text == str(want)
 
-        return PlannedStep("key", f"Press {key}", text=key, expect=moved)
+        n = abs(want - now)
+        return PlannedStep("key", f"Press {key} {n} times", text=key, times=n, expect=there)
     return None if dom.done else _submit(dom)
 
 
