@@ -134,3 +134,18 @@ def test_a_step_located_with_no_state_change_is_located_not_interacted(source: M
     first = rec.steps[0]
     assert first.located is True and first.interacted is False
     assert rec.end == "step_cap" and not rec.done and not rec.success and len(rec.steps) == 4
+
+
+def test_a_failing_page_fails_its_own_episode_in_one_line(source: MiniwobSource, monkeypatch) -> None:
+    """A page that will not start is this episode's ``scene`` error (one line), not the sweep's."""
+    from dvoc_bench.scenes.miniwob import driver
+    from dvoc_bench.scenes.sources import SceneError
+
+    def broken(self: driver.EpisodePage, seed: int, max_time_s: float) -> None:
+        raise SceneError("miniwob click-test: the page did not load: net::ERR_ABORTED\nat line 2")
+
+    monkeypatch.setattr(driver.EpisodePage, "start", broken)
+    result = run_episode_with(source, "click-test", 0, on_target)
+    assert result.status == "error" and result.error_class == "scene" and result.episode is not None
+    assert result.episode.end == "page_error" and not result.episode.success
+    assert result.error == "miniwob click-test: the page did not load: net::ERR_ABORTED"

@@ -121,7 +121,8 @@ class Episode:
             end = await self.steps(page, rec, seed, t0)
         except Exception as e:  # the page crashed, hung or refused to load: this episode fails in one line
             end = "page_error"
-            rec.error = (getattr(e, "args", None) and str(e).splitlines()[0][:300]) or type(e).__name__
+            first = str(e).strip().splitlines()
+            rec.error = (first[0] if first else type(e).__name__)[:300]
         finally:
             await self.browser(page.close)
         rec.end = end
