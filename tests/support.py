@@ -93,6 +93,8 @@ DEPENDENCIES: dict[str, Dependency] = {
                              True, (r"third-party records",)),
     "MOUNT": Dependency("mounting a small tmpfs (as root; not in CI)", False,
                         (r"\btmpfs\b",)),
+    "MINIWOB": Dependency("MiniWoB++'s task pages (the PyPI package miniwob, the episodes extra)", True,
+                          (r"miniwob",)),
     "RUSTDOCS": Dependency("rustup's rust-docs component (no package registry ships it; not in CI)", False,
                            ()),
 }  # fmt: skip
@@ -260,6 +262,18 @@ def chromium_missing() -> str | None:
     except ChromiumNotFoundError as e:
         return str(e)
     return None
+
+
+def miniwob_or_skip() -> None:
+    """Skip the calling test, with the reason, without MiniWoB++'s pages or a Chromium (fail under
+    ``DVOC_REQUIRE_MINIWOB=1`` / ``DVOC_REQUIRE_CHROMIUM=1``)."""
+    from dvoc_bench.scenes.miniwob.pages import MiniwobMissing, html_dir
+
+    try:
+        html_dir()
+    except MiniwobMissing as e:
+        need("MINIWOB", str(e))
+    chromium_or_skip()
 
 
 def chromium_or_skip() -> None:

@@ -66,6 +66,7 @@ def test_builtin_entries_and_their_declarations():
         "web": "web",
         "desktop": "desktop",
         "apps": "desktop",
+        "miniwob": "miniwob",
         **dict.fromkeys(
             ("screenspot", "screenspot_v2", "screenspot_pro", "manifest", "cuactspot", "precision_cua"),
             "dataset",

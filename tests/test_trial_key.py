@@ -32,7 +32,7 @@ BASE = (
 )
 """A sweep every setting can reach: each method, the adaptive schedule, an overlay and none."""
 
-KINDS = ("web", "desktop")
+KINDS = ("web", "desktop", "miniwob")
 """The kinds a setting may reach only on its own kind of screen (``web.verify_click``, ``desktop.*``)."""
 
 
@@ -96,6 +96,9 @@ SWEPT: dict[str, tuple[str, ...]] = {
     "image.max_pixels": ("image.max_pixels=200000",),
     "web.verify_click": ("web.verify_click=true",),
     "desktop.verify_click": ("desktop.verify_click=true",),
+    "episode.scale": ("episode.scale=2",),
+    "episode.max_steps": ("episode.max_steps=5",),
+    "episode.wall_s": ("episode.wall_s=60",),
     "detector": ("detector=cv",),
 }
 """Every keyed leaf of the settings schema and an override that changes it."""

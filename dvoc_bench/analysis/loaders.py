@@ -248,6 +248,8 @@ def flatten_trial(r: Mapping[str, Any]) -> dict[str, Any]:
     sample = d.pop("sample", None)
     if isinstance(sample, Mapping):  # dataset trials: sample_ui_type, sample_group, ...
         d.update({f"sample_{k}": json.dumps(v) if isinstance(v, list) else v for k, v in sample.items()})
+    if isinstance(d.get("episode"), Mapping):  # episode trials: the steps as JSON text (analysis.episodes)
+        d["episode"] = json.dumps(d["episode"], ensure_ascii=False)
     return _scalars(d, _TRIAL_KNOWN)
 
 

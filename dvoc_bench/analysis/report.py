@@ -147,6 +147,8 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
     dataset = "scene_kind" in t and bool((t["scene_kind"] == "dataset").any())
     if dataset:
         _dataset_section(rep, t, rule)
+    if "scene_kind" in t and bool((t["scene_kind"] == "miniwob").any()):
+        _episodes_section(rep, t)
 
     rep.h(3, "The same trials under every rule")
     rep.table(md_table(label_models(honest.rules_side_by_side(t, by=by)), {k: pct for k in RULES}))
@@ -237,6 +239,33 @@ def _dataset_section(rep: Report, t: Any, rule: str) -> None:
         rep.h(4, title)
         fmt = {"accuracy": pct, "lo": pct, "hi": pct, "calls_per_success": px}
         rep.table(md_table(label_models(tab), fmt))
+
+
+def _episodes_section(rep: Report, t: Any) -> None:
+    """MiniWoB episodes, scored by the page's own verdict (:mod:`dvoc_bench.analysis.episodes`)."""
+    from dvoc_bench.analysis import episodes
+    from dvoc_bench.analysis.markdown import label_models, md_table, pct
+
+    e = episodes.episode_rows(t[t["scene_kind"] == "miniwob"])
+    rep.h(3, "Episodes (MiniWoB++, the page's own verdict)")
+    rep.p(
+        "success = episodes the page ended with a raw reward above 0 (its time penalty ignored) / episodes, "
+        f"{episodes.SUCCESS_INTERVAL} [lo, hi] (the episode is the unit); locate = grounded points on their "
+        f"step's target element / grounded points, {episodes.LOCATE_INTERVAL}; interact = steps whose "
+        "intended state change happened / steps; calls_per_success = model calls / successes; seconds per "
+        "step: harness (captures, page reads, hit test, the action) and grounding (the method). Plans: the "
+        "oracle's (the simulator plans by the oracle too)."
+    )
+    fmt = {k: pct for k in ("success", "lo", "hi", "locate", "locate_lo", "locate_hi", "interact")}
+    splits = (
+        ("per task family", ["model", "simulated", "family", "method"]),
+        ("per task", ["model", "simulated", "task", "method"]),
+    )
+    for title, by in splits:
+        rep.h(4, f"Episodes {title}")
+        rep.table(md_table(label_models(episodes.summarise(e, by)), fmt))
+    if lines := episodes.failures(e):
+        rep.p("Failed episodes (how each ended, the first step off target, why):\n\n" + "\n".join(lines))
 
 
 KEYS = ["model", "method"]

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from dvoc_bench.core.control import Decision, LoopConfig
+from dvoc_bench.core.episode_records import EpisodeRecord
 from dvoc_bench.core.geometry import Box, Point
 from dvoc_bench.core.scoring import score
 
@@ -45,6 +46,7 @@ StopReason = Literal[
     "grounding_error",  # SoM: detector failed or marked nothing; the model got the plain screenshot
     "error",  # a call failed for good
     "skipped",  # the trial never ran
+    "episode",  # an episode ran to its end (how: ``episode.end``; its verdict: ``episode_success``)
 ]
 """How a trial ended."""
 
@@ -65,10 +67,11 @@ ErrorClass = Literal[
 ]
 """Class of a failed call or trial (``error_class`` of steps and trials)."""
 
-SceneKind = Literal["synthetic", "web", "desktop", "dataset"]
+SceneKind = Literal["synthetic", "web", "desktop", "dataset", "miniwob"]
 """What produced a scene: a Pillow drawing (``synthetic``), a page in a real Chromium (``web``), a Tk
-application on an Xvfb display (``desktop``) or a screenshot of a standard dataset (``dataset``:
-ScreenSpot, ScreenSpot-v2, ScreenSpot-Pro, a manifest).
+application on an Xvfb display (``desktop``), a screenshot of a standard dataset (``dataset``:
+ScreenSpot, ScreenSpot-v2, ScreenSpot-Pro, a manifest) or a MiniWoB++ task page run as an episode
+(``miniwob``).
 Task sources declare theirs when they register (:mod:`dvoc_bench.scenes.sources`)."""
 
 StepKind = Literal["verify", "click", "select", "baseline"]
@@ -195,6 +198,9 @@ class TrialSpec:
     starts, ``source`` (where the start's loop landed) or ``model`` (where the model first points at the end:
     one ``click_at`` answer for it, asked first), ``dvoc.drag_start``. Part of the trial key only when not
     ``source``."""
+    episode_knobs: str = "-"
+    """Episode trials (MiniWoB tasks): the ``episode:`` knobs
+    (``plan=oracle,scale=4,max_steps=12,wall_s=300``); ``-`` for every other trial (then not in the key)."""
     simulated_assumptions: list[str] = dataclasses.field(default_factory=list)
     """Simulated models only: what this trial's result rests on beyond the profile's fit, one marker per
     knob the profile was not fitted for (``frame request assumed``, ``overlay effect assumed``, ``overlay
@@ -385,6 +391,8 @@ class Step:
     drag_end: Literal["from", "to", "both"] | None = None
     """A two-point (drag) trial's call: for the drag's start (``from``), its end (``to``), or both points
     in one answer (``both``); ``None`` for one-point tasks."""
+    episode_step: int | None = None
+    """Episode trials: the index of the episode step whose grounding made this call; ``None`` otherwise."""
 
 
 @dataclass
@@ -535,6 +543,8 @@ class TrialOutcome:
     drop_point: list[float] | None = None
     """A two-point (drag) task: where the drag ends, pixels (``final_point`` is where it starts); ``None``
     for one-point tasks and when the trial gave no end point."""
+    episode: EpisodeRecord | None = None
+    """Episode trials: the episode's steps and the page's verdict; ``None`` for every other trial."""
 
 
 @dataclass(kw_only=True)
@@ -663,6 +673,9 @@ class TrialRecord(TrialOutcome, TrialSpec):
     instruction); ``None`` for the drawn scenes and web pages."""
     drag: DragRecord | None = None
     """Two-point (drag) trials: each point scored on its own target; ``None`` for one-point tasks."""
+    episode_success: bool | None = None
+    """Episode trials: the page's own verdict (done with a raw reward above 0, its time penalty ignored);
+    ``None`` for every other trial."""
 
     @classmethod
     def build(
@@ -728,6 +741,7 @@ class TrialRecord(TrialOutcome, TrialSpec):
             clicked_element=probe.clicked_element if probe else None,
             sample=sample,
             drag=drag,
+            episode_success=result.episode.success if result.episode is not None else None,
         )
 
 

@@ -316,8 +316,8 @@ def merge_runs(inputs: Iterable[Path | str], out: Path | str, *, into_run: bool 
             raise ConfigError(f"--out: {out} holds a run made with other settings ({'; '.join(diff[:6])})")
         sources = [_read_source(d) for d in dirs]
         old = _read_merge(out)
-        if not (out / MERGE).is_file():  # marks the output as a merge's before anything is written, so that
-            (out / MERGE).write_text(json.dumps({"merges": []}), encoding="utf-8")  # an interrupted one resumes
+        if not (out / MERGE).is_file():  # the output is a merge's before anything is written: cut short, it
+            (out / MERGE).write_text(json.dumps({"merges": []}), encoding="utf-8")  # is merged again
         planned, count, digest = _planned_total(sources, old)
         rep = MergeReport(out, planned, sources=sources)
         _write(out, sources, metas[0], rep)

@@ -80,6 +80,9 @@ UNKEYED_SETTINGS: dict[str, str] = {
     "desktop.app_files": _SCENE,
     "desktop.timeout_s": _WAIT,
     "dataset": _SCENE,
+    "episode.plan": (
+        "one value (oracle) so far; it is written into every episode trial's episode_knobs, which are keyed"
+    ),
 }
 """Settings (a dotted key, or a block's prefix) that cannot change a trial, each with its reason. Every other
 leaf of the settings schema reaches the trial's spec and so its key (``tests/test_trial_key.py`` walks the
@@ -263,6 +266,8 @@ def build_plan(
                 if labels != "corner":  # in the key only then: the keys of the authors' placement stay
                     fields["label_placement"] = labels
                 scene_kind = (kinds or {}).get(task, "synthetic")
+                if scene_kind == "miniwob":  # an episode's knobs (in the key only on its trials)
+                    fields["episode_knobs"] = s.episode.label()
                 # every setting that can change what a trial sends, how its answer is read or what its
                 # record holds is a spec field; at its default it leaves the key as it was (TrialSpec.key)
                 fields.update(

@@ -27,6 +27,7 @@ from dvoc_bench.runner.scheduler import RetryPolicy
 from dvoc_bench.runner.shard import Shard, parse_shard
 from dvoc_bench.scenes.datasets import DatasetSettings
 from dvoc_bench.scenes.desktop.settings import Desktop
+from dvoc_bench.scenes.miniwob.settings import Episode
 from dvoc_bench.scenes.web.settings import Web
 
 STARTS = ("auto", "paper", "scaled", "centre", "oneshot")
@@ -247,6 +248,8 @@ class Settings(Declared):
     """Web scenes and bring-your-own pages."""
     desktop: Desktop = Desktop()
     """Desktop scenes and bring-your-own Tk apps."""
+    episode: Episode = Episode()
+    """MiniWoB++ episodes (tasks ``miniwob.<name>``): plan, screenshot scale, step and wall-clock caps."""
     dataset: DatasetSettings = DatasetSettings()
     """A standard dataset as the task source (``dataset=screenspot_pro dataset.root=DIR``)."""
     probe: ProbeOptions = ProbeOptions()

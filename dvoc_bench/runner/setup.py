@@ -124,7 +124,8 @@ def setup_from_settings(s: Settings, experiment: str, model_choice: str | None =
     else:
         registry = SceneRegistry(
             scenes_dir,
-            options={"web": s.web, "desktop": s.desktop, "apps": s.desktop},  # validated: used as they are
+            # validated: used as they are
+            options={"web": s.web, "desktop": s.desktop, "apps": s.desktop, "miniwob": s.episode},
             max_side=s.scenes.max_side,
         )
         tasks = check_list("task" if s.task else "tasks", [s.task] if s.task else s.tasks, registry.ids())

@@ -36,6 +36,7 @@ from dvoc_bench.models.base import Model
 from dvoc_bench.models.config import ModelConfig
 from dvoc_bench.models.options import ImageOptions, model_image
 from dvoc_bench.runner.budget import Budget, BudgetedModel, Ticket, spent_in
+from dvoc_bench.runner.episodes import all_located, episode_target, run_episode
 from dvoc_bench.runner.gates import gate_key
 from dvoc_bench.runner.scheduler import FATAL_FOR_PROVIDER, GatedModel, RateGate
 from dvoc_bench.runner.setup import SweepSetup
@@ -186,6 +187,11 @@ class TrialRunner:
         if self.budget is not None and ticket is not None:  # free what the trial still reserved
             await self.budget.release(ticket)
         wall_s = time.perf_counter() - t0
+        if result.episode is not None:  # an episode: scored on its steps' DOM verdicts, not one point
+            located = all_located(result)
+            probe = Probe(hit_element=None, hit=bool(located)) if located is not None else None
+            self.record(spec, result, episode_target(result), wall_s, probe)
+            return
         probe = await self.probe(spec, result)
         drop = await self.probe_drop(spec, result, env)
         self.record(
@@ -199,7 +205,10 @@ class TrialRunner:
         """The method's result; a bug in it is this trial's ``internal`` error, and a trial whose provider
         died under it is ``skipped`` (its completed steps kept)."""
         try:
-            result = await (run_drag(info, spec, env) if is_drag(env) else info.run(spec, env))
+            if self.registry.kind(spec.task) == "miniwob":  # an episode: the method grounds every step
+                result = await run_episode(spec, env, info, self.registry)
+            else:
+                result = await (run_drag(info, spec, env) if is_drag(env) else info.run(spec, env))
         except RunStopped:  # the run directory cannot take this trial's shots: not the trial's failure
             raise
         except Exception as e:  # a bug in a method must not take the sweep down; record it

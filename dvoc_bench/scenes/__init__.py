@@ -71,6 +71,13 @@ def _apps_source(options: Any) -> SceneFolder:
     return apps_source(options)
 
 
+@registry.source("miniwob", kind="miniwob")
+def _miniwob_source(options: Any) -> TaskSource:
+    from dvoc_bench.scenes.miniwob.source import MiniwobSource  # no browser until an episode runs
+
+    return MiniwobSource(options)
+
+
 Source = SceneFolder | TaskSource
 """What a registry is given per source name: a folder description or a task source."""
 
@@ -132,6 +139,7 @@ class SceneRegistry:
         }
         self._index: dict[str, TaskSource] | None = None
         self._snapshots: dict[str, Snapshot] = {}
+        self._held: dict[str, SceneTruth] = {}
         self._lock = threading.RLock()
 
     def _where(self) -> dict[str, TaskSource]:
@@ -183,8 +191,20 @@ class SceneRegistry:
         raise KeyError(f"unknown scene {scene_id!r}; known scenes: {', '.join(self.ids())}")
 
     def truth(self, scene_id: str) -> SceneTruth:
-        """Ground truth of a scene (target box, elements, instruction)."""
-        return self.snapshot(scene_id).truth
+        """Ground truth of a scene (target box, elements, instruction); a held step's first."""
+        held = self._held.get(scene_id)
+        return held if held is not None else self.snapshot(scene_id).truth
+
+    def hold(self, truth: SceneTruth) -> None:
+        """Make one episode step's truth known by its scene id until :meth:`release` (the screenshots of
+        an episode are made as it runs, never rendered by a source)."""
+        with self._lock:
+            self._held[truth.scene_id] = truth
+
+    def release(self, scene_id: str) -> None:
+        """Forget a held step's truth."""
+        with self._lock:
+            self._held.pop(scene_id, None)
 
     def kind(self, scene_id: str) -> SceneKind:
         """The kind of scene ``scene_id`` is (its source's kind)."""

@@ -13,6 +13,7 @@ import yaml
 
 from dvoc_bench.core.geometry import Box, Point, Size
 from dvoc_bench.scenes import SceneFolder, SceneRegistry, TaskSource, default_scenes_dir
+from dvoc_bench.scenes.miniwob.planners import PLANNERS
 from dvoc_bench.scenes.synthetic import load_spec, render_synthetic, render_synthetic_file
 
 SCENES = default_scenes_dir()
@@ -36,6 +37,9 @@ AUTHORS_INSTRUCTIONS = {
     "S5": "Click inside the username input field",
     "S6": "Click the BLUE button",
 }
+
+MINIWOB = sorted(f"miniwob.{n}" for n in PLANNERS)
+"""The episode tasks every registry lists (no browser until one runs)."""
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +82,7 @@ def test_ids(registry: SceneRegistry) -> None:
         "W3",
         "W4",
         "W5",
+        *MINIWOB,  # the MiniWoB tasks with an oracle planner (their pages come from the miniwob package)
     ]
 
 
@@ -338,7 +343,7 @@ def test_registry_pluggable_sources_and_natural_order(tmp_path: Path) -> None:
     (tmp_path / "web").mkdir()
     (tmp_path / "web" / "W1.html").write_text("<html></html>", encoding="utf-8")
     reg = SceneRegistry(tmp_path)
-    assert reg.ids() == ["S2", "S10"]  # web/ has no source by default
+    assert reg.ids() == ["S2", "S10", *MINIWOB]  # web/ has no source by default
     w1 = render_synthetic_file(SYNTHETIC / "S1.yaml")
     plugged = SceneRegistry(
         tmp_path,
