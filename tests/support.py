@@ -91,6 +91,8 @@ DEPENDENCIES: dict[str, Dependency] = {
                        "python3-dev)", True, (r"docs page", r"debian package")),
     "THIRDPARTY": Dependency("third-party records and screens (../shared/thirdparty, $DVOC_THIRDPARTY)",
                              True, (r"third-party records",)),
+    "INSPECT": Dependency("inspect-ai (the inspect extra: pip install -e \".[inspect]\")", True,
+                          (r"inspect-ai", r"inspect_ai")),
     "RUSTDOCS": Dependency("rustup's rust-docs component (no package registry ships it; not in CI)", False,
                            ()),
 }  # fmt: skip

@@ -135,7 +135,9 @@ class InspectModel:
 # the other direction: the ``dvoc`` provider
 
 
-def openai_body(model: str, messages: list[Any], tools: list[Any], tool_choice: Any, config: Any) -> dict[str, Any]:
+def openai_body(
+    model: str, messages: list[Any], tools: list[Any], tool_choice: Any, config: Any
+) -> dict[str, Any]:
     """An OpenAI chat-completions body of Inspect's input (the last user turn's text and image), tools, tool
     choice and config (seed, sampling parameters, ``extra_body``)."""
     content: list[dict[str, Any]] = []

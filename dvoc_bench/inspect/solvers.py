@@ -99,16 +99,30 @@ def dvoc(
 ) -> Solver:
     """DVOC: the crosshair-and-offset loop (``alpha`` decay|constant|…, ``overlay`` full|…, ``protocol``
     v1|paper)."""
-    return method_solver("dvoc", model_config, overrides.split(), alpha=alpha, overlay=overlay,
-                         protocol=protocol, predict=predict, epsilon=epsilon,
-                         max_iterations=max_iterations)  # fmt: skip
+    return method_solver(
+        "dvoc",
+        model_config,
+        overrides.split(),
+        alpha=alpha,
+        overlay=overlay,
+        protocol=protocol,
+        predict=predict,
+        epsilon=epsilon,
+        max_iterations=max_iterations,
+    )
 
 
 @solver
-def oneshot(model_config: str | None = None, protocol: str | None = None, max_attempts: int | None = None,
-            overrides: str = "") -> Solver:  # fmt: skip
+def oneshot(
+    model_config: str | None = None,
+    protocol: str | None = None,
+    max_attempts: int | None = None,
+    overrides: str = "",
+) -> Solver:
     """One-shot: ask for the point, up to ``max_attempts`` times."""
-    return method_solver("oneshot", model_config, overrides.split(), protocol=protocol, max_attempts=max_attempts)
+    return method_solver(
+        "oneshot", model_config, overrides.split(), protocol=protocol, max_attempts=max_attempts
+    )
 
 
 @solver

@@ -116,15 +116,23 @@ def synthetic(
 
 
 @task
-def web(tasks: str = "W1,W2,W3,W4,W5", starts: str = "auto", repeats: int = 1, seed: int = 0,
-        overrides: str = "") -> Task:  # fmt: skip
+def web(
+    tasks: str = "W1,W2,W3,W4,W5", starts: str = "auto", repeats: int = 1, seed: int = 0, overrides: str = ""
+) -> Task:
     """The web scenes, rendered in the system Chromium (loopback only)."""
     return _task(sweep_overrides(tasks, starts, repeats, seed, overrides), "dvoc_bench/web")
 
 
 @task
-def dataset(dataset: str, root: str, tasks: str = "", starts: str = "auto", repeats: int = 1, seed: int = 0,
-            overrides: str = "") -> Task:  # fmt: skip
+def dataset(
+    dataset: str,
+    root: str,
+    tasks: str = "",
+    starts: str = "auto",
+    repeats: int = 1,
+    seed: int = 0,
+    overrides: str = "",
+) -> Task:
     """A standard dataset (``dataset=screenspot|screenspot_v2|screenspot_pro|manifest|cuactspot|
     precision_cua``) read from ``root`` (its samples as tasks; ``tasks`` picks some by id)."""
     base = [f"dataset={dataset}", f"dataset.root={root}"]
@@ -136,7 +144,8 @@ def dataset(dataset: str, root: str, tasks: str = "", starts: str = "auto", repe
 
 
 @task
-def real_screens(set: str = "cuactspot", root: str = "", tasks: str = "", seed: int = 0,
-                 overrides: str = "") -> Task:  # fmt: skip
+def real_screens(
+    set: str = "cuactspot", root: str = "", tasks: str = "", seed: int = 0, overrides: str = ""
+) -> Task:
     """A real-screen set with truth (``cuactspot`` or ``precision_cua``) read from ``root``."""
     return dataset(set, root, tasks, "auto", 1, seed, overrides)

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dvoc_bench.core.records import TrialRecord, TrialResult, TrialSpec, to_jsonable
 from dvoc_bench.core.geometry import Box
+from dvoc_bench.core.records import TrialRecord, TrialResult, TrialSpec, to_jsonable
 from dvoc_bench.inspect.adapter import InspectModel
 from dvoc_bench.models.base import Model
 from dvoc_bench.models.config import ModelConfig
@@ -117,7 +117,7 @@ class SolverRun:
         return self._records[spec.trial_key], self._captured.steps.get(spec.trial_key, [])
 
     def close(self) -> None:
-        """Release the scenes (browser, Xvfb), the renderer, the lock, and remove the private run directory."""
+        """Release the scenes (browser, Xvfb), the renderer and the lock; remove the private run directory."""
         if self._closed:
             return
         self._closed = True
