@@ -86,7 +86,10 @@ def test_completion_round_trip_keeps_tool_calls_text_and_usage() -> None:
                 "message": {
                     "content": "moving",
                     "tool_calls": [
-                        {"id": "c1", "function": {"name": "report_offset", "arguments": '{"dx": -12.5, "dy": 3}'}},
+                        {
+                            "id": "c1",
+                            "function": {"name": "report_offset", "arguments": '{"dx": -12.5, "dy": 3}'},
+                        },
                         {"id": "c2", "function": {"name": "report_offset", "arguments": "{not json"}},
                     ],
                 },
@@ -118,7 +121,12 @@ def test_an_output_error_is_a_call_error_in_one_line() -> None:
 
 def _by_input(trials: list[dict[str, Any]]) -> dict[tuple[str, Any, int], tuple[Any, ...]]:
     return {
-        (t["task"], t["start_index"], t["rep"]): (t["trial_key"], t["final_point"], t["hit"], t["model_calls"])
+        (t["task"], t["start_index"], t["rep"]): (
+            t["trial_key"],
+            t["final_point"],
+            t["hit"],
+            t["model_calls"],
+        )  # fmt: skip
         for t in trials
     }
 
@@ -155,14 +163,14 @@ def test_inspect_eval_runs_the_sweeps_own_trials(method: str, tmp_path: Path) ->
     assert ours == theirs
 
 
-def _shell(args: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+def _shell(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     inspect_bin = Path(sys.executable).parent / "inspect"
     return subprocess.run(
         [str(inspect_bin), *args],
         capture_output=True,
         text=True,
         timeout=HANG_S,
-        cwd=cwd,
+        cwd=ROOT,
         env={**os.environ, **(env or {})},
     )
 
@@ -173,7 +181,8 @@ def test_the_shell_form_writes_a_log_the_report_reads_with_inspects_accuracy(tmp
 
     p = _shell(
         ["eval", "dvoc_bench/synthetic", "--solver", "dvoc_bench/dvoc", "--model", "dvoc/sim-ideal",
-         "-T", "tasks=S2,S5", "--log-dir", str(tmp_path / "logs"), "--display", "plain"]
+         "-M", "scenes=synthetic", "-T", "tasks=S2,S5", "--log-dir", str(tmp_path / "logs"),
+         "--display", "plain"]
     )  # fmt: skip
     assert p.returncode == 0, p.stderr[-2000:]
     (log_path,) = (tmp_path / "logs").glob("*.eval")

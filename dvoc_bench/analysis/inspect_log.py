@@ -28,7 +28,7 @@ def read_eval(path: Path) -> Any:
         from inspect_ai.log import read_eval_log
     except ImportError:
         raise SchemaError(
-            f"{path}: an Inspect log needs the inspect extra (pip install -e \".[inspect]\")"
+            f'{path}: an Inspect log needs the inspect extra (pip install -e ".[inspect]")'
         ) from None
     try:
         return read_eval_log(str(path))
@@ -61,7 +61,9 @@ def rows_of(path: Path, eval_log: Any) -> list[dict[str, Any]]:
         ]
         rows.append(row)
     if left:
-        log.warning("%s: %d sample(s) hold no dvoc-bench trial (another solver, or an error): left out", path, left)
+        log.warning(
+            "%s: %d sample(s) hold no dvoc-bench trial (another solver, or an error): left out", path, left
+        )
     if not rows:
         raise SchemaError(f"{path}: no sample of this log was run by a dvoc-bench solver")
     return rows
