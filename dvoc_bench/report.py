@@ -75,7 +75,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--format",
         default="v1",
         help="format of the --import files: v1 (the export schema, "
-        "default), sspro (the ScreenSpot-Pro evaluator's log), omniparser, zoom (docs/imports.md)",
+        "default), sspro (the ScreenSpot-Pro evaluator's log), omniparser, zoom (docs/imports.md), inspect "
+        "(an Inspect .eval log of dvoc_bench's tasks, also read as such by its suffix; docs/inspect.md)",
     )
     p.add_argument(
         "--annotations",

@@ -95,6 +95,8 @@ DEPENDENCIES: dict[str, Dependency] = {
                         (r"\btmpfs\b",)),
     "MINIWOB": Dependency("MiniWoB++'s task pages (the PyPI package miniwob, the episodes extra)", True,
                           (r"miniwob",)),
+    "INSPECT": Dependency("inspect-ai (the inspect extra: pip install -e \".[inspect]\")", True,
+                          (r"inspect-ai", r"inspect_ai")),
     "RUSTDOCS": Dependency("rustup's rust-docs component (no package registry ships it; not in CI)", False,
                            ()),
 }  # fmt: skip

@@ -28,6 +28,7 @@ FLOOR = {
     "calibration": 8,
     "app": 9,
     "benchmarks": 9,
+    "inspect": 10,
 }
 """The floor of each package; a module may import its own package and packages on lower floors."""
 

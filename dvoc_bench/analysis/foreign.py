@@ -49,7 +49,7 @@ from dvoc_bench.core.rundir import REPORT
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("v1", "sspro", "omniparser", "zoom")
+FORMATS = ("v1", "sspro", "omniparser", "zoom", "inspect")
 """The import formats: ``v1`` is the project's own export schema (:mod:`dvoc_bench.analysis.export`)."""
 
 Reader = Callable[[str, int, int], tuple[str, float | None, float | None, float | None, float | None, str]]
@@ -526,6 +526,14 @@ def load_import(
     path = Path(path)
     if fmt not in FORMATS:
         raise SchemaError(f"--format: unknown import format {fmt!r}; allowed: {', '.join(FORMATS)}")
+    if fmt == "inspect" or (fmt == "v1" and path.suffix == ".eval"):  # an Inspect log of our tasks
+        from dvoc_bench.analysis.inspect_log import read_eval, rows_of
+
+        if reader is not None or annotations is not None:
+            raise SchemaError("--reread / --annotations: not for an Inspect log (its trials are ours)")
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such file")
+        return load_rows(path, rows_of(path, read_eval(path)))
     if fmt == "v1":
         if reader is not None or annotations is not None:
             raise SchemaError("--reread / --annotations: not for --format v1 (the export schema is ours)")

@@ -171,7 +171,8 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
         rep.fig(plots.heatmap(t, rule, split=split), "heatmap", "model x task success")
         rep.fig(plots.distance_vs_iteration(s, split=split), "distance_vs_iteration", "distance vs iteration")
         first, where = first_split(t, split)  # trajectories of one setting of the varied knobs, named
-        for task in list(dict.fromkeys(first.loc[first["method"] == "dvoc", "task"]))[:2]:
+        drawable = (first["method"] == "dvoc") & first["image_w"].notna()  # an import may not know the size
+        for task in list(dict.fromkeys(first.loc[drawable, "task"]))[:2]:
             dvoc_task = first[(first["method"] == "dvoc") & (first["task"] == task)]
             for model in list(dict.fromkeys(dvoc_task["model"]))[:3]:
                 rep.fig(
