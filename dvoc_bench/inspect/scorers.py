@@ -4,8 +4,8 @@ The solver leaves the trial record in the sample's metadata (:data:`dvoc_bench.i
 a scorer reads one of its fields, it never scores again. ``hit`` is the honest rule (inside the target box,
 or the page's / toolkit's element under the point), ``hit_radius`` the paper's radius rule, ``within_eps``
 the distance under ε; ``distance`` is the final distance in pixels, ``calls`` and ``tokens`` the trial's cost.
-Rates carry the project's one interval (Wilson 95 %, clustered by first input:
-:func:`dvoc_bench.analysis.clustered.clustered_rate_interval`), as ``<rule>_lo`` / ``<rule>_hi``.
+Rates carry the project's one interval (Wilson 95 %, clustered by sample:
+:func:`dvoc_bench.analysis.clustered.sample_rate_interval`), as ``<rule>_lo`` / ``<rule>_hi``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
-from dvoc_bench.analysis.clustered import cluster_keys, clustered_rate_interval
+from dvoc_bench.analysis.clustered import sample_rate_interval
 from dvoc_bench.analysis.loaders import flatten_trial
 
 METADATA = "dvoc"
@@ -52,12 +52,12 @@ def _cluster_meta(record: dict[str, Any]) -> dict[str, Any]:
     return keep
 
 
-def _clusters(scores: list[SampleScore]) -> list[str]:
+def _trials(scores: list[SampleScore]) -> pd.DataFrame:
     rows = [dict((s.score.metadata or {}).get("cluster") or {}) for s in scores]
     frame = pd.DataFrame(rows)
-    if "method" not in frame.columns:
-        return [str(s.sample_id) for s in scores]
-    return [str(k) for k in cluster_keys(frame)]
+    if "task" not in frame.columns:  # a score without its trial's fields: each sample its own cluster
+        frame["task"] = [str(s.sample_id) for s in scores]
+    return frame
 
 
 def _bound(side: int) -> Metric:
@@ -65,20 +65,20 @@ def _bound(side: int) -> Metric:
         if not scores:
             return float("nan")
         success = [float(s.score.as_float()) for s in scores]
-        return float(clustered_rate_interval(success, _clusters(scores))[side])
+        return float(sample_rate_interval(success, _trials(scores))[side])
 
     return compute
 
 
 @metric(name="ci_lo")
 def ci_lo() -> Metric:
-    """Lower bound of the rate's interval (Wilson 95 %, clustered by first input)."""
+    """Lower bound of the rate's interval (Wilson 95 %, clustered by sample)."""
     return _bound(0)
 
 
 @metric(name="ci_hi")
 def ci_hi() -> Metric:
-    """Upper bound of the rate's interval (Wilson 95 %, clustered by first input)."""
+    """Upper bound of the rate's interval (Wilson 95 %, clustered by sample)."""
     return _bound(1)
 
 

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dvoc_bench.core.geometry import Box
 from dvoc_bench.core.records import TrialRecord, TrialResult, TrialSpec, to_jsonable
 from dvoc_bench.inspect.adapter import InspectModel
 from dvoc_bench.models.base import Model
@@ -57,17 +56,9 @@ class _Runner(TrialRunner):
 
     captured: _Captured
 
-    def record(
-        self,
-        spec: TrialSpec,
-        result: TrialResult,
-        target: Box,
-        wall_s: float,
-        probe: Any = None,
-        target_full: Box | None = None,
-    ) -> None:
+    def record(self, spec: TrialSpec, result: TrialResult, *args: Any, **kwargs: Any) -> None:
         self.captured.steps[spec.trial_key] = [to_jsonable(s) for s in result.steps]
-        super().record(spec, result, target, wall_s, probe, target_full)
+        super().record(spec, result, *args, **kwargs)
 
 
 class SolverRun:
