@@ -13,7 +13,6 @@ seconds per grounded step.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -22,6 +21,7 @@ import pandas as pd
 
 from dvoc_bench.analysis.clustered import clustered_rate_interval
 from dvoc_bench.analysis.intervals import PLAIN_INTERVAL, interval_name, rate_interval
+from dvoc_bench.core.jsonread import loads
 
 SUCCESS_INTERVAL = PLAIN_INTERVAL
 """The interval of the success rate (the episode is the unit)."""
@@ -33,7 +33,7 @@ def _episode(v: Any) -> dict[str, Any] | None:
     if isinstance(v, dict):
         return v
     if isinstance(v, str) and v:
-        out = json.loads(v)
+        out = loads(v, "episode record")
         return out if isinstance(out, dict) else None
     return None
 

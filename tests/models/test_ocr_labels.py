@@ -19,6 +19,14 @@ SCENES = Path(__file__).resolve().parents[2] / "scenes"
 # every instruction in scenes/ -> (label, rule, anchor). A new scene must be added here: its instruction is
 # read by the rules in dvoc_bench/models/ocr/labels.py, and the label decided on purpose.
 EXPECTED = {
+    # the real-program tasks worded as a user would, without the control's label (A26-A31): the rules'
+    # phrase is what the OCR model looks for, and it names no text on the screen (a truth-blind miss, decided)
+    "Pick the apt folder in the file list": ("Pick apt folder", "phrase", None),
+    "Go up to the share folder": ("Go up", "phrase", None),
+    "Show me my home folder instead": ("Show me my home folder instead", "phrase", None),
+    "Make a new folder to save the file in": ("Make new folder", "phrase", None),
+    "Don't save the file after all": ("Don't save file after all", "phrase", None),
+    "Close the widget factory": ("Close widget factory", "phrase", None),
     "Click the CLICK ME button": ("CLICK ME", "phrase", None),
     "Click the small green button": (None, "none", None),
     "Click the button labeled 'Submit'": ("Submit", "quoted", None),

@@ -66,7 +66,7 @@ def _raw(scene_id: str) -> dict:
 
 def test_ids(registry: SceneRegistry) -> None:
     assert registry.ids() == [
-        *(f"A{i:02d}" for i in range(1, 26)),  # the application tasks (scenes/apps)
+        *(f"A{i:02d}" for i in range(1, 32)),  # the application tasks (scenes/apps)
         "D1",
         "D2",
         "D3",
