@@ -117,7 +117,17 @@ def perceive(
             ang = float(rng.uniform(0.0, 2.0 * math.pi))
             centre = Point(centre.x + mag * math.cos(ang), centre.y + mag * math.sin(ang))
     ex, ey = noise.sample(rng, noise_px)
-    return clamp_point(Point(centre.x + ex, centre.y + ey), truth.size)
+    seen = Point(centre.x + ex, centre.y + ey)
+    box = aimed_box(truth, aimed_id) if noise.within_target else None
+    if box is not None and box.contains(centre):  # an outlier's centre lies off the box: left as it fell
+        seen = Point(_within(seen.x, box.x0, box.x1), _within(seen.y, box.y0, box.y1))
+    return clamp_point(seen, truth.size)
+
+
+def _within(v: float, lo: float, hi: float) -> float:
+    """``v`` put into ``[lo, hi]`` half a pixel in from each end (the middle when the span is under 1 px)."""
+    m = min(0.5, (hi - lo) / 2)
+    return min(max(v, lo + m), hi - m)
 
 
 def point_outliers(prof: SimProfile, truth: SceneTruth, aimed: str | None) -> tuple[OutlierSpec, float]:

@@ -119,6 +119,14 @@ class NoiseSpec(Declared):
     ``exp(rel * z)``, ``z`` from this family with scale 1 (clipped to +-2): an error that grows with the
     distance measured and never flips the direction; 0 = none."""
 
+    within_target: StrictBool = False
+    """An oracle of the harness, not a model of perception (``sim-ideal``): a perceived point that leaves
+    the box of the element aimed at is put back into it, half a pixel in from its edges so that a pixel
+    answer's rounding keeps it there (a box under 1 px wide: its middle). Only when the centre aimed at
+    lies in that box (an outlier is left where it fell). A target smaller than the noise (precision-cua's
+    1.6 px carets against 1 px Laplace noise) is then hit, as an ideal model would. The draw itself is
+    unchanged, so the profile keeps its digest and its random stream. Fitted profiles: ``false``."""
+
     def sample(self, rng: np.random.Generator, scale_px: float | None = None) -> tuple[float, float]:
         """One ``(ex, ey)`` draw in px; ``scale_px`` overrides the profile's scale."""
         s = self.scale_px if scale_px is None else scale_px
@@ -525,6 +533,8 @@ class SimProfile(Declared):
         d.pop("fitted_for")  # a label, not behaviour
         if self.obeys_requested_frame == 0:
             d.pop("obeys_requested_frame")
+        for noise in [d["noise"], *(c["noise"] for c in d["canvas"] if c.get("noise"))]:
+            noise.pop("within_target")  # bounds the same draw: the stream stays (NoiseSpec.within_target)
         if self.perception == PerceptionSpec():
             d.pop("perception")
         elif not self.perception.knows_crosshair:
