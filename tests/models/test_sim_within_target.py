@@ -24,9 +24,8 @@ def _answers(profile: SimProfile, n: int, outlier_p: float = 0.0) -> list[Point]
     rng = np.random.default_rng(7)
     out = []
     for _ in range(n):
-        p = perceive(
-            TRUTH, TRUTH.aim, "caret", profile.noise, profile.oneshot.noise_px, profile.outlier, outlier_p, rng
-        )
+        noise, outliers = profile.noise, profile.outlier
+        p = perceive(TRUTH, TRUTH.aim, "caret", noise, profile.oneshot.noise_px, outliers, outlier_p, rng)
         out.append(Point(round_in_frame(p.x, "pixel"), round_in_frame(p.y, "pixel")))
     return out
 
