@@ -29,7 +29,10 @@ The ``all`` row pools the elements and marks of every page, an ``all <set>`` row
 docs, desktop, screenspot, pages); ``ms`` is the detector's wall time per screen (pooled rows: the
 median), and a second table puts the detectors side by side per set. A real dataset has no full truth: for
 it only the share of targets that received a mark is defined, :func:`target_marked_share` (a list of
-``(image, target box)`` pairs). ``--frames`` writes each page's SoM frame (``avoid`` tags) and the table
+``(image, target box)`` pairs). ``--cuactspot DIR`` / ``--precision-cua DIR`` measure instead the real
+screens with truth of those sets, per set and category (:mod:`dvoc_bench.benchmarks.recall_real`: their
+boxes as truth, recall, centre-in-mark and precision with intervals). ``--frames`` writes each page's
+SoM frame (``avoid`` tags) and the table
 counts its tag overlaps.
 """
 
@@ -115,19 +118,29 @@ def _continuous(b: Box) -> Box:
 
 def match_count(truth: Sequence[Box], found: Sequence[Box], iou_min: float = IOU_MIN) -> int:
     """Pairs matched one-to-one, greedily by descending IoU, each at ``iou_min`` or more."""
+    return len(match_pairs(truth, found, iou_min))
+
+
+def match_pairs(
+    truth: Sequence[Box], found: Sequence[Box], iou_min: float = IOU_MIN
+) -> list[tuple[int, int]]:
+    """The ``(truth index, found index)`` pairs matched one-to-one, greedily by descending IoU, each at
+    ``iou_min`` or more."""
     pairs = sorted(
         ((box_iou(t, f), i, j) for i, t in enumerate(truth) for j, f in enumerate(found)),
         key=lambda p: -p[0],
     )
     used_t: set[int] = set()
     used_f: set[int] = set()
+    out = []
     for v, i, j in pairs:
         if v < iou_min:
             break
         if i not in used_t and j not in used_f:
             used_t.add(i)
             used_f.add(j)
-    return len(used_t)
+            out.append((i, j))
+    return out
 
 
 def target_marked(marks: Sequence[Mark], target: Box) -> bool:
@@ -408,6 +421,24 @@ def run(args: argparse.Namespace) -> list[PageScore]:
     return rows + pools + [pooled(rows, name) for name in detectors]
 
 
+def _real(args: argparse.Namespace) -> int:
+    """``--cuactspot`` / ``--precision-cua``: the real-screen table (no web page is rendered)."""
+    from dvoc_bench.benchmarks.recall_real import format_real, run_real
+    from dvoc_bench.core.declare import ConfigError
+
+    made = _detectors(args)
+    if "oracle" in made:
+        raise ConfigError("--detectors: the oracle marks the truth itself; measure cv, onnx or omniparser")
+    dets = {name: make(None) for name, make in made.items()}  # type: ignore[arg-type]
+    for flag, value in (("--cuactspot", args.cuactspot), ("--precision-cua", args.precision_cua)):
+        if value and not Path(value).is_dir():
+            raise ConfigError(f"{flag}: not a directory: {value}")
+    rows = run_real(dets, Path(args.cuactspot) if args.cuactspot else None,
+                    Path(args.precision_cua) if args.precision_cua else None)  # fmt: skip
+    print(format_real(rows))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from dvoc_bench.core.declare import ConfigError
     from dvoc_bench.detect.types import DetectorError
@@ -444,6 +475,8 @@ def main(argv: list[str] | None = None) -> int:
         help="where the CSV goes (default: outputs/detector_recall.csv)",
     )
     ap.add_argument("--frames", help="folder for each page's SoM frame per detector (PNG)")
+    ap.add_argument("--cuactspot", help="CUActSpot's folder (its <id>.json + <id>.png): recall per category")
+    ap.add_argument("--precision-cua", help="precision-cua-bench's dataset/ folder: recall per label type")
     ap.add_argument("--timeout", type=float, default=30.0, help="page load timeout, seconds")
     args = ap.parse_args(argv)
     args.tasks = [t for t in args.tasks.split(",") if t.strip()]
@@ -471,6 +504,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError(f"--tasks: unknown {', '.join(unknown)}; allowed: {allowed}")
         if args.screenspot < 0:
             raise ConfigError(f"--screenspot: must be >= 0, got {args.screenspot}")
+        if args.cuactspot or args.precision_cua:
+            return _real(args)
         if not (args.tasks or args.task_file or args.page or args.docs or args.screenspot):
             raise ConfigError(
                 "--tasks: no page to measure (give --tasks, --docs, --screenspot, --task-file or --page)"
