@@ -150,7 +150,8 @@ def test_two_model_files_of_one_name_in_two_folders_do_not_share_keys(tmp_path: 
         d = tmp_path / scale
         d.mkdir()
         text = src.read_text().replace("name: sim-ideal", "name: sim-mine")
-        text = text.replace("scale_px: 1.0}", f"scale_px: {scale}}}")
+        text = text.replace("scale_px: 1.0,", f"scale_px: {scale},")
+        assert f"scale_px: {scale}," in text
         (d / "sim-mine.yaml").write_text(text)
         setup = quick_setup(["models=[sim-mine]", "tasks=[S1]", "methods=[oneshot]", f"paths.models={d}"])
         plan = build_plan(setup, {"S1": ("h", Size(800, 600))})
