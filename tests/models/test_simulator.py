@@ -535,10 +535,8 @@ COMMITTED_DIGESTS = {
     "sim-gemini-3.1-flash-lite": "c16cbcf04511081f",
     "sim-gemma-4-26b": "f25caab8a7ef9003",
     "sim-gemma-4-31b": "ee7aba7735a4851d",
-    # sim-ideal's noise is bounded to the target since noise.within_target (was d13c0094f0d7b4fe): its
-    # answers on targets smaller than its noise changed, so its digest did
-    "sim-ideal": "0ebf0aac147f13cb",
-    "sim-ideal-1568": "0ebf0aac147f13cb",  # the same profile behind a 1568-px input limit
+    "sim-ideal": "d13c0094f0d7b4fe",
+    "sim-ideal-1568": "d13c0094f0d7b4fe",  # the same profile behind a 1568-px input limit
 }
 
 

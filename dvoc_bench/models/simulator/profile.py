@@ -125,8 +125,7 @@ class NoiseSpec(Declared):
     answer's rounding keeps it there (a box under 1 px wide: its middle). Only when the centre aimed at
     lies in that box (an outlier is left where it fell). A target smaller than the noise (precision-cua's
     1.6 px carets against 1 px Laplace noise) is then hit, as an ideal model would. The draw itself is
-    unchanged, so the profile keeps its random stream; it enters the digest when on (the answers on small
-    targets change). Fitted profiles: ``false``."""
+    unchanged, so the profile keeps its digest and its random stream. Fitted profiles: ``false``."""
 
     def sample(self, rng: np.random.Generator, scale_px: float | None = None) -> tuple[float, float]:
         """One ``(ex, ey)`` draw in px; ``scale_px`` overrides the profile's scale."""
@@ -535,8 +534,7 @@ class SimProfile(Declared):
         if self.obeys_requested_frame == 0:
             d.pop("obeys_requested_frame")
         for noise in [d["noise"], *(c["noise"] for c in d["canvas"] if c.get("noise"))]:
-            if not noise.get("within_target"):  # off: the older digest; on, the answers differ (a new digest)
-                noise.pop("within_target", None)
+            noise.pop("within_target")  # bounds the same draw: the stream stays (NoiseSpec.within_target)
         if self.perception == PerceptionSpec():
             d.pop("perception")
         elif not self.perception.knows_crosshair:
