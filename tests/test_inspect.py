@@ -227,3 +227,32 @@ def test_a_served_simulator_through_inspects_openai_api_provider(tmp_path: Path)
     assert all(t["simulated"] for t in trials)
     assert _by_input(trials) == theirs
     assert "not-a-key" not in json.dumps([s.metadata for s in log.samples])
+
+
+def test_a_dataset_task_carries_each_samples_screenshot_instruction_and_truth() -> None:
+    """``dvoc_bench/dataset`` on CUActSpot (real screenshots): one sample per sample id asked for, its image
+    the screenshot at its own size, its target the truth box the sweep scores by."""
+    from tests.support import need_thirdparty
+
+    root = need_thirdparty("phi-ground/cuactspot/data/ActSpot")
+    from dvoc_bench.inspect.tasks import dataset
+    from dvoc_bench.runner.compose import quick_setup
+
+    task = dataset("cuactspot", str(root), tasks="Canvas-0318", starts="centre")
+    samples = list(task.dataset)
+    assert [s.metadata["task"] for s in samples] == ["Canvas-0318"]
+    setup = quick_setup(["dataset=cuactspot", f"dataset.root={root}", "tasks=[Canvas-0318]"])
+    snap = setup.registry.snapshot("Canvas-0318")
+    box = snap.target_box
+    (s,) = samples
+    assert s.target == f"{box.x0},{box.y0},{box.x1},{box.y1}"
+    assert (s.metadata["width"], s.metadata["height"]) == (snap.size.width, snap.size.height)
+    image = s.input[0].content[1].image
+    import base64
+    import io
+
+    from PIL import Image
+
+    decoded = Image.open(io.BytesIO(base64.b64decode(image.split(",", 1)[1])))
+    assert decoded.size == (snap.size.width, snap.size.height)
+    assert s.input[0].content[0].text == snap.instruction
