@@ -30,7 +30,7 @@ SPLITS = {
     "task_kind": "task kind (click, drag, multi)",
     "lang": "task language",
     "size_class": "target size (shorter side)",
-    "endpoint": "drag endpoint (from: what to drag; to: where to drop it)",
+    "endpoint": "drag endpoint (from: what to drag; to: where to drop it); multi-point: point 1 .. K",
 }
 """Sample metadata columns (``sample_<key>``) a dataset report splits by, with their titles."""
 
@@ -101,6 +101,55 @@ def drag_success(t: pd.DataFrame, rule: str = "hit") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+POINT_KEYS = [
+    "protocol", "alpha", "overlay", "predict", "start_index", "rep", "detector", "zoom", "start_from"
+]  # fmt: skip
+"""Besides model and method, what makes a multi-point sample's point trials one attempt (same settings,
+same start, same repeat)."""
+
+
+def points_success(t: pd.DataFrame, rule: str = "hit") -> pd.DataFrame:
+    """Per model x method, CUActSpot's multi-point samples (``sample_task_kind`` ``multi``) under the set's
+    own rule: samples, attempts (the ``K`` point trials of one ``sample_file`` under the same
+    :data:`POINT_KEYS`; an attempt missing a point is left out), and the share where every point hit and
+    the points together lie in at least ``K`` distinct Target polygons (``hit_element`` names every Target
+    under a point, ``R2+R3``: ranked, one per rank; unranked, every Target holds a point), with its
+    interval clustered by sample; ``points_hit``: the share of single points on target. A point that ended
+    in an error is a miss."""
+    d = dataset_trials(t)
+    need = {"sample_task_kind", "sample_endpoint", "sample_points", "hit_element"}
+    if not need <= set(d.columns):
+        return pd.DataFrame()
+    d = d[(d["sample_task_kind"] == "multi") & d["sample_endpoint"].notna()].copy()
+    if d.empty:
+        return pd.DataFrame()
+    d["_hit"] = d[rule].fillna(False).astype(bool) & (d["status"] == "ok")
+    pair = [k for k in POINT_KEYS if k in d]
+    for k in pair:
+        d[k] = d[k].astype(str)
+    attempts = []
+    for key, g in d.groupby([*KEYS, "sample_file", *pair], sort=True, dropna=False):
+        npoints = int(g["sample_points"].iloc[0])
+        if g["sample_endpoint"].nunique() < npoints:
+            continue
+        hits = g.loc[g["_hit"], "hit_element"]
+        covered = {e for el in hits for e in str(el).split("+")}
+        ok = bool(g["_hit"].all()) and len(covered) >= npoints
+        attempts.append((*key[:4], ok, float(g["_hit"].mean())))
+    if not attempts:
+        return pd.DataFrame()
+    a = pd.DataFrame(attempts, columns=[*KEYS, "sample_file", "ok", "share"])
+    rows = []
+    for (model, sim, method), g in a.groupby(KEYS, sort=True):
+        lo, hi = clustered_rate_interval(g["ok"].to_numpy(), g["sample_file"].to_numpy())
+        rows.append({
+            "model": model, "simulated": sim, "method": method, "rule": rule,
+            "samples": g["sample_file"].nunique(), "attempts": len(g), "all": int(g["ok"].sum()),
+            "accuracy": g["ok"].mean(), "lo": lo, "hi": hi, "points_hit": g["share"].mean(),
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
 def tables(t: pd.DataFrame, rule: str = "hit") -> list[tuple[str, pd.DataFrame]]:
     """``(title, table)``: overall, then each split the trials carry (empty splits left out), then the
     drags with both points on target."""
@@ -110,6 +159,8 @@ def tables(t: pd.DataFrame, rule: str = "hit") -> list[tuple[str, pd.DataFrame]]
         if not tab.empty:
             out.append((f"By {title} — rule `{rule}`", tab))
     out.append((f"Drags: both points on target (and each endpoint) — rule `{rule}`", drag_success(t, rule)))
+    title = f"Multi-point samples: every point on target, the set's own rule — rule `{rule}`"
+    out.append((title, points_success(t, rule)))
     return [(title, tab) for title, tab in out if not tab.empty]
 
 

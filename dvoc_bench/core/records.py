@@ -475,7 +475,10 @@ class SampleMeta:
     task_kind: str | None = None
     """``click`` (one point), ``drag`` (rank 1 then rank 2) or ``multi`` (more points; CUActSpot)."""
     endpoint: str | None = None
-    """A drag's endpoint task: ``from`` (what to drag) or ``to`` (where to drop it); ``None`` otherwise."""
+    """A drag's endpoint task: ``from`` (what to drag) or ``to`` (where to drop it); a multi-point sample's
+    point ``1`` .. ``K``; ``None`` otherwise (CUActSpot)."""
+    points: int | None = None
+    """How many points the sample's own rule needs (1 click, 2 drag, ``K`` multi; CUActSpot)."""
     size_class: str | None = None
     """The target's size class by its shorter side (:func:`dvoc_bench.scenes.screen_sets.size_class`)."""
 

@@ -70,14 +70,19 @@ as written, by the even-odd rule, as the set's own rule does."""
 CJK = re.compile(r"[\u3400-\u9fff]")
 
 TaskKind = Literal["click", "drag", "multi"]
-Endpoint = Literal["from", "to"]
-"""A drag's two points: where it starts (rank 1, what to drag) and where it ends (rank 2, where to drop)."""
+Endpoint = str
+"""Which point of a sample a task asks for: a drag's ``from`` (rank 1, what to drag) or ``to`` (rank 2,
+where to drop it); a multi-point sample's ``1`` .. ``K``."""
 
 ENDPOINT_TEXT = {
     ("en", "from"): "This is a drag. Point at where the drag starts: the thing to drag.",
     ("en", "to"): "This is a drag. Point at where the drag ends: where to drop it.",
     ("zh", "from"): "这是一次拖动。请指出拖动的起点：要拖动的对象。",
     ("zh", "to"): "这是一次拖动。请指出拖动的终点：放下的位置。",
+    ("en", "ranked"): "This task takes {k} points, in order. Point at point {i} of {k}.",
+    ("en", "unranked"): "This task takes {k} points, one on each place it names. Point at place {i} of {k}.",
+    ("zh", "ranked"): "此任务需要按顺序给出{k}个点。请指出第{i}个点（共{k}个）。",
+    ("zh", "unranked"): "此任务需要{k}个点，每个所述位置一个。请指出第{i}个位置（共{k}个）。",
 }
 """The line added to a drag's task for each endpoint task, in the task's language."""
 
@@ -140,12 +145,27 @@ def task_kind(regions: Sequence[Region]) -> TaskKind:
     return "multi"
 
 
+def point_number(endpoint: Endpoint | None) -> int:
+    """The 1-based number of the point a task asks for (``from``: 1, ``to``: 2, ``"3"``: 3, ``None``: 1)."""
+    if endpoint is None or endpoint == "from":
+        return 1
+    return 2 if endpoint == "to" else int(endpoint)
+
+
 def first_targets(regions: Sequence[Region], point_no: int = 1) -> list[Region]:
-    """The polygons point ``point_no`` must hit: those of that rank, or (point 1 of an unranked sample)
-    the first Target."""
+    """The polygons point ``point_no`` aims at: those of that rank, or (an unranked sample) its
+    ``point_no``-th Target."""
     targets = [r for r in regions if r.type == "Target"]
-    ranked = [r for r in targets if r.rank == str(point_no)]
-    return ranked if ranked or point_no != 1 else targets[:1]
+    if any(r.rank for r in targets):
+        return [r for r in targets if r.rank == str(point_no)]
+    return targets[point_no - 1 : point_no]
+
+
+def allowed_targets(regions: Sequence[Region], point_no: int = 1) -> list[Region]:
+    """The polygons point ``point_no`` may land in under the set's rule: those of its rank, or (an unranked
+    sample, whose rule only asks that every Target hold some point) every Target."""
+    targets = [r for r in regions if r.type == "Target"]
+    return first_targets(regions, point_no) if any(r.rank for r in targets) else targets
 
 
 def verdict(points: Sequence[Point | Vertex], regions: Sequence[Region]) -> bool:
@@ -174,16 +194,19 @@ def verdict(points: Sequence[Point | Vertex], regions: Sequence[Region]) -> bool
 
 
 def point_verdict(point: Point, regions: Sequence[Region], point_no: int = 1) -> tuple[bool, str | None]:
-    """The ``polygon`` rule for point ``point_no`` (inside one of its polygons, :func:`first_targets`, and
-    in no Banned one) and the id of what lies under it (``banned:R3`` for a Banned polygon, a Target's id,
+    """The ``polygon`` rule for point ``point_no`` (inside one of the polygons it may land in,
+    :func:`allowed_targets`, and in no Banned one) and the id of what lies under it (``banned:R3`` for a
+    Banned polygon; a hit: its polygon's id, in an unranked sample the ids of every Target under the point
+    joined by ``+``, so that the analysis can tell which Targets the points cover; a Target of another rank;
     ``None``: none)."""
     for r in regions:
         if r.type == "Banned" and contains(r.points, point):
             return False, f"banned:{r.id}"
-    first = first_targets(regions, point_no)
-    for r in first:
-        if contains(r.points, point):
-            return True, r.id
+    allowed = allowed_targets(regions, point_no)
+    under = [r.id for r in allowed if contains(r.points, point)]
+    if under:
+        ranked = any(r.rank for r in regions if r.type == "Target")
+        return True, under[0] if ranked else "+".join(under)
     for r in regions:
         if r.type == "Target" and contains(r.points, point):
             return False, r.id
@@ -191,9 +214,14 @@ def point_verdict(point: Point, regions: Sequence[Region], point_no: int = 1) ->
 
 
 def endpoint_instruction(sample: ActSample, endpoint: Endpoint) -> str:
-    """A drag's task text and the line saying which end to point at (in the task's language)."""
+    """A drag's (or multi-point sample's) task text and the line saying which end (point) to point at, in
+    the task's language."""
     lang = "zh" if sample.meta.get("lang") == "zh" else "en"
-    return f"{sample.instruction}\n{ENDPOINT_TEXT[(lang, endpoint)]}"
+    if endpoint in ("from", "to"):
+        return f"{sample.instruction}\n{ENDPOINT_TEXT[(lang, endpoint)]}"
+    ranked = any(r.rank for r in sample.targets)
+    line = ENDPOINT_TEXT[(lang, "ranked" if ranked else "unranked")]
+    return f"{sample.instruction}\n{line.format(i=endpoint, k=required_points(sample.regions))}"
 
 
 def _vertices(raw: Any) -> tuple[Vertex, ...] | None:
@@ -369,8 +397,7 @@ def snapshot_of(
                 f"(bounds {[round(v, 2) for v in b.as_list()]})",
                 size,
             )
-    point_no = 2 if endpoint == "to" else 1
-    mine = first_targets(sample.regions, point_no)
+    mine = first_targets(sample.regions, point_number(endpoint))
     u = _union(mine)
     box = Box(max(u.x0, 0.0), max(u.y0, 0.0), min(u.x1, float(size.width)), min(u.y1, float(size.height)))
     target = Element("target", "target", box)
@@ -404,12 +431,22 @@ def _clip(b: Box, size: Size) -> Box:
     return Box(max(b.x0, 0.0), max(b.y0, 0.0), min(b.x1, float(size.width)), min(b.y1, float(size.height)))
 
 
+def endpoints(sample: ActSample) -> list[Endpoint]:
+    """A multi-point sample's point tasks ``1`` .. ``K``; none for a click, a drag (one two-point task) or a
+    sample that cannot be used (it is one task, which fails)."""
+    if sample.problem is not None or sample.meta.get("task_kind") != "multi":
+        return []
+    return [str(i) for i in range(1, required_points(sample.regions) + 1)]
+
+
 class ActSpotScenes:
     """The selected CUActSpot samples: a :class:`~dvoc_bench.scenes.sources.TaskSource` in id order whose
-    probe is the ``polygon`` rule. Each sample is one task; a drag's is a two-point task (its truth's
-    ``ends``): one trial gives both points, every method grounding each end (one-shot in one call), and
-    each point is probed on its own polygons through its end's id (``<id>:from``, ``<id>:to``, which
-    :meth:`snapshot` and :meth:`probe` also take). Other samples are their first point."""
+    probe is the ``polygon`` rule. A click is one task; a drag's is a two-point task (its truth's ``ends``):
+    one trial gives both points, every method grounding each end (one-shot in one call), and each point is
+    probed on its own polygons through its end's id (``<id>:from``, ``<id>:to``, which :meth:`snapshot` and
+    :meth:`probe` also take). A multi-point sample of ``K`` points is ``K`` tasks ``<id>:1`` .. ``<id>:K``
+    (``tasks=[X]`` runs them all, ``tasks=[X:2]`` one), scored together by the set's own rule
+    (:func:`dvoc_bench.analysis.datasets.points_success`)."""
 
     kind: SceneKind = "dataset"
     ordered = True
@@ -421,23 +458,43 @@ class ActSpotScenes:
         self.spec = spec
         self.lang = lang
         self.max_side = max_side
-        chosen = pick(load(spec, lang), spec, picks, WHERE_KEYS)
+        point = re.compile(r":\d+$")  # ``X:2``: point 2 of the multi-point sample X
+        wanted = None if picks is None else list(dict.fromkeys(point.sub("", p) for p in picks))
+        chosen = pick(load(spec, lang), spec, wanted, WHERE_KEYS)
         self.samples = {s.id: s for s in chosen}
-        """Selected samples by sample id (the task ids)."""
+        """Selected samples by sample id."""
+        self.tasks: list[str] = []
+        """The task ids in order: a sample's id, or a multi-point sample's ``<id>:1`` .. ``<id>:K``."""
+        for s in chosen:
+            ends = endpoints(s)
+            self.tasks += [f"{s.id}:{e}" for e in ends] if ends else [s.id]
+        if picks is not None and any(point.search(p) for p in picks):  # ``tasks=[X:2]``: that point only
+            named = set(picks)
+            self.tasks = [t for t in self.tasks if t in named or point.sub("", t) in named]
+            unknown = [p for p in picks if p not in self.tasks and p not in self.samples]
+            if unknown:
+                raise ConfigError(
+                    f"tasks: {unknown[0]!r} is not a task of dataset={FORMAT} (a multi-point sample's points "
+                    "are <id>:1 .. <id>:K; clicks and drags are their sample id)"
+                )
         self.cache = ImageCache()
 
     def _resolve(self, task_id: str) -> tuple[ActSample, Endpoint | None]:
-        """A task's sample, and the end a ``<id>:from`` / ``<id>:to`` id names (``None``: the task)."""
-        if task_id in self.samples:
+        """A task's sample, and the point its id names (``None``: the sample's one task): a drag's
+        ``<id>:from`` / ``<id>:to`` (the ends of its one task), a multi-point sample's ``<id>:N``."""
+        if task_id in self.samples and not endpoints(self.samples[task_id]):
             return self.samples[task_id], None
         base, _, end = task_id.rpartition(":")
         sample = self.samples.get(base)
-        if sample is None or end not in ("from", "to") or sample.meta.get("task_kind") != "drag":
-            raise KeyError(f"unknown task {task_id!r} of dataset={FORMAT}")
-        return sample, "from" if end == "from" else "to"
+        kind = None if sample is None else sample.meta.get("task_kind")
+        if sample is not None and kind == "drag" and end in ("from", "to"):
+            return sample, end
+        if sample is not None and end in endpoints(sample):
+            return sample, end
+        raise KeyError(f"unknown task {task_id!r} of dataset={FORMAT}")
 
     def ids(self) -> list[str]:
-        return list(self.samples)
+        return list(self.tasks)
 
     def snapshot(self, task_id: str) -> Snapshot:
         sample, end = self._resolve(task_id)
@@ -447,14 +504,15 @@ class ActSpotScenes:
         """The trial record's ``sample`` block (:class:`dvoc_bench.core.records.SampleMeta`)."""
         s, end = self._resolve(task_id)
         text = s.instruction if end is None else endpoint_instruction(s, end)
-        return {"dataset": FORMAT, "file": s.id, **s.meta, "endpoint": end, "instruction": text,
-                "image": s.image.name}  # fmt: skip
+        points = required_points(s.regions) if s.problem is None else None
+        return {"dataset": FORMAT, "file": s.id, **s.meta, "endpoint": end, "points": points,
+                "instruction": text, "image": s.image.name}  # fmt: skip
 
     def probe(self, task_id: str, point: Point) -> Probe:
-        """The ``polygon`` rule's verdict on ``point`` for the task's first point, or for the end its id
+        """The ``polygon`` rule's verdict on ``point`` for the task's point, or for the drag end its id
         names (it decides ``hit``; the box rule stays beside it)."""
         s, end = self._resolve(task_id)
-        hit, under = point_verdict(point, s.regions, 2 if end == "to" else 1)
+        hit, under = point_verdict(point, s.regions, point_number(end))
         return Probe(hit_element=under, hit=hit, hit_rule="polygon")
 
     def close(self) -> None:
