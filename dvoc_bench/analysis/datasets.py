@@ -45,8 +45,11 @@ def dataset_trials(t: pd.DataFrame) -> pd.DataFrame:
 
 
 def accuracy(t: pd.DataFrame, rule: str = "hit", by: str | None = None) -> pd.DataFrame:
-    """Per model x method (x ``sample_<by>``): samples, trials, hits, accuracy (hits / trials) with its
-    interval clustered by sample, and model calls per successful click (``-`` without a hit)."""
+    """Per model x method (x ``sample_<by>``, e.g. ``category``): drags (samples), attempts (two-point
+    trials: the record's ``drag`` block), the share with both points on target under ``rule`` (the trial's
+    own ``rule`` column, which holds when it holds for both points; its interval clustered by sample), and
+    each end's own share (``drag_from_<rule>``, ``drag_to_<rule>``). A trial that ended in an error is a
+    miss at both ends."""
     d = dataset_trials(t).copy()
     keys = list(KEYS)
     if by is not None:
@@ -75,11 +78,12 @@ def accuracy(t: pd.DataFrame, rule: str = "hit", by: str | None = None) -> pd.Da
     return out.drop(columns=["calls"])
 
 
-def drag_success(t: pd.DataFrame, rule: str = "hit") -> pd.DataFrame:
-    """Per model x method: drags (samples), attempts (two-point trials: the record's ``drag`` block), the
-    share with both points on target under ``rule`` (the trial's own ``rule`` column, which holds when it
-    holds for both points; its interval clustered by sample), and each end's own share (``drag_from_<rule>``,
-    ``drag_to_<rule>``). A trial that ended in an error is a miss at both ends."""
+def drag_success(t: pd.DataFrame, rule: str = "hit", by: str | None = None) -> pd.DataFrame:
+    """Per model x method (x ``sample_<by>``, e.g. ``category``): drags (samples), attempts (two-point
+    trials: the record's ``drag`` block), the share with both points on target under ``rule`` (the trial's
+    own ``rule`` column, which holds when it holds for both points; its interval clustered by sample), and
+    each end's own share (``drag_from_<rule>``, ``drag_to_<rule>``). A trial that ended in an error is a
+    miss at both ends."""
     d = dataset_trials(t)
     ends = (f"drag_from_{rule}", f"drag_to_{rule}")
     if not set(ends) <= set(d.columns) or d[ends[1]].isna().all():
@@ -89,11 +93,14 @@ def drag_success(t: pd.DataFrame, rule: str = "hit") -> pd.DataFrame:
     d["_both"] = d[rule].fillna(False).astype(bool) & ok
     d["_from"] = d[ends[0]].fillna(False).astype(bool) & ok
     d["_to"] = d[ends[1]].fillna(False).astype(bool) & ok
+    split = [by] if by is not None and f"sample_{by}" in d else []
+    if split:
+        d[by] = d[f"sample_{by}"].astype(object).where(d[f"sample_{by}"].notna(), "-")
     rows = []
-    for (model, sim, method), g in d.groupby(KEYS, sort=True):
+    for key, g in d.groupby([*KEYS, *split], sort=True):
         lo, hi = clustered_rate_interval(g["_both"].to_numpy(), g["sample_file"].to_numpy())
         rows.append({
-            "model": model, "simulated": sim, "method": method, "rule": rule,
+            **dict(zip([*KEYS, *split], key, strict=True)), "rule": rule,
             "drags": g["sample_file"].nunique(), "attempts": len(g), "both": int(g["_both"].sum()),
             "accuracy": g["_both"].mean(), "lo": lo, "hi": hi,
             "from_hit": g["_from"].mean(), "to_hit": g["_to"].mean(),
@@ -159,6 +166,9 @@ def tables(t: pd.DataFrame, rule: str = "hit") -> list[tuple[str, pd.DataFrame]]
         if not tab.empty:
             out.append((f"By {title} — rule `{rule}`", tab))
     out.append((f"Drags: both points on target (and each endpoint) — rule `{rule}`", drag_success(t, rule)))
+    by_cat = drag_success(t, rule, "category")
+    if not by_cat.empty and by_cat["category"].nunique() > 1:
+        out.append((f"Drags by category: both points and each end — rule `{rule}`", by_cat))
     title = f"Multi-point samples: every point on target, the set's own rule — rule `{rule}`"
     out.append((title, points_success(t, rule)))
     return [(title, tab) for title, tab in out if not tab.empty]

@@ -68,3 +68,23 @@ def test_repeats_of_a_sample_count_once_toward_the_interval():
     mixed = pd.DataFrame(rows).assign(hit=[i % 5 != 0 for i in range(35)])  # a miss in every sample
     (m,) = accuracy(mixed, "hit").to_dict("records")
     assert m["hi"] - m["lo"] > rate_interval(28, 35)[1] - rate_interval(28, 35)[0] - 1e-9
+
+
+def test_drags_split_by_category_count_each_end_by_hand():
+    """``drag_success(by="category")``: per category the drags, both-ends hits and each end's share, as
+    counted by hand from three drags (two Canvas, one Text)."""
+    import pandas as pd
+
+    from dvoc_bench.analysis.datasets import drag_success
+
+    rows = []
+    for i, (cat, start, end) in enumerate(
+        [("Canvas", True, True), ("Canvas", True, False), ("Text", False, True)]
+    ):
+        rows.append({"model": "m", "simulated": False, "method": "oneshot", "scene_kind": "dataset",
+                     "status": "ok", "task": f"s{i}", "sample_file": f"s{i}", "sample_category": cat,
+                     "hit": start and end, "drag_from_hit": start, "drag_to_hit": end})  # fmt: skip
+    got = drag_success(pd.DataFrame(rows), "hit", "category").set_index("category")
+    assert got.loc["Canvas", ["drags", "both"]].tolist() == [2, 1]
+    assert got.loc["Canvas", ["from_hit", "to_hit"]].tolist() == [1.0, 0.5]
+    assert got.loc["Text", ["drags", "both", "from_hit", "to_hit"]].tolist() == [1, 0, 0.0, 1.0]
