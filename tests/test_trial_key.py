@@ -46,6 +46,11 @@ def keys_of(*overrides: str) -> frozenset[str]:
     for kind in KINDS:
         scenes = {t: (f"hash-{t}", Size(800, 600)) for t in setup.swept.tasks}
         out |= {p.trial_key for p in build_plan(setup, scenes, dict.fromkeys(setup.swept.tasks, kind))}
+    drags = setup.swept.tasks[:1]  # the first task as a two-point (drag) task: the knobs of drags move it
+    scenes = {t: (f"hash-{t}", Size(800, 600)) for t in setup.swept.tasks}
+    out |= {
+        p.trial_key for p in build_plan(setup, scenes, dict.fromkeys(setup.swept.tasks, "dataset"), drags)
+    }
     return frozenset(out)
 
 
@@ -309,3 +314,23 @@ def test_the_reply_bound_is_unkeyed_for_the_reason_it_gives():
     assert quoted == longest, (quoted, longest, calls)
     assert 10 * max(longest.values()) <= MAX_REPLY_CHARS
     assert f"{MAX_REPLY_CHARS:,}" in reason and "reply_truncated" in reason
+
+
+def test_drag_start_keys_only_the_drags():
+    """``dvoc.drag_start`` moves the key of a two-point task's DVOC trials and of nothing else (a one-point
+    trial does not read it: re-running it would pay for the same trial)."""
+    setup0 = quick_setup(BASE)
+    setup1 = quick_setup([*BASE, "dvoc.drag_start=model"])
+    scenes = {t: (f"hash-{t}", Size(800, 600)) for t in setup0.swept.tasks}
+    kinds = dict.fromkeys(setup0.swept.tasks, "dataset")
+    drags = setup0.swept.tasks[:1]
+    a = {
+        (p.task, p.method, p.start_index, p.rep): p.trial_key
+        for p in build_plan(setup0, scenes, kinds, drags)
+    }
+    b = {
+        (p.task, p.method, p.start_index, p.rep): p.trial_key
+        for p in build_plan(setup1, scenes, kinds, drags)
+    }
+    moved = {k for k in a if a[k] != b[k]}
+    assert moved and all(k[0] in drags and k[1] == "dvoc" for k in moved)

@@ -43,10 +43,14 @@ INTERVAL = RATE_INTERVAL
 
 
 def cluster_keys(trials: pd.DataFrame) -> pd.Series:
-    """The cluster of each trial: its sample (the ``task`` column, as a string)."""
+    """The cluster of each trial: its sample (the ``task`` column, as a string; a dataset sample's file,
+    ``sample_file``, when it has one: the points of a multi-point sample are one sample)."""
     if "task" not in trials.columns:
         raise ValueError("cluster_keys: the trials have no `task` column (the sample each trial ran on)")
-    return trials["task"].astype(str)
+    task = trials["task"].astype(str)
+    if "sample_file" in trials.columns:  # a dataset sample asked as several tasks (CUActSpot's K points)
+        return trials["sample_file"].astype(object).where(trials["sample_file"].notna(), task).astype(str)
+    return task
 
 
 def cluster_counts(

@@ -255,6 +255,8 @@ SETTING_KNOBS = (
     "retry_rule",
     "verify_click",
     "model_config",
+    "drag_start",
+    "episode_knobs",
 )
 """Spec fields that carry a settings block (:class:`dvoc_bench.core.records.TrialSpec`; ``-`` is the block at
 its defaults, or a trial the block does not apply to): two values anywhere in the runs split every table."""

@@ -258,7 +258,7 @@ def build_plan(
                 )  # fmt: skip
                 if info.uses_start and p is None:  # starts=oneshot (in the key only then: old keys stay)
                     fields["start_from"] = "oneshot"
-                if info.uses_start and s.dvoc.drag_start != "source":  # in the key only then
+                if info.uses_start and task in drags and s.dvoc.drag_start != "source":  # drags, off default
                     fields["drag_start"] = s.dvoc.drag_start
                 if "zoom" in uses:  # only zoom trials carry it: the keys of the others stay as they were
                     fields["zoom"] = s.zoom.label()

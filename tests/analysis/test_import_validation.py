@@ -36,8 +36,8 @@ BAD = [
     ('"model_calls": 1' + "0" * 40, "row 2: field `model_calls`: 1000000000000"),
     ('"target_x0": [1, 2]', "row 2: field `target_x0`: expected a number, got [1, 2]"),
     (
-        '"sample_instruction": "click\\nOK"',
-        "row 2: field `sample_instruction`: control character U+000A at 5",
+        '"sample_instruction": "click\\rOK"',
+        "row 2: field `sample_instruction`: control character U+000D at 5",
     ),
     ('"model": "a|b\\u0007"', "row 2: field `model`: control character U+0007 at 3"),
     ('"sample_instruction": "' + "x" * 10_001 + '"', "row 2: field `sample_instruction`: 10001 characters"),
@@ -120,3 +120,16 @@ def test_a_50_mb_row_is_refused_in_bounded_memory(tmp_path):
     base = int(baseline.stdout.strip().splitlines()[-1])
     assert int(peak) - base < 40, (peak, base)  # MB: the 4 MB read, never the 50 MB line
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > 0
+
+
+def test_a_newline_our_own_records_hold_is_text_and_the_tables_stay_one_line(tmp_path, capsys):
+    """A multi-point CUActSpot task's second line, an error's detail: tab and newline are text (the
+    report's cells flatten them), so an export of ours imports again."""
+    from dvoc_bench import report
+
+    row = dict(GOOD, model="m\tx", sample_instruction="Click it\nPoint at point 1 of 2.", error="a\nb")
+    path = tmp_path / "ours.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    assert report.main(["--import", str(path), "--no-figures", "--n-boot", "20"]) == 0
+    text = capsys.readouterr().out
+    assert any(line.startswith("| m x |") for line in text.splitlines())
