@@ -238,11 +238,11 @@ def test_a_dataset_task_carries_each_samples_screenshot_instruction_and_truth() 
     from dvoc_bench.inspect.tasks import dataset
     from dvoc_bench.runner.compose import quick_setup
 
-    task = dataset("cuactspot", str(root), tasks="Canvas-0318", starts="centre")
+    task = dataset("cuactspot", str(root), tasks="Canvas-049e", starts="centre")
     samples = list(task.dataset)
-    assert [s.metadata["task"] for s in samples] == ["Canvas-0318"]
-    setup = quick_setup(["dataset=cuactspot", f"dataset.root={root}", "tasks=[Canvas-0318]"])
-    snap = setup.registry.snapshot("Canvas-0318")
+    assert [s.metadata["task"] for s in samples] == ["Canvas-049e"]
+    setup = quick_setup(["dataset=cuactspot", f"dataset.root={root}", "tasks=[Canvas-049e]"])
+    snap = setup.registry.snapshot("Canvas-049e")
     box = snap.target_box
     (s,) = samples
     assert s.target == f"{box.x0},{box.y0},{box.x1},{box.y1}"
@@ -256,3 +256,15 @@ def test_a_dataset_task_carries_each_samples_screenshot_instruction_and_truth() 
     decoded = Image.open(io.BytesIO(base64.b64decode(image.split(",", 1)[1])))
     assert decoded.size == (snap.size.width, snap.size.height)
     assert s.input[0].content[0].text == snap.instruction
+
+
+def test_a_sample_of_a_sweep_that_varies_a_knob_is_refused_not_guessed() -> None:
+    """Overrides sweeping a knob plan two trials per input: the solver says so instead of running one."""
+    from dvoc_bench.inspect.trials import SolverRun
+
+    run = SolverRun(["tasks=[S1]", "methods=[dvoc]", "models=[sim-ideal]", "alphas=[decay,constant]"])
+    try:
+        with pytest.raises(LookupError, match=r"plan 2 trials for S1 start 1 rep 0 \(they differ in alpha\)"):
+            run.spec_for("S1", 1, 0)
+    finally:
+        run.close()

@@ -14,6 +14,7 @@ images of Inspect's model events).
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import shutil
 import tempfile
@@ -69,9 +70,10 @@ class SolverRun:
         """The validated sweep setup (the same path as the command line's)."""
         self.specs: list[TrialSpec] = plan(self.setup)
         """Its plan."""
-        self._by_input: dict[tuple[str, int | None, int], TrialSpec] = {
-            (s.task, s.start_index, s.rep): s for s in self.specs
-        }
+        self._by_input: dict[tuple[str, int | None, int], list[TrialSpec]] = {}
+        for spec in self.specs:
+            self._by_input.setdefault((spec.task, spec.start_index, spec.rep), []).append(spec)
+        self._locks: dict[str, asyncio.Lock] = {}
         self._dir = Path(tempfile.mkdtemp(prefix="dvoc-inspect-"))
         self._store = RunStore(self._dir)
         self._records: dict[str, dict[str, Any]] = {}
@@ -92,7 +94,19 @@ class SolverRun:
 
     def spec_for(self, task: str, start_index: int | None, rep: int) -> TrialSpec:
         """The planned trial of this input (a method that runs one trial per input: its only one)."""
-        spec = self._by_input.get((task, start_index, rep))
+        found = self._by_input.get((task, start_index, rep))
+        if found and len(found) > 1:  # the overrides sweep a knob: a sample would not say which trial
+            a, b = found[0], found[1]
+            differ = [
+                f
+                for f in ("protocol", "alpha", "overlay", "predict", "model")
+                if getattr(a, f) != getattr(b, f)
+            ]
+            raise LookupError(
+                f"the overrides plan {len(found)} trials for {task} start {start_index} rep {rep} (they "
+                f"differ in {', '.join(differ) or 'their settings'}): give one value of each swept knob"
+            )
+        spec = found[0] if found else None
         if spec is None:
             same = sorted(
                 (s for s in self.specs if s.task == task and s.rep == rep), key=lambda s: s.start_index or 0
@@ -104,8 +118,10 @@ class SolverRun:
 
     async def run(self, spec: TrialSpec) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Run ``spec`` (again, whatever the private store holds) and return its record and steps."""
-        await self._runner.trial(spec)
-        return self._records[spec.trial_key], self._captured.steps.get(spec.trial_key, [])
+        lock = self._locks.setdefault(spec.trial_key, asyncio.Lock())
+        async with lock:  # samples sharing one trial (a method run once per input) run it one at a time,
+            await self._runner.trial(spec)  # each reading back the record of its own run
+            return self._records[spec.trial_key], self._captured.steps.get(spec.trial_key, [])
 
     def close(self) -> None:
         """Release the scenes (browser, Xvfb), the renderer and the lock; remove the private run directory."""
