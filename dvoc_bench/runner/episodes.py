@@ -59,6 +59,8 @@ class Episode:
         self.scale = self.opts.scale
         self.calls: list[Any] = []
         self.harness_s = 0.0
+        self.call_failure: TrialResult | None = None
+        """The grounding whose model call failed (budget, provider, timeout): the episode did not finish."""
         self.page: EpisodePage | None = None
         """The live page while the episode runs (what a test's method may look at)."""
 
@@ -197,6 +199,8 @@ class Episode:
             round(g.seconds, 4),
         )
         if g.point is None:
+            if g.result.status == "error" and g.result.error_class is not None:
+                self.call_failure = g.result
             return row, False
         row.point = g.point.as_list()
         row.hit_element, row.located = await self.browser(page.hit, g.point, el.idx)
@@ -211,6 +215,8 @@ class Episode:
             row.calls += len(d.result.steps)
             row.ground_s = round(row.ground_s + d.seconds, 4)
             if d.point is None:
+                if d.result.status == "error" and d.result.error_class is not None:
+                    self.call_failure = d.result
                 return row, False
             row.drop_point, row.drop_located = d.point.as_list(), drop.contains(d.point)
             await self.browser(page.drag, g.point, d.point)
@@ -226,13 +232,14 @@ class Episode:
         grounded = [s for s in rec.steps if s.point is not None]
         last = grounded[-1] if grounded else None
         failed = rec.end == "page_error"
+        cut = self.call_failure if rec.end == "grounding_failed" else None  # a call failed, not the model
         out = TrialResult(
-            status="error" if failed else "ok",
-            stop_reason="error" if failed else "episode",
+            status="error" if failed or cut is not None else "ok",
+            stop_reason="error" if failed or cut is not None else "episode",
             final_point=last.point if last is not None else None,
             iterations=len(rec.steps),
-            error_class="scene" if failed else None,
-            error=rec.error if failed else None,
+            error_class="scene" if failed else (cut.error_class if cut is not None else None),
+            error=rec.error if failed else (f"{rec.error}: {cut.error}"[:300] if cut is not None else None),
             steps=self.calls,
             episode=rec,
         )
