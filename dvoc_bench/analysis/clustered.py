@@ -13,8 +13,8 @@ comes from the between-cluster variance of the ratio estimator (floored at 1). A
 trial a success, or none) the variance says nothing about the correlation, and the interval is the Wilson
 interval over the samples (the worst case: every sample one observation). :data:`INTERVAL` names it.
 The computation lives in :func:`~dvoc_bench.analysis.intervals.rate_interval` (``clusters=``);
-:func:`clustered_rate_interval` takes explicit cluster labels (a drag's two endpoint trials are one
-sample: ``sample_file``).
+:func:`clustered_rate_interval` takes explicit cluster labels. A dataset sample asked as several tasks
+(CUActSpot's multi-point samples, ``<id>:1`` .. ``<id>:K``) is one sample: ``sample_file``.
 """
 
 from __future__ import annotations

@@ -45,11 +45,8 @@ def dataset_trials(t: pd.DataFrame) -> pd.DataFrame:
 
 
 def accuracy(t: pd.DataFrame, rule: str = "hit", by: str | None = None) -> pd.DataFrame:
-    """Per model x method (x ``sample_<by>``, e.g. ``category``): drags (samples), attempts (two-point
-    trials: the record's ``drag`` block), the share with both points on target under ``rule`` (the trial's
-    own ``rule`` column, which holds when it holds for both points; its interval clustered by sample), and
-    each end's own share (``drag_from_<rule>``, ``drag_to_<rule>``). A trial that ended in an error is a
-    miss at both ends."""
+    """Per model x method (x ``sample_<by>``): samples, trials, hits, accuracy (hits / trials) with its
+    interval clustered by sample, and model calls per successful click (``-`` without a hit)."""
     d = dataset_trials(t).copy()
     keys = list(KEYS)
     if by is not None:

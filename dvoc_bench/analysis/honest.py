@@ -201,7 +201,7 @@ def summary(
     seed: int = 0,
 ) -> pd.DataFrame:
     """One row per group: counts, the rate under ``rule`` with its :func:`rate_interval` (``RATE_INTERVAL``:
-    Wilson 95 % clustered by first input; over
+    Wilson 95 % clustered by sample; over
     valid trials and over all trials that ran), mean distance with a bootstrap interval, median distance,
     mean iterations, calls, tokens, cost and cost per success. ``simulated`` marks simulated groups."""
     check_rule(rule)

@@ -17,8 +17,10 @@ the first Target polygon of an unranked sample) and in no Banned polygon; the ``
 polygon's bounding box (clipped to the image), the paper's radius and ``eps`` rules its centre. A drag is
 one task with two points (``SceneTruth.ends``: ``<id>:from``, rank 1, and ``<id>:to``, rank 2, each with
 the task text and a line saying which end to point at): its trial gives both, each scored on its own
-polygons (the record's ``drag`` block), and it succeeds when both hit. A multi-point sample runs as its
-first point.
+polygons (the record's ``drag`` block), and it succeeds when both hit. A multi-point sample of ``K`` points
+is ``K`` tasks ``<id>:1`` .. ``<id>:K``; point ``i`` may land where the set's rule allows (its rank;
+unranked, any Target) and the sample succeeds when every point hits and together they cover ``K`` Targets
+(:func:`dvoc_bench.analysis.datasets.points_success`).
 
 A sample that cannot be used fails its own trials with one line naming it: unreadable JSON, no task
 text, no Target polygon, a polygon with fewer than 3 points, a self-intersecting one (edges crossing
