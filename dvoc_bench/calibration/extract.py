@@ -135,11 +135,14 @@ DIGEST_SKIPS = (
     "est_tokens_in",
     "est_tokens_out",
     "reported_cost_usd",
+    "drag_end",
+    "episode_step",
 )
 """Step columns the records digest leaves out: where the records were read from, and what only our own
 harness writes (the image sent: scale, size, zoom crop; the image the model saw and the frame rule and
 prompt style it was read by; who served a call: the model id, fingerprint and engine a server stated;
-the harness's own token estimate of a call whose reported usage was far below it;
+the harness's own token estimate of a call whose reported usage was far below it; which end of a drag
+and which step of an episode a call grounded;
 added to the schema after the profiles were first fitted, always empty in the authors' records, so they
 must not change its digest)."""
 
