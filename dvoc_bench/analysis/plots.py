@@ -587,6 +587,9 @@ def headline(curve_df: pd.DataFrame, panels: Sequence[str] | None = None, title:
             ax.set_ylim(-0.02, 1.02)
             if xcol == "k":
                 ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            else:  # tokens and dollars: long numbers in a narrow panel, few ticks
+                ax.xaxis.set_major_locator(MaxNLocator(nbins=3))
+                ax.tick_params(axis="x", labelsize=7)
         row[0].set_ylabel(f"success (rule {rule})", fontsize=8)
         handles, labs = row[0].get_legend_handles_labels()  # the calls panel holds every group of the row
         if handles:
