@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import tempfile
+from pathlib import Path
 from typing import Any
 
 
@@ -58,7 +59,13 @@ def entry() -> None:
     full = os.environ.get("HYDRA_FULL_ERROR") == "1"
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing its own report
     fd, codes = tempfile.mkstemp(prefix="dvoc-exit-codes-", suffix=".jsonl")
-    os.close(fd)
+    own = Path(f"/proc/{os.getpid()}/fd/{fd}")
+    if own.exists():  # Linux: the file lives only while this process does (a kill leaves nothing in /tmp)
+        os.unlink(codes)
+        codes = str(own)
+    else:
+        os.close(fd)
+        fd = -1
     os.environ[EXIT_CODES_ENV] = codes  # multirun jobs (in this process or launched ones) append here
     try:
         main()
@@ -73,7 +80,10 @@ def entry() -> None:
     finally:
         with open(codes, encoding="utf-8") as f:
             worst = max((json.loads(x).get("code", 0) for x in f if x.strip()), default=0)
-        os.unlink(codes)
+        if fd >= 0:
+            os.close(fd)
+        else:
+            os.unlink(codes)
     if worst:
         sys.exit(worst)
 

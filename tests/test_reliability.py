@@ -193,3 +193,24 @@ def test_the_calls_line_says_which_provider_was_asked():
         "model calls: 44 (35 asked local-sim, 2 asked simulator; 7 answered by the response cache)"
     )
     assert calls_line(trials[3:]) == "model calls: 3 (0 asked a provider; 3 answered by the response cache)"
+
+
+@pytest.mark.e2e
+def test_a_killed_run_leaves_no_exit_code_file_behind(tmp_path):
+    """The multirun exit-code file lives only as long as the process (Linux: an unlinked file reached
+    through /proc): a run killed with SIGKILL leaves nothing in the temporary folder."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    p = subprocess.Popen(
+        [sys.executable, "-m", "dvoc_bench", "model=sim-ideal", "tasks=[S1]",
+         f"hydra.run.dir={tmp_path / 'run'}"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
+    )  # fmt: skip
+    deadline = time.monotonic() + HANG_S
+    while not (tmp_path / "run").exists() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # the job has started: the exit-code file was made before it
+    p.send_signal(signal.SIGKILL)
+    assert p.wait() == -signal.SIGKILL  # killed while it ran, not ended on its own
+    assert (tmp_path / "run").exists()
+    assert not [f.name for f in tmp.iterdir() if f.name.startswith("dvoc-exit-codes-")]
