@@ -24,7 +24,6 @@ sent exactly as a single point. Reading never raises: a :class:`~dvoc_bench.prot
 from __future__ import annotations
 
 import copy
-import json
 import math
 import re
 from collections.abc import Callable
@@ -33,7 +32,7 @@ from typing import Any
 from dvoc_bench.core.frames import FrameRule
 from dvoc_bench.core.geometry import Frame, Size
 from dvoc_bench.models.base import Reply
-from dvoc_bench.protocol.native import NATIVE_STYLES, refusal
+from dvoc_bench.protocol.native import NATIVE_STYLES, call_text, refusal
 from dvoc_bench.protocol.parse import MAX_MAGNITUDE, Parsed
 
 _NUM = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?(?![\w.])"
@@ -245,19 +244,6 @@ READERS: dict[str, Callable[[str], list[Found]]] = {
 """One reader per form."""
 
 
-def _call_text(reply: Reply) -> str:
-    parts: list[str] = []
-    for call in reply.tool_calls or ():
-        args = call.arguments
-        if not isinstance(args, str):
-            try:
-                args = json.dumps(args)
-            except (TypeError, ValueError):
-                continue
-        parts.append(f'<tool_call>{{"name": {json.dumps(str(call.name))}, "arguments": {args}}}</tool_call>')
-    return "\n".join(parts)
-
-
 def _confidence(text: str) -> float | None:
     m = re.search(rf'"confidence"\s*:\s*({_NUM})', text)
     if m is None:
@@ -272,7 +258,7 @@ def parse_drag(reply: Reply, style: str, rule: FrameRule) -> Parsed:
     raises."""
     try:
         text = (reply.text or "")[:_MAX_TEXT]
-        calls = _call_text(reply)
+        calls = call_text(reply)
         if calls:
             text = f"{text}\n{calls}"
         text = text.replace("\\n", "\n")

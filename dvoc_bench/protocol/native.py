@@ -346,7 +346,7 @@ def refusal(text: str) -> bool:
     return bool(_REFUSAL.search(text[:_MAX_TEXT]))
 
 
-def _call_text(reply: Reply) -> str:
+def call_text(reply: Reply) -> str:
     """The tool calls a server parsed out of the reply, written back as the JSON text they came from."""
     parts: list[str] = []
     for call in reply.tool_calls or ():
@@ -366,7 +366,7 @@ def parse_native(reply: Reply, style: str, rule: FrameRule) -> Parsed:
     A reply that holds no answer and declines is status ``refusal``. Never raises."""
     try:
         text = (reply.text or "")[:_MAX_TEXT]
-        calls = _call_text(reply)
+        calls = call_text(reply)
         if calls:
             text = f"{text}\n{calls}"
         if style not in _READERS:

@@ -86,7 +86,8 @@ ENDPOINT_TEXT = {
     ("zh", "ranked"): "此任务需要按顺序给出{k}个点。请指出第{i}个点（共{k}个）。",
     ("zh", "unranked"): "此任务需要{k}个点，每个所述位置一个。请指出第{i}个位置（共{k}个）。",
 }
-"""The line added to a drag's task for each endpoint task, in the task's language."""
+"""The line added to a drag's task for each of its ends, and to a multi-point sample's task for each point
+(``{i}`` of ``{k}``), in the task's language."""
 
 
 @dataclass(frozen=True)
