@@ -234,6 +234,25 @@ def _check(value: Any, kind: str, name: str = "") -> str | None:
     return None
 
 
+def _check_fields(
+    d: dict[str, Any], schema: dict[str, str], prefix: str, unknown: str, extra: tuple[str, ...] = ()
+) -> None:
+    """Check every field of ``d`` (a row or a call) against ``schema`` in place: an unknown name or a bad
+    value raises :class:`SchemaError` (``<prefix><name>`: ...``); text is made valid UTF-8 (a lone
+    surrogate becomes U+FFFD). Names starting with one of ``extra`` pass as they are (a row's
+    :data:`EXTRA_PREFIXES`)."""
+    for name, value in d.items():
+        if extra and name.startswith(extra):
+            continue
+        if name not in schema:
+            raise SchemaError(f"{prefix}{name[:60]}`: {unknown}")
+        why = _check(value, schema[name], name)
+        if why:
+            raise SchemaError(f"{prefix}{name}`: {why}")
+        if isinstance(value, str):
+            d[name] = safe_text(value)
+
+
 def check_row(where: str, row: dict[str, Any]) -> None:
     """Validate one export row in place (``calls`` parsed to a list, text made valid UTF-8); raise
     :class:`SchemaError` naming ``where`` (the file and row) and the first bad field."""
@@ -245,16 +264,9 @@ def check_row(where: str, row: dict[str, Any]) -> None:
             f"{where}: field `schema_version`: {_shown(row['schema_version'])}; this version reads "
             f"{SCHEMA_VERSION}"
         )
-    for name, value in row.items():
-        if name.startswith(EXTRA_PREFIXES):
-            continue
-        if name not in FIELDS:
-            raise SchemaError(f"{where}: field `{name[:60]}`: not in the export schema (docs/equal-cost.md)")
-        why = _check(value, FIELDS[name], name)
-        if why:
-            raise SchemaError(f"{where}: field `{name}`: {why}")
-        if isinstance(value, str):
-            row[name] = safe_text(value)  # a lone surrogate becomes U+FFFD
+    _check_fields(
+        row, FIELDS, f"{where}: field `", "not in the export schema (docs/equal-cost.md)", EXTRA_PREFIXES
+    )
     _check_box(where, row)
     calls = row.get("calls")
     if isinstance(calls, str):
@@ -268,14 +280,7 @@ def check_row(where: str, row: dict[str, Any]) -> None:
     for j, call in enumerate(calls):
         if not isinstance(call, dict):
             raise SchemaError(f"{where}: field `calls[{j}]`: expected an object, got {_shown(call)}")
-        for name, value in call.items():
-            if name not in CALL_FIELDS:
-                raise SchemaError(f"{where}: field `calls[{j}].{name[:60]}`: not a field of a call")
-            why = _check(value, CALL_FIELDS[name], name)
-            if why:
-                raise SchemaError(f"{where}: field `calls[{j}].{name}`: {why}")
-            if isinstance(value, str):
-                call[name] = safe_text(value)
+        _check_fields(call, CALL_FIELDS, f"{where}: field `calls[{j}].", "not a field of a call")
     row["calls"] = calls
 
 
