@@ -162,6 +162,11 @@ def _run(cfg: DictConfig, hc: Any) -> int:
         _discard_fresh_dir(run_dir, hc.output_subdir)
         print(f"config error: {redact(str(e))}", file=sys.stderr)
         return EXIT_CONFIG
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM while scenes render (seconds on pages and programs)
+        _discard_fresh_dir(run_dir, hc.output_subdir)
+        how = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
+        print(f"\n{how} while planning: no trial had run", file=sys.stderr)
+        return EXIT_TERMINATED if isinstance(e, Terminated) else EXIT_INTERRUPTED
     if plan_only:
         print("\n".join(lines))
         _discard_fresh_dir(run_dir, hc.output_subdir)

@@ -322,6 +322,10 @@ class WebBrowser:
             browser = pw.chromium.launch(
                 executable_path=None if exe == own else exe,
                 headless=True,
+                # The browser is ours to close. Playwright's driver sits in our process group and gets a
+                # terminal's Ctrl-C too; by default it then closes the browser under us (a run that ignores
+                # SIGINT, as a background job does, died in a traceback). tests/scenes/test_web_ctrl_c.py
+                handle_sigint=False,
                 args=launch_args(self.origins),
                 timeout=self.timeout_s * 1000,
             )
