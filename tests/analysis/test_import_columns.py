@@ -327,3 +327,15 @@ def test_the_bootstrap_draws_in_blocks_the_interval_drawing_all_at_once_gives(mo
         means = xs[np.random.default_rng(seed).integers(0, n, size=(257, n))].mean(axis=1)
         want = np.quantile(means, [0.025, 0.975])
         assert np.allclose(got, want, rtol=1e-13, atol=0)  # equal but for a sum's last bit (SIMD alignment)
+
+
+def test_the_evaluators_indented_log_is_one_document_read_whole(tmp_path):
+    from dvoc_bench.analysis.foreign import read_records
+
+    rec = {"prompt_to_evaluate": "x", "pred": [1, 2], "bbox": [0, 0, 9, 9], "correctness": "correct"}
+    path = tmp_path / "eval.json"
+    path.write_text(json.dumps({"metrics": {}, "details": [{**rec, "idx": i} for i in range(3)]}, indent=4))
+    assert [r["idx"] for r in read_records(path, "sspro")] == [0, 1, 2]
+    path.write_text(json.dumps({"metrics": {}}, indent=4))
+    with pytest.raises(SchemaError, match=r"field `details`: missing"):
+        list(read_records(path, "sspro"))
