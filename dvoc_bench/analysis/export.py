@@ -30,13 +30,15 @@ from __future__ import annotations
 import json
 import math
 import re
+from array import array
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from dvoc_bench.analysis.loaders import attach_trials
+from dvoc_bench.analysis.columns import Columns
 from dvoc_bench.analysis.schema import (
     BOOL,
     FLOAT,
@@ -332,35 +334,40 @@ def _validated(path: Path, rows: Iterable[dict[str, Any]]) -> Iterator[dict[str,
         yield row
 
 
-def _rescore(t: pd.DataFrame) -> pd.DataFrame:
-    """Score the rows another harness wrote (``source`` not ``run``) by this project's rules."""
-    foreign = t["source"].fillna("import") != "run"
-    if not foreign.any():
-        return t
-    loop = LoopConfig()
-    t = t.copy()
-    t.loc[foreign, "epsilon"] = t.loc[foreign, "epsilon"].fillna(loop.epsilon)
-    t.loc[foreign, "hit_radius_min"] = t.loc[foreign, "hit_radius_min"].fillna(loop.hit_radius_min)
-    t.loc[foreign, "target_cx"] = (t["target_x0"] + t["target_x1"]) / 2
-    t.loc[foreign, "target_cy"] = (t["target_y0"] + t["target_y1"]) / 2
-    idx = t.index[foreign]
-    cols = ["final_x", "final_y", "target_x0", "target_y0", "target_x1", "target_y1", "epsilon",
-            "hit_radius_min"]  # fmt: skip
-    out: dict[str, list[Any]] = {k: [] for k in ("hit", "within_eps", "hit_radius", "radius_px",
-                                                 "final_dist_px")}  # fmt: skip
-    for fx, fy, x0, y0, x1, y1, eps, rmin in t.loc[idx, cols].itertuples(index=False):  # one row at a time
-        pt = None if pd.isna(fx) or pd.isna(fy) else Point(float(fx), float(fy))
-        sc = score(pt, Box(float(x0), float(y0), float(x1), float(y1)), float(eps), float(rmin))
-        out["hit"].append(sc.hit)
-        out["within_eps"].append(sc.within_eps)
-        out["hit_radius"].append(sc.hit_radius)
-        out["radius_px"].append(sc.radius_px)
-        out["final_dist_px"].append(math.nan if sc.final_dist_px is None else round(sc.final_dist_px, 3))
-    for k, v in out.items():
-        t.loc[idx, k] = v
-    t.loc[idx, "hit_box"] = out["hit"]
-    t.loc[idx, "hit_rule"] = "box"
-    return t
+def _rescore(row: dict[str, Any], loop: LoopConfig) -> None:
+    """Score a row another harness wrote (``source`` not ``run``) by this project's rules, in place: the
+    loop's epsilon and radius minimum where the row has none, the target's centre, ``hit`` (inside the
+    box), ``within_eps``, ``hit_radius``, the radius and the final distance."""
+    if row.get("epsilon") is None:
+        row["epsilon"] = loop.epsilon
+    if row.get("hit_radius_min") is None:
+        row["hit_radius_min"] = loop.hit_radius_min
+    x0, y0, x1, y1 = (float(row[k]) for k in ("target_x0", "target_y0", "target_x1", "target_y1"))
+    row["target_cx"], row["target_cy"] = (x0 + x1) / 2, (y0 + y1) / 2
+    fx, fy = row.get("final_x"), row.get("final_y")
+    pt = None if fx is None or fy is None else Point(float(fx), float(fy))
+    sc = score(pt, Box(x0, y0, x1, y1), float(row["epsilon"]), float(row["hit_radius_min"]))
+    row.update(hit=sc.hit, within_eps=sc.within_eps, hit_radius=sc.hit_radius, radius_px=sc.radius_px,
+               hit_box=sc.hit, hit_rule="box",
+               final_dist_px=None if sc.final_dist_px is None else round(sc.final_dist_px, 3))  # fmt: skip
+
+
+def _with_defaults(path: Path, i: int, row: dict[str, Any]) -> None:
+    """The defaults of a row (``i``: its 0-based place in the file), in place: source ``import``, the file
+    as its run directory, ``<file>#<i>`` as its key, status ``ok``, one call for a prediction without its
+    calls, a spend left out but stated on every call summed from the calls."""
+    row["source"] = row.get("source") or "import"
+    row["run_dir"] = row.get("run_dir") or str(path)
+    row["trial_key"] = row.get("trial_key") or f"{path.name}#{i}"
+    row["status"] = row.get("status") or "ok"
+    row["valid"] = row["status"] == "ok"
+    row["simulated"] = bool(row.get("simulated") or False)
+    if row.get("model_calls") is None:  # a prediction without its calls: one answer, one call
+        row["model_calls"] = len(row["calls"]) or 1
+    for name in SPEND:  # a trial's spend left out but stated per call: the sum of its calls
+        vals = [c.get(name) for c in row["calls"]]
+        if row.get(name) is None and vals and all(v is not None for v in vals):
+            row[name] = sum(vals)
 
 
 def load_export(path: Path | str) -> Runs:
@@ -375,29 +382,34 @@ def load_export(path: Path | str) -> Runs:
 
 def load_rows(path: Path, rows: Iterable[dict[str, Any]]) -> Runs:
     """Validate and score export rows (read from ``path``, or converted from another harness's log by
-    :mod:`dvoc_bench.analysis.foreign`) into :class:`Runs`, one row at a time."""
-    rows = list(_validated(path, rows))
-    if not rows:
+    :mod:`dvoc_bench.analysis.foreign`) into :class:`Runs`, one row at a time: each row is checked,
+    given its defaults, scored and added to typed columns (:class:`~dvoc_bench.analysis.columns.Columns`)
+    before the next is read, so no row is kept as a row."""
+    trials, steps = Columns(TRIAL_COLUMNS), Columns(STEP_COLUMNS)
+    of_trial = array("q")  # each call's trial, by its place
+    loop = LoopConfig()
+    for i, row in enumerate(_validated(path, rows)):
+        _with_defaults(path, i, row)
+        if row["source"] != "run":
+            _rescore(row, loop)
+        link = {"trial_key": row["trial_key"], "run_dir": row["run_dir"], "source": row["source"]}
+        for call in row.pop("calls"):
+            steps.add({**call, **link})
+            of_trial.append(i)
+        row.pop("schema_version")
+        trials.add(row)
+    if not trials.n:
         raise SchemaError(f"{path}: no rows")
-    for i, row in enumerate(rows):  # the defaults of a foreign row
-        row.setdefault("source", "import")
-        row["source"] = row["source"] or "import"
-        row["run_dir"] = row.get("run_dir") or str(path)
-        row["trial_key"] = row.get("trial_key") or f"{path.name}#{i}"
-        row["status"] = row.get("status") or "ok"
-        row["valid"] = row["status"] == "ok"
-        row["simulated"] = bool(row.get("simulated") or False)
-        if row.get("model_calls") is None:  # a prediction without its calls: one answer, one call
-            row["model_calls"] = len(row["calls"]) or 1
-        for name in SPEND:  # a trial's spend left out but stated per call: the sum of its calls
-            vals = [c.get(name) for c in row["calls"]]
-            if row.get(name) is None and vals and all(v is not None for v in vals):
-                row[name] = sum(vals)
-    calls = [{**c, "trial_key": r["trial_key"], "run_dir": r["run_dir"], "source": r["source"]}
-             for r in rows for c in r["calls"]]  # fmt: skip
-    frame = pd.DataFrame([{k: v for k, v in r.items() if k not in ("calls", "schema_version")} for r in rows])
-    trials = _rescore(coerce(frame, TRIAL_COLUMNS))
-    trials = coerce(trials, TRIAL_COLUMNS)
-    steps = coerce(pd.DataFrame(calls), STEP_COLUMNS)
-    steps = coerce(attach_trials(steps, trials), STEP_COLUMNS)
-    return Runs(trials, steps, [str(path)])
+    t = trials.frame()
+    return Runs(t, _steps(steps, t, np.frombuffer(of_trial, dtype=np.int64)), [str(path)])
+
+
+def _steps(steps: Columns, trials: pd.DataFrame, of_trial: Any) -> pd.DataFrame:
+    """The calls' frame with the trial columns every step carries (:func:`~dvoc_bench.analysis.loaders.
+    attach_trials`' columns, taken from each call's trial by its place instead of by a merge: the calls
+    came in their trials' order) and the true offset of a shown crosshair where the call has none."""
+    given = {step: trials[name].array.take(of_trial) for name, step in TRIAL_TO_STEP.items()}
+    s = steps.frame(given)
+    for axis in ("x", "y"):
+        s[f"true_d{axis}"] = s[f"true_d{axis}"].fillna(s[f"target_c{axis}"] - s[f"draft_{axis}"])
+    return s

@@ -34,17 +34,18 @@ read as the format at all raises :class:`~dvoc_bench.analysis.export.SchemaError
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from dvoc_bench.analysis.export import SchemaError, load_rows
+from dvoc_bench.analysis.export import MAX_ROW_BYTES, SchemaError, load_rows
 from dvoc_bench.analysis.schema import Runs
-from dvoc_bench.core.jsonread import JsonError, load_file, loads
+from dvoc_bench.core.jsonread import JsonError, array_items, load_file, loads
 from dvoc_bench.core.rundir import REPORT
 
 log = logging.getLogger(__name__)
@@ -154,45 +155,97 @@ def _box(v: Any) -> tuple[float, float, float, float] | None:
     return tuple(u for u in nums if u is not None)  # type: ignore[return-value]
 
 
-def read_records(path: Path, fmt: str) -> list[dict[str, Any]]:
-    """The records of ``path``: a JSON list, a JSON object with a ``details`` list (the ScreenSpot-Pro
-    evaluator's log) or one JSON object per line."""
+def read_records(path: Path, fmt: str) -> Iterator[dict[str, Any]]:
+    """The records of ``path``, one at a time: a JSON list (read element by element, each at most
+    :data:`~dvoc_bench.analysis.export.MAX_ROW_BYTES`), one JSON object per line (each line as bounded), or a
+    JSON object with a ``details`` list (the ScreenSpot-Pro evaluator's log: one document, read whole up to
+    :data:`~dvoc_bench.core.jsonread.MAX_DOCUMENT_BYTES`)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise SchemaError(f"{path}: not UTF-8 text (byte {e.start}); --format {fmt}") from None
+        f = path.open("rb")
     except OSError as e:
         raise SchemaError(f"{path}: cannot read ({e})") from None
+    with f:
+        head = f.read(4096).lstrip()
+        f.seek(0)
+        if head.startswith(b"["):
+            data: Iterable[Any] = _checked(
+                lambda: array_items(f, str(path), max_item_bytes=MAX_ROW_BYTES), fmt
+            )
+        else:
+            data = _lines(path, f, fmt)
+        n = 0
+        for n, r in enumerate(data, 1):
+            if not isinstance(r, dict):
+                raise SchemaError(f"{path}: row {n - 1}: a record is a JSON object, got {type(r).__name__}")
+            yield r
+    if not n:
+        raise SchemaError(f"{path}: no records (--format {fmt})")
+
+
+def _checked(items: Callable[[], Iterator[Any]], fmt: str) -> Iterator[Any]:
+    """``items()``, a :class:`JsonError` becoming the import's one line."""
     try:
-        data = loads(text, str(path))
+        yield from items()
     except JsonError as e:
-        if e.kind != "syntax" and not (e.kind == "depth" and "\n" in text.strip()):  # JSONL: line by line
-            raise SchemaError(f"{e}; --format {fmt}") from None
-        data = []
-        for i, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                data.append(loads(line, f"{path}: line {i}"))
-            except JsonError as e:
+        raise SchemaError(f"{e}; --format {fmt}") from None
+
+
+def _lines(path: Path, f: IO[bytes], fmt: str) -> Iterator[Any]:
+    """The records of a file that is not a JSON list: one per line, or (when the first line is not a JSON
+    value by itself: an indented document, or one longer than a row) the one document's ``details``."""
+    i = 0
+    while raw := f.readline(MAX_ROW_BYTES + 1):
+        i += 1
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise SchemaError(f"{path}: line {i}: not UTF-8 text (byte {e.start}); --format {fmt}") from None
+        if not text.strip():
+            continue
+        try:
+            if len(raw) > MAX_ROW_BYTES:
+                raise JsonError("longer than a row", "size")
+            rec = loads(text, f"{path}: line {i}")
+        except JsonError as e:
+            if e.kind == "depth" or i > 1 and e.kind != "size":  # one line of many: that line is bad
                 raise SchemaError(f"{e}; --format {fmt}") from None
+            if i > 1:
+                raise SchemaError(
+                    f"{path}: line {i}: longer than {MAX_ROW_BYTES >> 20} MB; --format {fmt}"
+                ) from None
+            yield from _document(path, fmt)
+            return
+        if i == 1 and isinstance(rec, dict) and "details" in rec:  # the evaluator's log on one line
+            yield from _details(path, rec, fmt)
+            return
+        yield rec
+
+
+def _document(path: Path, fmt: str) -> list[Any]:
+    """The records of a file that is one JSON document (at most ``MAX_DOCUMENT_BYTES``, read whole)."""
+    try:
+        data = load_file(path)
+    except JsonError as e:
+        raise SchemaError(f"{e}; --format {fmt}") from None
+    except OSError as e:
+        raise SchemaError(f"{path}: cannot read ({e})") from None
+    if isinstance(data, list):
+        return data
+    return _details(path, data, fmt)
+
+
+def _details(path: Path, data: Any, fmt: str) -> list[Any]:
     if isinstance(data, dict) and fmt in ("sspro", "omniparser"):
         if not isinstance(data.get("details"), list):
             raise SchemaError(f"{path}: field `details`: missing; --format {fmt} reads the evaluator's log")
-        data = data["details"]
-    if not isinstance(data, list) or not data:
-        raise SchemaError(f"{path}: no records (--format {fmt})")
-    for i, r in enumerate(data):
-        if not isinstance(r, dict):
-            raise SchemaError(f"{path}: row {i}: a record is a JSON object, got {type(r).__name__}")
-    return data
+        return list(data["details"])
+    raise SchemaError(f"{path}: no records (--format {fmt})")
 
 
-def _require(path: Path, rows: list[dict[str, Any]], keys: tuple[str, ...], fmt: str) -> None:
-    for i, r in enumerate(rows):
-        for k in keys:
-            if k not in r:
-                raise SchemaError(f"{path}: row {i}: field `{k}`: missing (--format {fmt})")
+def _require(path: Path, i: int, r: dict[str, Any], keys: tuple[str, ...], fmt: str) -> None:
+    for k in keys:
+        if k not in r:
+            raise SchemaError(f"{path}: row {i}: field `{k}`: missing (--format {fmt})")
 
 
 def _base(path: Path, fmt: str, i: int, suffix: str = "") -> dict[str, Any]:
@@ -235,25 +288,23 @@ def _box_fields(box: tuple[float, float, float, float]) -> dict[str, float]:
 
 def sspro_rows(
     path: Path,
-    records: list[dict[str, Any]],
+    records: Iterable[dict[str, Any]],
     fmt: str,
     annotations: Annotations | None,
     reader: Reader | None = None,
     model: str | None = None,
-) -> list[dict[str, Any]]:
-    """Export rows of the evaluator's records (``fmt``: ``sspro`` or ``omniparser``): one trial of one call
-    per record. Records of negative samples (``gt_type: negative``: no target, the model should decline)
-    have no box to score by this project's rule: they are left out, with one warning."""
-    negative = [r for r in records if r.get("gt_type") == "negative"]
-    if negative:
-        log.warning("%s: %d records of gt_type negative (no target box) left out", path.name, len(negative))
-        records = [r for r in records if r.get("gt_type") != "negative"]
-        if not records:
-            raise SchemaError(f"{path}: every record is gt_type negative: nothing to score by a target box")
-    _require(path, records, SSPRO_KEYS, fmt)
+) -> Iterator[dict[str, Any]]:
+    """Export rows of the evaluator's records (``fmt``: ``sspro`` or ``omniparser``), one per record as it
+    comes: one trial of one call. Records of negative samples (``gt_type: negative``: no target, the model
+    should decline) have no box to score by this project's rule: they are left out, with one warning."""
     model = model or ("gpt-4o+omniparser-v2" if fmt == "omniparser" else path.stem)
-    rows, joined = [], 0
-    for i, r in enumerate(records):
+    joined, negative, i = 0, 0, -1
+    for r in records:
+        if r.get("gt_type") == "negative":
+            negative += 1
+            continue
+        i += 1
+        _require(path, i, r, SSPRO_KEYS, fmt)
         where = f"{path.name}: row {r.get('idx', i)}"
         box = _box(r["bbox"])
         if box is None:
@@ -306,11 +357,14 @@ def sspro_rows(
             row["stop_reason"] = "selected" if final is not None else "no_valid_id"
         row["parse_errors"] = int(call["parse_status"] != "ok")
         row["calls"] = [call]
-        rows.append(row)
+        yield row
+    if negative:
+        log.warning("%s: %d records of gt_type negative (no target box) left out", path.name, negative)
+        if i < 0:
+            raise SchemaError(f"{path}: every record is gt_type negative: nothing to score by a target box")
     if annotations is not None and joined == 0:
         raise SchemaError(f"{path}: no row joins the annotations in {annotations.folder} (field "
                           "`prompt_to_evaluate` with `application`): not this dataset's log?")  # fmt: skip
-    return rows
 
 
 def _reread(
@@ -371,12 +425,16 @@ Qwen3.5-27B-AWQ-4bit)."""
 
 
 def zoom_rows(
-    path: Path, records: list[dict[str, Any]], annotations: Annotations | None
-) -> list[dict[str, Any]]:
-    """Export rows of the zoom-consistency records: per model, a ``zoom`` and a ``zoom_step1`` trial; with
-    two models side by side, also the router's trial."""
-    _require(path, records, ZOOM_KEYS, "zoom")
-    first = records[0]
+    path: Path, records: Iterable[dict[str, Any]], annotations: Annotations | None
+) -> Iterator[dict[str, Any]]:
+    """Export rows of the zoom-consistency records, as they come: per model, a ``zoom`` and a
+    ``zoom_step1`` trial; with two models side by side, also the router's trial (the first record says
+    which layout the file has)."""
+    records = iter(records)
+    first = next(records, None)
+    if first is None:
+        raise SchemaError(f"{path}: no records (--format zoom)")
+    _require(path, 0, first, ZOOM_KEYS, "zoom")
     if "step1" in first:
         models = {"": path.stem if path.stem not in ("kv_capture",) else ZOOM_MODELS["kv"]}
         keys = {"": ("step1", "crop_box", "step2", "final", "correct")}
@@ -386,10 +444,10 @@ def zoom_rows(
                 "qw": ("qw_s1", "qw_crop_box", "qw_s2_qwcrop", "qw_final", "qw_correct")}  # fmt: skip
     else:
         raise SchemaError(f"{path}: row 0: field `step1` (or `kv_s1` and `qw_s1`): missing (--format zoom)")
-    _require(path, records, tuple(k for ks in keys.values() for k in ks), "zoom")
-    rows: list[dict[str, Any]] = []
+    need = ZOOM_KEYS + tuple(k for ks in keys.values() for k in ks)
     joined = 0
-    for i, r in enumerate(records):
+    for i, r in enumerate(itertools.chain([first], records)):
+        _require(path, i, r, need, "zoom")
         where = f"{path.name}: row {r['idx']}"
         w, h = int(r["img_width"]), int(r["img_height"])
         nb = _box(r["bbox"])
@@ -435,15 +493,15 @@ def zoom_rows(
                     row["source_x"], row["source_y"] = pt
                 if p is not None:
                     row["final_x"], row["final_y"] = p
-                rows.append(row)
+                yield row
         if len(picked) == 2:
-            rows.append(_router(path, i, picked, sample, box, task))
-            rows[-1]["paper_trial_id"] = str(r["idx"])
+            row = _router(path, i, picked, sample, box, task)
+            row["paper_trial_id"] = str(r["idx"])
+            yield row
     if annotations is not None and joined == 0:
         raise SchemaError(
             f"{path}: no row joins the annotations in {annotations.folder} (field `instruction`)"
         )
-    return rows
 
 
 def _step1(calls: list[dict[str, Any]]) -> tuple[float, float] | None:
@@ -496,8 +554,8 @@ def convert(
     annotations: Path | None = None,
     reader: Reader | None = None,
     model: str | None = None,
-) -> list[dict[str, Any]]:
-    """Export rows of the file ``path`` read as ``fmt`` (not ``v1``)."""
+) -> Iterator[dict[str, Any]]:
+    """Export rows of the file ``path`` read as ``fmt`` (not ``v1``), one record at a time."""
     if fmt not in FORMATS or fmt == "v1":
         raise SchemaError(f"--format: unknown import format {fmt!r}; allowed: {', '.join(FORMATS)}")
     if reader is not None and fmt != "sspro":

@@ -56,6 +56,12 @@ def check_rule(rule: str) -> str:
 # ------------------------------------------------------------------------------------------------ intervals
 
 
+BOOT_CELLS = 1 << 22
+"""Resampled values held at once by :func:`bootstrap_ci` (32 MiB of floats): the resamples are drawn in
+blocks of whole resamples, in the generator's order, so the interval is the one drawing them all at once
+gives."""
+
+
 def bootstrap_ci(
     values: Sequence[float] | np.ndarray,
     rng: np.random.Generator,
@@ -70,9 +76,14 @@ def bootstrap_ci(
         return math.nan, math.nan
     if len(x) == 1:
         return float(x[0]), float(x[0])
-    idx = rng.integers(0, len(x), size=(n_boot, len(x)))
-    samples = x[idx]
-    stats = samples.mean(axis=1) if stat is None else stat(samples)
+    if stat is None:  # the resamples' means, BOOT_CELLS draws at a time: the same draws, bounded memory
+        rows = max(1, BOOT_CELLS // len(x))
+        stats = np.concatenate(
+            [x[rng.integers(0, len(x), size=(min(rows, n_boot - i), len(x)))].mean(axis=1)
+             for i in range(0, n_boot, rows)]
+        )  # fmt: skip
+    else:
+        stats = stat(x[rng.integers(0, len(x), size=(n_boot, len(x)))])
     lo, hi = np.quantile(stats, [(1 - level) / 2, 1 - (1 - level) / 2])
     return float(lo), float(hi)
 

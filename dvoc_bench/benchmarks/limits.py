@@ -16,7 +16,9 @@ assertions (docs/benchmarks.md).
   how much the process's peak RSS grew during the call (MB).
 - ``import``: ``report --import``'s reader (:func:`dvoc_bench.analysis.export.load_export`, its own process
   each) on a ``.jsonl`` of one valid row and one holding a 50 MB string (refused before it is parsed), then
-  on ``--rows`` valid one-call rows: what it said, wall seconds and the child's peak RSS (MB).
+  on each ``--rows`` count of valid one-call rows (default 100,000 and 1,000,000): what it said, wall
+  seconds, the child's peak RSS (MB), the bytes per row of the trials' and the steps' frames, and the RSS of
+  the same child before it reads anything (interpreter, pandas, the analysis modules).
 """
 
 from __future__ import annotations
@@ -265,13 +267,21 @@ import json, resource, sys, time
 from dvoc_bench.analysis.export import SchemaError, load_export
 t0 = time.perf_counter()
 try:
-    said = f"{len(load_export(sys.argv[1]).trials)} trials"
+    runs = load_export(sys.argv[1])
+    n = len(runs.trials)
+    said = f"{n} trials"
+    per_row = {f"{k}_b_per_row": float(f.memory_usage(deep=False).sum()) / n
+               for k, f in (("trials", runs.trials), ("steps", runs.steps))}
 except SchemaError as e:
-    said = str(e).rsplit(": ", 1)[-1]
+    said, per_row = str(e).rsplit(": ", 1)[-1], {}
 took = time.perf_counter() - t0
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"said": said, "s": took, "peak_mb": peak}))
+print(json.dumps({"said": said, "s": took, "peak_mb": peak, **per_row}))
 """
+_BASE_CHILD = (
+    "import resource, pandas, dvoc_bench.analysis.export; print(resource.getrusage(0).ru_maxrss / 1024)"
+)
+"""The same child without the file: the interpreter, pandas and the analysis modules (MB)."""
 
 
 def _import_row(i: int, **more: object) -> str:
@@ -284,28 +294,34 @@ def _import_row(i: int, **more: object) -> str:
     return json.dumps(row) + "\n"
 
 
-def bench_import(rows: int = 1_000_000) -> dict[str, float]:
+def bench_import(rows: tuple[int, ...] = (100_000, 1_000_000)) -> dict[str, float]:
+    """The 50 MB row, then each count of ``rows`` valid one-call rows, each file read in a child of its
+    own: wall seconds, the child's peak RSS, what the frames hold per row (the schema's columns, texts
+    counted as references), and the child's RSS before reading anything."""
     import json
     import os
     import subprocess
     import sys
     import tempfile
 
-    out: dict[str, float] = {}
+    base = subprocess.run([sys.executable, "-c", _BASE_CHILD], capture_output=True, text=True, check=True)
+    out: dict[str, float] = {"baseline_rss_mb": float(base.stdout.strip())}
     with tempfile.TemporaryDirectory() as d:
-        for kind in ("row50mb", "rows"):
+        for kind in ("row50mb", *(f"rows{n}" for n in rows)):
             path = os.path.join(d, f"{kind}.jsonl")
             with open(path, "w", encoding="utf-8") as f:
                 if kind == "row50mb":
                     f.write(_import_row(0) + _import_row(1, sample_instruction="x" * (50 * 2**20)))
                 else:
-                    for i in range(rows):
+                    for i in range(int(kind[4:])):
                         f.write(_import_row(i))
             r = subprocess.run([sys.executable, "-c", _IMPORT_CHILD, path], capture_output=True, text=True)
             got = json.loads(r.stdout.strip().splitlines()[-1])
-            print(f"{kind}: {got['said']}", file=sys.stderr)
-            out.update({f"{kind}_file_mb": os.path.getsize(path) / 2**20, f"{kind}_s": got["s"],
-                        f"{kind}_peak_rss_mb": got["peak_mb"]})  # fmt: skip
+            print(f"{kind}: {got.pop('said')}", file=sys.stderr)
+            out.update({f"{kind}_file_mb": os.path.getsize(path) / 2**20, f"{kind}_s": got.pop("s"),
+                        f"{kind}_peak_rss_mb": got.pop("peak_mb")})  # fmt: skip
+            out.update({f"{kind}_{k}": v for k, v in got.items()})
+            os.unlink(path)
     return out
 
 
@@ -315,14 +331,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-n", type=int, default=3000, help="calls to time (redact)")
     ap.add_argument("--slow", type=int, default=400, help="slowloris clients (serve)")
     ap.add_argument("--drip", type=float, default=2.0, help="seconds between a slow client's bytes (serve)")
-    ap.add_argument("--rows", type=int, default=1_000_000, help="valid rows of the long import (import)")
+    ap.add_argument(
+        "--rows", default="100000,1000000", help="valid rows of the long imports, comma-separated (import)"
+    )
     args = ap.parse_args(argv)
     fns = {
         "redact": lambda: bench_redact(args.n),
         "serve": lambda: bench_serve(args.slow, args.drip),
         "mark": bench_mark,
         "error-body": bench_error_body,
-        "import": lambda: bench_import(args.rows),
+        "import": lambda: bench_import(tuple(int(n) for n in args.rows.split(","))),
     }
     r = fns[args.which]()
     print(" ".join(f"{k}={v:.4g}" for k, v in r.items()))

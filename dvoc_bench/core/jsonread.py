@@ -34,6 +34,7 @@ __all__ = [
     "MAX_DOCUMENT_BYTES",
     "MAX_LINE_BYTES",
     "JsonError",
+    "array_items",
     "bounded_lines",
     "copy_range",
     "load_file",
@@ -146,6 +147,79 @@ def load_file(path: Path | str, *, max_bytes: int = MAX_DOCUMENT_BYTES, max_dept
             raise JsonError(f"{path}: larger than {_mib(max_bytes)} ({size} bytes); not read", "size")
         data = f.read(max_bytes + 1)  # a file growing meanwhile (or a special file) is bounded too
     return loads(data, str(path), max_bytes=max_bytes, max_depth=max_depth)
+
+
+def array_items(
+    f: IO[bytes], where: str, *, max_item_bytes: int = MAX_LINE_BYTES, chunk: int = 1 << 16
+) -> Iterator[Any]:
+    """The elements of the JSON array a binary file holds, one at a time: the file is read ``chunk`` bytes
+    at a time (more while one element is cut: each read as large as what is held) and only the element
+    being parsed is held (one longer than ``max_item_bytes`` is refused), so
+    a long array costs one element's memory. Each element is bounded like :func:`loads`. :class:`JsonError`
+    (``<where>: element <i>: <why>``, or ``<where>: <why>`` for the array itself) on what is not one array."""
+    import codecs
+
+    decode = codecs.getincrementaldecoder("utf-8")()
+    buf, pos, done, read = "", 0, False, 0
+
+    def more(size: int = chunk) -> bool:
+        nonlocal buf, pos, done, read
+        if done:
+            return False
+        raw = f.read(size)
+        try:
+            text = decode.decode(raw, final=not raw)
+        except UnicodeDecodeError as e:
+            raise JsonError(f"{where}: not UTF-8 text (byte {read + e.start})", "encoding") from None
+        read += len(raw)
+        done = not raw
+        buf, pos = buf[pos:] + text, 0
+        return True
+
+    def skip() -> str:  # the next character that is not white space ("" at the end)
+        nonlocal pos
+        while True:
+            while pos < len(buf) and buf[pos] in " \t\r\n":
+                pos += 1
+            if pos < len(buf) or not more():
+                return buf[pos] if pos < len(buf) else ""
+
+    if skip() != "[":
+        raise JsonError(f"{where}: not a JSON array", "syntax")
+    pos += 1
+    i = 0
+    while True:
+        c = skip()
+        if c == "]" and i == 0:
+            return
+        if c == "":
+            raise JsonError(f"{where}: element {i}: the array is not closed", "syntax")
+        value: Any = None
+        while True:
+            try:
+                value, end = raw_decode(buf, pos)
+            except JsonError as e:  # cut at the buffer's end (a string cut there may even look deep)
+                if len(buf) - pos > max_item_bytes:
+                    raise JsonError(f"{where}: element {i}: longer than {_mib(max_item_bytes)}; not read",
+                                    "size") from None  # fmt: skip
+                if done:
+                    raise JsonError(f"{where}: element {i}: {e}", e.kind) from None
+                end = -1
+            if end - pos > max_item_bytes or (end < 0 and len(buf) - pos > max_item_bytes):
+                raise JsonError(f"{where}: element {i}: longer than {_mib(max_item_bytes)}; not read", "size")
+            if end >= 0 and (end < len(buf) or done):  # a number cut at the buffer's end is not yet one
+                break
+            more(max(chunk, len(buf) - pos))  # an element read again at most log(size) times
+        pos = end
+        yield value
+        i += 1
+        c = skip()
+        if c == "]":
+            return
+        if c != ",":
+            why = "the array is not closed" if c == "" else "expected ',' or ']' after it"
+            raise JsonError(f"{where}: element {i - 1}: {why}", "syntax")
+        pos += 1
 
 
 def bounded_lines(f: IO[bytes], max_bytes: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes, int]]:

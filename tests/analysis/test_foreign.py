@@ -258,12 +258,16 @@ def test_an_import_exports_and_reimports_as_v1(omni, tmp_path):
     assert sorted(differing(again.trials)["paper_trial_id"]) == rows and len(rows) == 5
 
 
+SSPRO_LINE = b'{"prompt_to_evaluate": "x", "pred": [1, 2], "bbox": [0, 0, 9, 9], "correctness": "correct"}'
+"""A valid first record (read and converted before the next line is: the file is streamed)."""
+
+
 @pytest.mark.parametrize(
     ("content", "says"),
     [
         (b"\xff\xfe not utf-8", "not UTF-8 text"),
         (b"[" * 100_000 + b"]" * 100_000, "nested too deep"),
-        (b'{"a": 1}\n' + b"[" * 100_000 + b"]" * 100_000 + b"\n", "line 2: JSON nested too deep"),
+        (SSPRO_LINE + b"\n" + b"[" * 100_000 + b"]" * 100_000 + b"\n", "line 2: JSON nested too deep"),
     ],
 )
 def test_a_file_that_is_no_text_or_nested_too_deep_is_one_line_exit_2(tmp_path, capsys, content, says):
