@@ -601,3 +601,40 @@ def test_a_drag_trials_frames_draw_both_targets_where_the_record_says(tmp_path: 
                 drawn = [r[0] * kx, r[1] * ky, r[2] * kx, r[3] * ky]
                 assert drawn == pytest.approx(box, abs=1.5 * max(kx, ky)), (t["method"], n, sel, sent)
     assert not page.errors
+
+
+def test_a_set_of_mark_drag_draws_each_ends_pick_on_its_own_frame(tmp_path: Path, page) -> None:
+    """Set-of-Mark on a CUActSpot-format drag (issue 50): the record keeps both picks (``som.chosen_id``
+    for the start, ``som.drop_*`` for the drop); the start's select frame draws the start's chosen mark, the
+    end's select frame the end's (``drop_mark_box``), each frame names its own id."""
+    from dvoc_bench.core.geometry import Box, Point
+    from dvoc_bench.runner.compose import quick_setup
+    from dvoc_bench.runner.sweep import run_sweep
+    from tests.scenes.test_cuactspot import DROP, TARGET, poly, write
+
+    root = tmp_path / "ds"
+    root.mkdir()
+    write(root, "Canvas-drag", [poly("R1", TARGET), poly("R2", DROP, rank="2")])
+    run = tmp_path / "run"
+    run_sweep(quick_setup(["dataset=cuactspot", f"dataset.root={root}", "models=[sim-ideal]",
+                           "methods=[som]", "run.quiet=true", "run.frames=all"]), run)  # fmt: skip
+    index = build(run, tmp_path / "site")
+    (t,) = records(run / "trials.jsonl")
+    som = t["som"]
+    assert som["chosen_valid"] and som["drop_chosen_valid"]
+    start_box = som["mark_boxes"][som["chosen_id"] - 1][:4]
+    assert Box(*start_box).contains(Point(*t["final_point"]))
+    assert Box(*som["drop_mark_box"][:4]).contains(Point(*t["drop_point"]))
+    assert som["drop_point"] == t["drop_point"]
+    open_site(page, index, "#trial=0")
+    page.wait_for_function("[...document.images].every(i => i.complete && i.naturalWidth > 0)")
+    frames = [s for s in records(run / "steps.jsonl") if s["trial_key"] == t["trial_key"]]
+    assert [(s["kind"], s["drag_end"]) for s in frames] == [("select", "from"), ("select", "to")]
+    cards = page.locator("#filmstrip .step")
+    picks = ((start_box, som["chosen_id"]), (som["drop_mark_box"][:4], som["drop_chosen_id"]))
+    for n, (box, pick) in enumerate(picks):
+        shown, r = on_screen(page, n, "rect.mark")
+        kx, ky = 2560 / shown[0], 1400 / shown[1]  # screenshot px per displayed px
+        assert [r[0] * kx, r[1] * ky, r[2] * kx, r[3] * ky] == pytest.approx(box, abs=1.5 * max(kx, ky)), n
+        assert f"mark id={pick}" in cards.nth(n).text_content()
+    assert not page.errors

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dvoc_bench.analysis.clustered import clustered_rate_interval, sample_rate_interval
+from dvoc_bench.analysis.clustered import cluster_keys, clustered_rate_interval, sample_rate_interval
 from dvoc_bench.analysis.intervals import RATE_INTERVAL
 
 SPLITS = {
@@ -105,6 +105,67 @@ def drag_success(t: pd.DataFrame, rule: str = "hit", by: str | None = None) -> p
     return pd.DataFrame(rows)
 
 
+KIND_ROWS = ("click", "drag: both", "drag: from", "drag: to", "multi")
+"""The rows of :func:`kind_rows` per category: a drag once for both points, then once per end."""
+
+
+def kind_rows(t: pd.DataFrame, rule: str = "hit") -> pd.DataFrame:
+    """Per model x method x ``sample_category`` x task kind, with a drag's ends as rows of their own
+    (:data:`KIND_ROWS`: ``drag: both`` is the trial's ``rule``, ``drag: from`` / ``drag: to`` the drag
+    block's ``drag_from_<rule>`` / ``drag_to_<rule>``; a multi-point sample's rows are its point trials):
+    samples, trials, hits, accuracy with its interval clustered by sample. An error is a miss."""
+    d = dataset_trials(t)
+    need = {"sample_category", "sample_task_kind"}
+    if not need <= set(d.columns) or d["sample_task_kind"].isna().all():
+        return pd.DataFrame()
+    ok = d["status"] == "ok"
+    parts = []
+    for kind in KIND_ROWS:
+        base = kind.split(":")[0]
+        g = d[d["sample_task_kind"] == base].copy()
+        col = rule if ":" not in kind or kind.endswith("both") else f"drag_{kind.split(': ')[1]}_{rule}"
+        if g.empty or col not in g:
+            continue
+        g["_hit"] = g[col].fillna(False).astype(bool) & ok[g.index]
+        g["kind"] = kind
+        parts.append(g)
+    if not parts:
+        return pd.DataFrame()
+    d = pd.concat(parts)
+    d["category"] = d["sample_category"].astype(object).where(d["sample_category"].notna(), "-")
+    order = {k: i for i, k in enumerate(KIND_ROWS)}
+    rows = []
+    for key, g in d.groupby([*KEYS, "category", "kind"], sort=True):
+        lo, hi = sample_rate_interval(g["_hit"], g)
+        rows.append({
+            **dict(zip([*KEYS, "category", "kind"], key, strict=True)), "rule": rule,
+            "samples": cluster_keys(g).nunique(), "trials": len(g), "hits": int(g["_hit"].sum()),
+            "accuracy": g["_hit"].mean(), "lo": lo, "hi": hi,
+        })  # fmt: skip
+    out = pd.DataFrame(rows)
+    out["_o"] = out["kind"].map(order)
+    return out.sort_values([*KEYS, "category", "_o"], kind="stable").drop(columns="_o").reset_index(drop=True)
+
+
+def som_picks(t: pd.DataFrame) -> pd.DataFrame:
+    """Set-of-Mark on drags, each end's pick (the ``som`` block: the start's ``chosen_valid`` / ``hit`` /
+    ``target_detected``, the end's ``drop_*``): per model x method, drags, and per end the share of trials
+    whose target centre lay in a mark (``marked``), whose pick named a mark (``valid``) and whose picked
+    mark's centre lay in the end's target box (``on_box``: the box, not the polygon)."""
+    d = dataset_trials(t)
+    if "som_drop_chosen_valid" not in d or d["som_drop_chosen_valid"].isna().all():
+        return pd.DataFrame()
+    d = d[d["som_drop_chosen_valid"].notna()]
+    rows = []
+    for key, g in d.groupby(KEYS, sort=True):
+        row = {**dict(zip(KEYS, key, strict=True)), "drags": g["sample_file"].nunique(), "trials": len(g)}
+        for end, pre in (("from", "som_"), ("to", "som_drop_")):
+            for name, col in (("marked", "target_detected"), ("valid", "chosen_valid"), ("on_box", "hit")):
+                row[f"{end}_{name}"] = g[pre + col].fillna(False).astype(bool).mean()
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 POINT_KEYS = [
     "protocol", "alpha", "overlay", "predict", "start_index", "rep", "detector", "zoom", "start_from"
 ]  # fmt: skip
@@ -166,6 +227,9 @@ def tables(t: pd.DataFrame, rule: str = "hit") -> list[tuple[str, pd.DataFrame]]
     by_cat = drag_success(t, rule, "category")
     if not by_cat.empty and by_cat["category"].nunique() > 1:
         out.append((f"Drags by category: both points and each end — rule `{rule}`", by_cat))
+    title = f"By category and task kind (a drag: both points, then each end) — rule `{rule}`"
+    out.append((title, kind_rows(t, rule)))
+    out.append(("Set-of-Mark on drags: each end's pick (share of trials)", som_picks(t)))
     title = f"Multi-point samples: every point on target, the set's own rule — rule `{rule}`"
     out.append((title, points_success(t, rule)))
     return [(title, tab) for title, tab in out if not tab.empty]

@@ -239,6 +239,7 @@ def _dataset_section(rep: Report, t: Any, rule: str) -> None:
     for title, tab in datasets.tables(t, rule):
         rep.h(4, title)
         fmt = {"accuracy": pct, "lo": pct, "hi": pct, "calls_per_success": px}
+        fmt |= {c: pct for c in tab.columns if str(c).startswith(("from_", "to_"))}  # a drag's shares per end
         rep.table(md_table(label_models(tab), fmt))
 
 

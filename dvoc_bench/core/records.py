@@ -443,6 +443,22 @@ class SomRecord:
     """Tag placement used (``avoid | spec``, ``detector.tag_layout``)."""
     tag_overlaps: int | None = None
     """Tags drawn over an earlier tag (``avoid`` leaves one only when no free place was left)."""
+    drop_chosen_id: int | None = None
+    """A drag (two points): the id the model named for where the drag ends (the fields above are the
+    start's pick, made on the start's marks); ``None`` on a one-point trial or without a readable id."""
+    drop_chosen_valid: bool | None = None
+    """A drag: the end's named id is one of the end's marks."""
+    drop_point: list[float] | None = None
+    """A drag: centre of the end's chosen mark (the drop point; ``som_dvoc``: the end's DVOC start)."""
+    drop_hit: bool | None = None
+    """A drag: ``drop_point`` lies inside the end's target box."""
+    drop_target_detected: bool | None = None
+    """A drag: some mark of the end's marking contains the end's target centre."""
+    drop_mark_box: list[float] | None = None
+    """A drag: the end's chosen mark as ``[x0, y0, x1, y1, score]`` in harness pixels (the end is marked
+    on its own: the oracle detector marks the end's truth, so its marks may differ from ``mark_boxes``)."""
+    drop_start_source: str | None = None
+    """A drag under ``som_dvoc``: where the end's DVOC loop started (``som`` or ``centre``)."""
 
 
 @dataclass(kw_only=True)

@@ -12,9 +12,10 @@ here instead of the method's one-point ``run``:
   end. A method that starts from a point (DVOC) starts the end's loop where the start's landed
   (``dvoc.drag_start=source``) or at the model's own one-shot answer for the end (``model``, asked first).
 
-The result's ``final_point`` is the start's point, ``drop_point`` the end's; every step says which end it
-was for (``Step.drag_end``: ``from``, ``to``, or ``both`` for a one-call answer). A failed call ends the
-trial as an error with what it had.
+The result's ``final_point`` is the start's point, ``drop_point`` the end's (Set-of-Mark keeps both
+picks in its ``som`` block: the start's as for one point, the end's in ``drop_*``, :func:`both_picks`);
+every step says which end it was for (``Step.drag_end``: ``from``, ``to``, or ``both`` for a one-call
+answer). A failed call ends the trial as an error with what it had.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import dataclasses
 import hashlib
 
 from dvoc_bench.core.geometry import Point, clamp_point
-from dvoc_bench.core.records import Step, TrialResult, TrialSpec
+from dvoc_bench.core.records import SomRecord, Step, TrialResult, TrialSpec
 from dvoc_bench.core.scene import Snapshot
 from dvoc_bench.core.scoring import score
 from dvoc_bench.methods.common import (
@@ -49,13 +50,31 @@ def is_drag(env: TrialEnv) -> bool:
     return len(env.snapshot.truth.ends) == 2
 
 
+def ends_grounded(info: MethodInfo, two_point: bool) -> int:
+    """How many times a trial runs the method's one-point grounding: twice on a drag (once per end), once
+    otherwise; one-shot asks for both ends in one call per attempt, so once."""
+    return 2 if two_point and info.name != "oneshot" else 1
+
+
+def end_start_calls(info: MethodInfo, spec: TrialSpec, two_point: bool) -> int:
+    """Calls a drag adds besides its groundings: the end's one-shot answer DVOC starts from with
+    ``dvoc.drag_start=model`` (one ``click_at``; none when the method starts from one-shot anyway)."""
+    return int(two_point and info.uses_start and spec.drag_start == "model" and spec.start_from != "oneshot")
+
+
+def drag_bound(info: MethodInfo, spec: TrialSpec, two_point: bool) -> int | None:
+    """The most model calls a trial can make (:meth:`MethodInfo.call_bound`), on a two-point task when
+    ``two_point``: a one-point trial's per end grounded (:func:`ends_grounded`) plus
+    :func:`end_start_calls`; ``None`` when the method does not say."""
+    one = info.call_bound(spec)
+    if one is None:
+        return None
+    return ends_grounded(info, two_point) * one + end_start_calls(info, spec, two_point)
+
+
 def drag_calls(info: MethodInfo, spec: TrialSpec, env: TrialEnv) -> int:
-    """The most model calls a trial can make (:meth:`MethodInfo.call_bound`): twice a one-point trial's
-    on a drag (one-shot: one call per attempt), one more with ``dvoc.drag_start=model``."""
-    one = info.call_bound(spec) or 0
-    if not is_drag(env) or info.name == "oneshot":
-        return one
-    return 2 * one + (info.uses_start and spec.drag_start == "model" and spec.start_from != "oneshot")
+    """:func:`drag_bound` of the trial's own task (0 when the method does not say)."""
+    return drag_bound(info, spec, is_drag(env)) or 0
 
 
 def end_env(env: TrialEnv, i: int) -> TrialEnv:
@@ -100,9 +119,33 @@ async def run_drag(info: MethodInfo, spec: TrialSpec, env: TrialEnv) -> TrialRes
             iterations=first.iterations + second.iterations,
             error_class=second.error_class,
             error=second.error,
-            som=first.som,
+            som=both_picks(first, second),
             steps=first.steps + second.steps,
         )
+    )
+
+
+def both_picks(first: TrialResult, second: TrialResult) -> SomRecord | None:
+    """The Set-of-Mark record of a drag: the start's (``first.som``, its detector and marks) with the
+    end's pick beside it (``drop_*``); ``None`` for a method without marks."""
+    if first.som is None:
+        return None
+    end = second.som
+    if end is None:
+        return first.som
+    return dataclasses.replace(
+        first.som,
+        drop_chosen_id=end.chosen_id,
+        drop_chosen_valid=end.chosen_valid,
+        drop_point=end.point,
+        drop_hit=end.hit,
+        drop_target_detected=end.target_detected,
+        drop_mark_box=(
+            end.mark_boxes[end.chosen_id - 1]
+            if end.chosen_valid and end.chosen_id is not None and 0 < end.chosen_id <= len(end.mark_boxes)
+            else None
+        ),
+        drop_start_source=end.start_source,
     )
 
 

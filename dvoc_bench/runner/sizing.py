@@ -13,12 +13,22 @@ per gate, ``(n - 1) * 60 / rpm`` seconds for
 the provider at its daily quota: the sweep needs resuming the next day). When a per-call latency is known
 (the earlier run, else the authors' records) the latency bound is shown beside it:
 ``calls * latency / min(max_concurrent, run.max_in_flight)``.
+
+Those counts are per **grounding** (one point). A two-point task (a drag) grounds each end: twice a
+point's calls, one more with ``dvoc.drag_start=model``; one-shot asks for both ends in one call per
+attempt, so a point's. An episode (``miniwob.*``) grounds every grounded step of its plan: the oracle
+plan's groundings (:mod:`dvoc_bench.scenes.miniwob.plan_length`, a drag step twice) times a grounding's
+calls, or, where the plan's length depends on the page, ``episode.max_steps`` groundings (said so); its
+upper bound is ``episode.max_steps`` steps (twice for the drag family) times a grounding's bound. An
+earlier run's drags and episodes are kept apart from its one-point trials (``method (drag)``,
+``method (episode)``); when it has only one-point trials of a method, their mean is a grounding's.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,7 +75,7 @@ def read_plan_from(directory: Path | str) -> dict[str, Measured]:
             if t.get("status") != "ok" or calls <= 0 or not isinstance(t.get("model"), str):
                 continue
             m = out[t["model"]]
-            m.calls[str(t.get("method"))].append(calls)
+            m.calls[measured_key(str(t.get("method")), trial_shape(t))].append(calls)
             if t.get("tokens_in") or t.get("tokens_out"):
                 m.tokens_in += int(t.get("tokens_in") or 0)
                 m.tokens_out += int(t.get("tokens_out") or 0)
@@ -74,6 +84,60 @@ def read_plan_from(directory: Path | str) -> dict[str, Measured]:
             if fresh > 0 and isinstance(t.get("wall_s"), (int, float)):
                 m.seconds_per_call.append(float(t["wall_s"]) / fresh)
     return dict(out)
+
+
+def trial_shape(t: dict[str, Any]) -> str:
+    """What a recorded trial was: ``episode`` (a MiniWoB episode), ``drag`` (two points) or ``point``."""
+    if t.get("episode") is not None or t.get("scene_kind") == "miniwob":
+        return "episode"
+    return "drag" if t.get("drop_point") is not None or t.get("drag") is not None else "point"
+
+
+def measured_key(method: str, shape: str) -> str:
+    """The key of an earlier run's calls: the method, with ``(drag)`` / ``(episode)`` for those trials (a
+    one-point trial's calls say nothing about a drag's or an episode's)."""
+    return method if shape == "point" else f"{method} ({shape})"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How many one-point groundings a planned trial runs (module docstring: drags and episodes)."""
+
+    groundings: int
+    """Groundings the trial is expected to run (a drag's ends, an episode's plan)."""
+    max_groundings: int
+    """The most it can run (an episode: ``episode.max_steps`` steps, a drag step twice)."""
+    extra: int = 0
+    """Calls besides the groundings (a drag's end start with ``dvoc.drag_start=model``)."""
+    kind: str = "point"
+    """``point``, ``drag`` or ``episode`` (:func:`trial_shape`)."""
+    note: str = ""
+    """Where ``groundings`` comes from, when it is not 1."""
+
+
+def trial_shape_of(
+    setup: SweepSetup, spec: TrialSpec, kinds: Mapping[str, str], ends: Mapping[str, int]
+) -> Shape:
+    """The :class:`Shape` of a planned trial: a drag grounds each end (one-shot: both in one call per
+    attempt); an episode grounds every grounded step of its oracle plan (its length from
+    :mod:`dvoc_bench.scenes.miniwob.plan_length` where known, else assumed ``episode.max_steps``), a drag
+    step twice."""
+    from dvoc_bench.methods.drag import end_start_calls, ends_grounded
+    from dvoc_bench.scenes.miniwob.plan_length import plan_groundings
+    from dvoc_bench.scenes.miniwob.planners import family_of
+
+    info = method_info(spec.method)
+    if kinds.get(spec.task) == "miniwob":
+        cap = setup.settings.episode.max_steps
+        most = cap * (2 if family_of(spec.task.removeprefix("miniwob.")) == "drag" else 1)
+        known = plan_groundings(spec.task)
+        if known is not None:
+            return Shape(known, most, kind="episode", note=f"{known} groundings, the oracle plan's")
+        note = f"plan length varies with the page: assumed {cap} groundings (episode.max_steps)"
+        return Shape(cap, most, kind="episode", note=note)
+    two = ends.get(spec.task) == 2
+    n = ends_grounded(info, two)
+    return Shape(n, n, end_start_calls(info, spec, two), kind="drag" if two else "point")
 
 
 def recorded_table() -> dict[str, Any]:
@@ -143,7 +207,10 @@ def estimate(setup: SweepSetup, specs: list[TrialSpec]) -> tuple[list[ModelPlan]
     image = setup.settings.image
     plans: dict[str, ModelPlan] = {}
     limits: dict[str, ProviderLimits] = {}
-    sizes = {t: setup.registry.snapshot(t).size for t in {s.task for s in specs}}
+    snaps = {t: setup.registry.snapshot(t) for t in {s.task for s in specs}}
+    sizes = {t: snap.size for t, snap in snaps.items()}
+    ends = {t: len(snap.truth.ends) for t, snap in snaps.items()}
+    kinds = {t: setup.registry.kind(t) for t in snaps}
     for s in specs:
         info = method_info(s.method)
         if not info.calls_model:
@@ -161,25 +228,38 @@ def estimate(setup: SweepSetup, specs: list[TrialSpec]) -> tuple[list[ModelPlan]
             tokens = (mine.tokens_in / mine.token_calls, mine.tokens_out / mine.token_calls)
         est = call_estimate(cfg, sizes[s.task], image, dict(setup.settings.sampling), tokens)
         p.estimate = p.estimate or est
-        bound = info.call_bound(s)
+        shape = trial_shape_of(setup, s, kinds, ends)
+        one = info.call_bound(s)
+        bound = None if one is None else shape.max_groundings * one + shape.extra
         rec = recorded.get(s.model.removeprefix("sim-"), {}).get(s.method)
         latency = None
-        if mine is not None and mine.calls.get(s.method):
-            got = mine.calls[s.method]
+        own = measured_key(s.method, shape.kind)
+        label = own if shape.kind == "point" else f"{own}: {shape.note}" if shape.note else own
+        per = f" x {shape.groundings} groundings" + (f" + {shape.extra}" if shape.extra else "")
+        per = per if shape.groundings != 1 or shape.extra else ""
+        if mine is not None and mine.calls.get(own):  # the same kind of trial, as recorded
+            got = mine.calls[own]
             exp = sum(got) / len(got)
-            p.sources[s.method] = f"{exp:.2f}/trial in {plan_from} ({len(got)} trials)"
+            p.sources[label] = f"{exp:.2f}/trial in {plan_from} ({len(got)} trials)"
+            if mine.seconds_per_call:
+                latency = sorted(mine.seconds_per_call)[len(mine.seconds_per_call) // 2]
+        elif mine is not None and mine.calls.get(s.method):  # one-point trials recorded: per grounding
+            got = mine.calls[s.method]
+            exp = sum(got) / len(got) * shape.groundings + shape.extra
+            p.sources[label] = f"{sum(got) / len(got):.2f}/grounding in {plan_from} ({len(got)} trials){per}"
             if mine.seconds_per_call:
                 latency = sorted(mine.seconds_per_call)[len(mine.seconds_per_call) // 2]
         elif rec is not None:
-            exp = float(rec["mean_calls"])
-            p.sources[s.method] = f"{exp:.2f}/trial in the authors' records ({rec['trials']} trials)"
+            exp = float(rec["mean_calls"]) * shape.groundings + shape.extra
+            mean = float(rec["mean_calls"])
+            p.sources[label] = f"{mean:.2f}/grounding in the authors' records ({rec['trials']} trials){per}"
             latency = rec.get("median_s_per_call")
         elif bound is not None:
-            exp = float(bound)
-            p.sources[s.method] = "the upper bound (no record of this method)"
+            exp = float(shape.groundings * (one or 0) + shape.extra)
+            p.sources[label] = "the upper bound (no record of this method)" + per
         else:
             exp = 0.0
-            p.sources[s.method] = "unknown (no record, no max_calls)"
+            p.sources[label] = "unknown (no record, no max_calls)"
         if bound is not None:
             exp = min(exp, float(bound))
         p.trials += 1
@@ -311,7 +391,11 @@ def plan_lines(setup: SweepSetup, specs: list[TrialSpec]) -> list[str]:
         s for s in specs if s.task in samples and not method_info(s.method).uses_start and s.model != "none"
     ]
     if once:  # a sample is the unit: what asking again would cost
-        per = sum(method_info(s.method).call_bound(s) or 0 for s in once) / max(1, setup.swept.repeats)
+        from dvoc_bench.methods.drag import drag_bound
+
+        two = {t for t in samples if len(setup.registry.snapshot(t).truth.ends) == 2}
+        bounds = (drag_bound(method_info(s.method), s, s.task in two) or 0 for s in once)
+        per = sum(bounds) / max(1, setup.swept.repeats)
         out.append(
             f"Dataset samples: {len(samples)}; methods without a start point run once per sample and repeat "
             f"({len(once)} trials); each further repeat (repeats=N) sends the same requests again: up to "

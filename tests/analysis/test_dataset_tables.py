@@ -88,3 +88,62 @@ def test_drags_split_by_category_count_each_end_by_hand():
     assert got.loc["Canvas", ["drags", "both"]].tolist() == [2, 1]
     assert got.loc["Canvas", ["from_hit", "to_hit"]].tolist() == [1.0, 0.5]
     assert got.loc["Text", ["drags", "both", "from_hit", "to_hit"]].tolist() == [1, 0, 0.0, 1.0]
+
+
+def test_category_by_task_kind_gives_a_drags_ends_their_own_rows_counted_by_hand():
+    """``kind_rows``: Canvas has a click (hit) and two drags (start and end hit; start hit, end missed);
+    Text a drag that ended in an error (a miss at both ends although its fields say hit) and a multi-point
+    sample of two points (one hit). Counted by hand: Canvas click 1/1, drag both 1/2, from 2/2, to 1/2;
+    Text drag both 0/1, from 0/1, to 0/1, multi 1/2 from one sample."""
+    from dvoc_bench.analysis.datasets import kind_rows
+
+    base = {"model": "m", "simulated": False, "method": "som", "scene_kind": "dataset", "status": "ok"}
+    rows = [
+        {**base, "task": "c0", "sample_file": "c0", "sample_category": "Canvas", "sample_task_kind": "click",
+         "hit": True},
+        {**base, "task": "c1", "sample_file": "c1", "sample_category": "Canvas", "sample_task_kind": "drag",
+         "hit": True, "drag_from_hit": True, "drag_to_hit": True},
+        {**base, "task": "c2", "sample_file": "c2", "sample_category": "Canvas", "sample_task_kind": "drag",
+         "hit": False, "drag_from_hit": True, "drag_to_hit": False},
+        {**base, "status": "error", "task": "t0", "sample_file": "t0", "sample_category": "Text",
+         "sample_task_kind": "drag", "hit": True, "drag_from_hit": True, "drag_to_hit": True},
+        {**base, "task": "t1:1", "sample_file": "t1", "sample_category": "Text", "sample_task_kind": "multi",
+         "hit": True},
+        {**base, "task": "t1:2", "sample_file": "t1", "sample_category": "Text", "sample_task_kind": "multi",
+         "hit": False},
+    ]  # fmt: skip
+    got = kind_rows(pd.DataFrame(rows), "hit")
+    table = {(r["category"], r["kind"]): (r["samples"], r["trials"], r["hits"]) for _, r in got.iterrows()}
+    assert table == {
+        ("Canvas", "click"): (1, 1, 1), ("Canvas", "drag: both"): (2, 2, 1),
+        ("Canvas", "drag: from"): (2, 2, 2), ("Canvas", "drag: to"): (2, 2, 1),
+        ("Text", "drag: both"): (1, 1, 0), ("Text", "drag: from"): (1, 1, 0),
+        ("Text", "drag: to"): (1, 1, 0), ("Text", "multi"): (1, 2, 1),
+    }  # fmt: skip
+    assert list(got["kind"][got["category"] == "Canvas"]) == ["click", "drag: both", "drag: from", "drag: to"]
+    to = got[(got["category"] == "Canvas") & (got["kind"] == "drag: to")].iloc[0]
+    two_samples = rate_interval(1, 2, clusters=([1.0, 0.0], [1.0, 1.0]))  # c1 hit its drop, c2 did not
+    assert (to["lo"], to["hi"]) == pytest.approx(two_samples)
+    multi = got[got["kind"] == "multi"].iloc[0]  # two points of one sample: one cluster
+    assert (multi["lo"], multi["hi"]) == pytest.approx(rate_interval(1, 2, clusters=([1.0], [2.0])))
+
+
+def test_set_of_marks_picks_per_end_counted_by_hand():
+    """``som_picks``: two SoM drags; the start's pick valid and on its box in both, the end's valid in one
+    and on its box in none; a one-point SoM trial (no ``drop_*``, as an old record) is not counted."""
+    from dvoc_bench.analysis.datasets import som_picks
+
+    base = {"model": "m", "simulated": False, "method": "som", "scene_kind": "dataset", "status": "ok",
+            "som_target_detected": True, "som_chosen_valid": True, "som_hit": True}  # fmt: skip
+    rows = [
+        {**base, "task": "d0", "sample_file": "d0", "som_drop_target_detected": True,
+         "som_drop_chosen_valid": True, "som_drop_hit": False},
+        {**base, "task": "d1", "sample_file": "d1", "som_drop_target_detected": False,
+         "som_drop_chosen_valid": False, "som_drop_hit": None},
+        {**base, "task": "c0", "sample_file": "c0", "som_drop_target_detected": None,
+         "som_drop_chosen_valid": None, "som_drop_hit": None},
+    ]  # fmt: skip
+    (r,) = som_picks(pd.DataFrame(rows)).to_dict("records")
+    assert (r["drags"], r["trials"]) == (2, 2)
+    assert (r["from_marked"], r["from_valid"], r["from_on_box"]) == (1.0, 1.0, 1.0)
+    assert (r["to_marked"], r["to_valid"], r["to_on_box"]) == (0.5, 0.5, 0.0)

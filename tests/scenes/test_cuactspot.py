@@ -199,8 +199,10 @@ def test_experiment_real_screens_runs_every_method_and_reports_drags_per_endpoin
     root.mkdir()
     write(root, "GUI-good", [poly("R1", TARGET), poly("R2", BANNED, "Banned", "")], modality="GUI")
     write(root, "Canvas-drag", [poly("R1", TARGET), poly("R2", DROP, rank="2")])
+    offline = quick_setup(["experiment=real_screens", f"dataset.root={root}"])
+    assert [m.name for m in offline.models] == ["sim-ideal", "ocr-tesseract", "omniparser-parse"]
     setup = quick_setup(["experiment=real_screens", f"dataset.root={root}", "run.quiet=true",
-                         "run.frames=none"])  # fmt: skip
+                         "run.frames=none", "models=[sim-ideal]"])  # fmt: skip
     res = run_sweep(setup, tmp_path / "run")
     methods = {"oneshot", "dvoc", "som", "zoom", "zoom_dvoc"}
     assert {(t["task"], t["method"]) for t in res.trials} == {
@@ -214,6 +216,29 @@ def test_experiment_real_screens_runs_every_method_and_reports_drags_per_endpoin
     kinds = tabs["By task kind (click, drag, multi) — rule `hit`"]
     assert set(kinds["task_kind"]) == {"click", "drag"}
     assert "By category (CUActSpot; precision-cua-bench: label type) — rule `hit`" in tabs
+    ends = tabs["By category and task kind (a drag: both points, then each end) — rule `hit`"]
+    assert set(ends["kind"]) == {"click", "drag: both", "drag: from", "drag: to"}
+    assert set(ends["method"]) == methods
+    # Set-of-Mark keeps both picks: the start's as for a click, the end's beside it (drop_*)
+    (som,) = [t["som"] for t in res.trials if t["method"] == "som" and t["task"] == "Canvas-drag"]
+    drop = next(t["drop_point"] for t in res.trials if t["method"] == "som" and t["task"] == "Canvas-drag")
+    assert som["drop_chosen_valid"] and som["drop_point"] == drop and som["drop_hit"] is True
+    assert Box(*som["drop_mark_box"][:4]).contains(Point(*drop))
+    assert "Set-of-Mark on drags: each end's pick (share of trials)" in tabs
+    # a record written before the end's pick was kept still loads (no SoM-per-end table then)
+    old = tmp_path / "old"
+    old.mkdir()
+    for f in (tmp_path / "run").iterdir():
+        if f.is_file() and f.name != "trials.jsonl":
+            (old / f.name).write_bytes(f.read_bytes())
+    lines = [json.loads(x) for x in (tmp_path / "run" / "trials.jsonl").read_text().splitlines()]
+    for t in lines:
+        if t.get("som"):
+            t["som"] = {k: v for k, v in t["som"].items() if not k.startswith("drop_")}
+    (old / "trials.jsonl").write_text("".join(json.dumps(t) + "\n" for t in lines))
+    before = load_runs(old).trials
+    assert before["som_drop_chosen_id"].isna().all() and len(before) == len(lines)
+    assert "Set-of-Mark on drags: each end's pick (share of trials)" not in dict(tables(before))
 
 
 def test_the_simulators_aim_on_a_polygon_follows_crops_and_resizes(tmp_path):

@@ -310,3 +310,56 @@ def test_a_real_cuactspot_drag_runs_as_one_trial_per_method_with_both_points(tmp
     assert by["dvoc"]["drag_start"] == drag_start
     one = steps[steps["trial_key"] == by["oneshot"]["trial_key"]]
     assert list(one["drag_end"]) == ["both"] * len(one)
+
+
+@pytest.mark.e2e
+def test_a_folder_of_unseen_samples_in_the_same_format_loads_and_scores_alike(tmp_path):
+    """The held-back CUActSpot samples are not here: a folder of samples the code has never seen, in the
+    release's layout (``data/ActSpot/<id>.json`` + ``<id>.png``), stands in for them: per category the
+    first click, drag and multi-point sample of the shared copy plus its one bad sample, copied under new
+    ids (``image_id`` rewritten to match). Nothing else is needed to load them, and every copy scores as
+    its original (status, hit, each end of a drag; the bad one fails with the same line, its new id)."""
+    import shutil
+
+    src = need_thirdparty(ACTSPOT) / "data" / "ActSpot"
+    first: dict[tuple[str, str], str] = {}
+    for path in sorted(src.glob("*.json")):
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        kinds = {str(p.get("rank") or "") for p in rec["polygons"] if p.get("type") == "Target"}
+        kind = "click" if kinds == {"1"} else "drag" if kinds == {"1", "2"} else "multi"
+        first.setdefault((path.stem.split("-")[0], kind), path.stem)
+    chosen = sorted({*first.values(), "Text-376b"})
+    assert len(chosen) >= 12
+    held = tmp_path / "held" / "data" / "ActSpot"
+    held.mkdir(parents=True)
+    renamed = {}
+    for i, sid in enumerate(chosen):
+        new = f"{sid.split('-')[0]}-held{i:02d}"
+        renamed[sid] = new
+        rec = json.loads((src / f"{sid}.json").read_text(encoding="utf-8"))
+        rec["image_id"] = new
+        (held / f"{new}.json").write_text(json.dumps(rec, ensure_ascii=False), encoding="utf-8")
+        shutil.copyfile(src / f"{sid}.png", held / f"{new}.png")
+
+    def outcomes(root, ids, out):
+        setup = quick_setup(["dataset=cuactspot", f"dataset.root={root}", f"tasks=[{','.join(ids)}]",
+                             "models=[sim-ideal]", "methods=[oneshot]", "run.quiet=true",
+                             "run.frames=none"])  # fmt: skip
+        out_ = {}
+        for t in run_sweep(setup, tmp_path / out).trials:
+            drag = t.get("drag") or {}
+            out_[(t["sample"]["file"], t["task"].partition(":")[2])] = (
+                t["status"], t["hit"], drag.get("from_hit"), drag.get("to_hit"), t["sample"]["category"],
+                t["sample"]["task_kind"], t.get("error"),
+            )  # fmt: skip
+        return out_
+
+    base = outcomes(src.parent.parent, chosen, "orig")
+    copy = outcomes(tmp_path / "held", list(renamed.values()), "held")
+    assert len(copy) == len(base) > len(chosen)  # multi-point samples are one task per point
+    for (sid, point), (status, *rest, error) in base.items():
+        assert copy[(renamed[sid], point)] == (
+            status, *rest, error.replace(sid, renamed[sid]) if error else error
+        ), sid  # fmt: skip
+    assert base[("Text-376b", "")][0] == "error"
+    assert sum(v[1] is True for v in copy.values()) >= len(copy) - 1

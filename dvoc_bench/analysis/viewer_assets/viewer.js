@@ -138,6 +138,17 @@
   const num = (v) => (typeof v === "number" ? v : null);
   const pt = (x, y) => (num(x) !== null && num(y) !== null ? [x, y] : null);
 
+  // the Set-of-Mark pick a select step made: a drag's end ("to") has its own pick (som_drop_*)
+  const dropPick = (step) => step.drag_end === "to";
+  const chosenId = (trial, step) => (dropPick(step) ? trial.som_drop_chosen_id : trial.som_chosen_id);
+
+  function chosenMark(trial, step) {
+    if (dropPick(step)) return Array.isArray(trial.som_drop_mark_box) ? trial.som_drop_mark_box : null;
+    const marks = Array.isArray(trial.som_mark_boxes) ? trial.som_mark_boxes : [];
+    const id = trial.som_chosen_id;
+    return id && marks[id - 1] ? marks[id - 1] : null;
+  }
+
   function overlay(trial, step, w, h) {
     const crop = pt(step.crop_x0, step.crop_y0) ? [step.crop_x0, step.crop_y0, step.crop_x1, step.crop_y1] : null;
     const vb = crop ? [crop[0], crop[1], crop[2] - crop[0], crop[3] - crop[1]] : [0, 0, w, h];
@@ -146,12 +157,8 @@
       const b = t.box;
       svg.append(el("svg:rect", { class: `target ${t.role}`, x: b[0], y: b[1], width: b[2] - b[0], height: b[3] - b[1] }));
     }
-    const marks = Array.isArray(trial.som_mark_boxes) ? trial.som_mark_boxes : [];
-    const id = trial.som_chosen_id;
-    if (step.kind === "select" && id && marks[id - 1]) {
-      const b = marks[id - 1];
-      svg.append(el("svg:rect", { class: "mark", x: b[0], y: b[1], width: b[2] - b[0], height: b[3] - b[1] }));
-    }
+    const b = step.kind === "select" ? chosenMark(trial, step) : null;
+    if (b) svg.append(el("svg:rect", { class: "mark", x: b[0], y: b[1], width: b[2] - b[0], height: b[3] - b[1] }));
     const r = Math.max(vb[2], vb[3]) / 80;
     const cur = pt(step.draft_x, step.draft_y);
     const nxt = pt(step.next_x, step.next_y) || pt(step.px_x, step.px_y);
@@ -180,7 +187,7 @@
   function kvWide(obj, keys) { const dl = kv(obj, keys); dl.classList.add("wide"); return dl; }
 
   function answer(trial, step) {
-    const raw = step.kind === "select" && trial.som_chosen_id !== undefined ? `mark id=${trial.som_chosen_id}`
+    const raw = step.kind === "select" && chosenId(trial, step) !== undefined ? `mark id=${chosenId(trial, step)}`
       : step.kind === "verify" && num(step.raw_dx) !== null ? `dx=${fmt(step.raw_dx)}, dy=${fmt(step.raw_dy)}`
       : num(step.raw_x) !== null ? `x=${fmt(step.raw_x)}, y=${fmt(step.raw_y)}` : "(none)";
     const px = num(step.px_dx) !== null ? `dx=${fmt(step.px_dx)}, dy=${fmt(step.px_dy)} px`
@@ -237,10 +244,10 @@
       kvWide(t, ["status", "stop_reason", "error_class", "error", "hit", "within_eps", "hit_radius", "hit_rule", "final_dist_px", "final_x", "final_y",
         "drop_x", "drop_y", "drag_from_hit", "drag_to_hit", "drag_to_box", "drag_to_dist_px", "drag_to_element",
         "target_x0", "target_y0", "target_x1", "target_y1", "start_x", "start_y", "protocol", "alpha", "overlay", "predict", "zoom", "detector",
-        "som_chosen_id", "som_chosen_valid", "som_marks", "sample_instruction", "iterations", "model_calls", "cost_usd", "trial_key", "run_dir"]),
+        "som_chosen_id", "som_chosen_valid", "som_hit", "som_drop_chosen_id", "som_drop_chosen_valid", "som_drop_hit", "som_marks", "sample_instruction", "iterations", "model_calls", "cost_usd", "trial_key", "run_dir"]),
       el("div", { class: "legend" }, el("span", { text: "cyan dashed box: target (from the record; a drag: where it starts)" }),
         el("span", { text: "yellow dashed box: a drag's drop target" }), el("span", { text: "red ring: current point" }),
-        el("span", { text: "orange dot: next point / answer" }), el("span", { text: "magenta: chosen mark" })));
+        el("span", { text: "orange dot: next point / answer" }), el("span", { text: "magenta: chosen mark (a drag's end step: the end's pick)" })));
     if (t.extra && t.extra.length) head.append(el("div", { class: "skipped" }, "fields this viewer does not know: ", kv(t, t.extra)));
     const strip = el("div", { class: "strip", id: "filmstrip" }, ...data.steps.map((s) => stepCard(t, s)));
     if (!data.steps.length) strip.append(el("p", { text: "this trial made no model call (no frames)" }));
