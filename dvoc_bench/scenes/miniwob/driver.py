@@ -32,6 +32,9 @@ TASK_CSS = (160, 210)
 VIEWPORT_CSS = (500, 320)
 """The window MiniWoB's own environment uses (its ``WINDOW_WIDTH`` x ``WINDOW_HEIGHT``)."""
 
+WHEEL_NOTCH_CSS = 40
+"""CSS pixels one wheel notch scrolls (Playwright's ``mouse.wheel`` delta per notch of a ``scroll`` step)."""
+
 DRAG_MOVES = 12
 """Mouse moves between a drag's press and release (jQuery UI's draggable follows ``mousemove``)."""
 
@@ -164,6 +167,22 @@ class EpisodePage:
             m.down()
             m.move(bx, by, steps=DRAG_MOVES)
             m.up()
+
+        self._run(go)
+
+    def scroll(self, p: Point, direction: str, notches: int = 1) -> None:
+        """Real wheel input: the pointer moved to screenshot point ``p``, then ``notches`` wheel turns of
+        :data:`WHEEL_NOTCH_CSS` each towards ``direction`` (``up | down | left | right``); the browser
+        scrolls whatever scrollable element is under the pointer."""
+        x, y = css_point(p, self.scale)
+        dx, dy = {"up": (0, -1), "down": (0, 1), "left": (-1, 0), "right": (1, 0)}[direction]
+
+        def go(s: Session) -> None:
+            m = self._page.mouse
+            m.move(x, y)
+            for _ in range(notches):
+                m.wheel(dx * WHEEL_NOTCH_CSS, dy * WHEEL_NOTCH_CSS)
+            self._page.wait_for_timeout(50)  # the scroll is applied on the next frame
 
         self._run(go)
 
