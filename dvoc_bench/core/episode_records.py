@@ -27,7 +27,8 @@ class EpisodeStepRecord:
     index: int
     """0-based step index."""
     action: str
-    """``click | type | select | drag | scroll | key`` (:data:`dvoc_bench.scenes.miniwob.planners.Action`)."""
+    """``click | hover | type | select | drag | scroll | key``
+    (:data:`dvoc_bench.scenes.miniwob.planners.Action`)."""
     instruction: str
     """The step in words, as the method was asked it (a drag's first point)."""
     target: str | None = None
@@ -49,7 +50,8 @@ class EpisodeStepRecord:
     drop_located: bool | None = None
     """``drop_point`` is inside ``drop_box``."""
     text: str | None = None
-    """What was typed, the option chosen, or the key pressed (the instruction says how many times)."""
+    """What was typed, the option chosen, the key pressed (the instruction says how many times), a
+    scroll's direction, or the key held during a click (``Control``)."""
     refused: str | None = None
     """Why the page refused the action (no drop-down list under the point), one line; ``None``: done."""
     interacted: bool = False

@@ -174,6 +174,8 @@ class Episode:
             h0 = self.harness_s
             row, ok = await self.step(page, dom, image, k, step)
             rec.steps.append(row)
+            if ok and step.settle_ms:
+                await self.browser(page.settle, step.settle_ms)
             if not ok:
                 rec.error = f"step {k}: the method gave no point ({row.grounding_stop})"
                 return "grounding_failed"
@@ -190,7 +192,8 @@ class Episode:
         self, page: EpisodePage, dom: Dom, image: Any, k: int, step: PlannedStep
     ) -> tuple[EpisodeStepRecord, bool]:
         """Ground and execute one step; ``(its row, whether the grounding gave every point)``."""
-        row = EpisodeStepRecord(index=k, action=step.action, instruction=step.instruction, text=step.text)
+        text = step.text if step.text is not None else step.hold
+        row = EpisodeStepRecord(index=k, action=step.action, instruction=step.instruction, text=text)
         if step.call is not None:  # the model planned it
             row.planned_by, row.plan_call = "model", step.call
         if step.action not in GROUNDED:
@@ -224,7 +227,9 @@ class Episode:
         if el is None:
             row.located = None  # a model's target with no truth: not scored
         if step.action == "click":
-            await self.browser(page.click, g.point)
+            await self.browser(page.click, g.point, step.hold)
+        elif step.action == "hover":
+            await self.browser(page.hover, g.point)
         elif step.action == "scroll":
             await self.browser(page.scroll, g.point, step.text or "down", step.times)
         elif step.action == "select":

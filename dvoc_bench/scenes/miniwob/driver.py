@@ -139,10 +139,29 @@ class EpisodePage:
         out = self._run(lambda s: self._page.evaluate(HIT_JS, [x, y, target]))
         return out[0], bool(out[1])
 
-    def click(self, p: Point) -> None:
-        """A real left click at screenshot point ``p``."""
+    def click(self, p: Point, hold: str | None = None) -> None:
+        """A real left click at screenshot point ``p``, with key ``hold`` held down (``Control``) if given."""
         x, y = css_point(p, self.scale)
-        self._run(lambda s: self._page.mouse.click(x, y))
+
+        def go(s: Session) -> None:
+            if hold:
+                self._page.keyboard.down(hold)
+            try:
+                self._page.mouse.click(x, y)
+            finally:
+                if hold:
+                    self._page.keyboard.up(hold)
+
+        self._run(go)
+
+    def hover(self, p: Point) -> None:
+        """Move the mouse to screenshot point ``p`` (real mouse events: what opens a hover menu)."""
+        x, y = css_point(p, self.scale)
+        self._run(lambda s: self._page.mouse.move(x, y, steps=4))
+
+    def settle(self, ms: int) -> None:
+        """Let the page run its own timers for ``ms`` milliseconds."""
+        self._run(lambda s: self._page.wait_for_timeout(ms))
 
     def type(self, text: str) -> None:
         """Type ``text`` with the keyboard into whatever has the focus."""

@@ -16,14 +16,15 @@ from typing import Literal
 
 from dvoc_bench.scenes.miniwob.dom import Dom, DomElement
 
-Action = Literal["click", "type", "select", "drag", "scroll", "key"]
-"""What a step does: ``click`` a grounded point; ``type`` text into the focused element; ``select`` an
+Action = Literal["click", "hover", "type", "select", "drag", "scroll", "key"]
+"""What a step does: ``click`` a grounded point; ``hover``: move the mouse onto a grounded point (a
+menu's item whose submenu opens on hover); ``type`` text into the focused element; ``select`` an
 option of the ``<select>`` under a grounded point; ``drag`` from one grounded point to another; ``scroll``
 turn the mouse wheel over a grounded point (``text``: the direction, ``times`` notches); ``key`` press a
 key (``ArrowRight``)."""
 
-ACTIONS: tuple[str, ...] = ("click", "type", "select", "drag", "scroll", "key")
-GROUNDED: frozenset[str] = frozenset({"click", "select", "drag", "scroll"})
+ACTIONS: tuple[str, ...] = ("click", "hover", "type", "select", "drag", "scroll", "key")
+GROUNDED: frozenset[str] = frozenset({"click", "hover", "select", "drag", "scroll"})
 """Actions whose target is grounded by the method (``type`` and ``key`` go to the focused element)."""
 
 Expect = Callable[[Dom, Dom], bool]
@@ -63,6 +64,11 @@ class PlannedStep:
     """The intended state change (``None``: anything a step may change changed, :meth:`Dom.changed`)."""
     call: str | None = None
     """A model-planned step: the model's call as one line (``None``: the oracle planned it)."""
+    hold: str | None = None
+    """``click``: a key held down during the click (``Control``: add an option to a multiple list)."""
+    settle_ms: int = 0
+    """Milliseconds the page is given after the action before it is read (a menu or an autocomplete list
+    opens after its own delay)."""
 
 
 Planner = Callable[[Dom, int], "PlannedStep | None"]
