@@ -165,3 +165,59 @@ def test_read_plan_call_names_what_is_wrong(call: ToolCall, error: str | None) -
     else:
         assert got.error is not None and error in got.error and "\n" not in got.error
     assert read_plan_call(Reply(text="click the OK button")).error == "the reply has no tool call"
+
+
+class _AlwaysClicks:
+    """A real (not simulated) model that plans the same click forever and answers no grounding."""
+
+    name = "always"
+    simulated = False
+
+    def __init__(self) -> None:
+        self.plans = 0
+
+    async def complete(self, req: Any) -> Reply:
+        self.plans += 1
+        return Reply(text=None, tool_calls=[ToolCall("click", '{"target": "the first checkbox"}')])
+
+
+def test_the_step_cap_ends_a_model_plan_without_a_further_call(tmp_path: Path) -> None:
+    """click-checkboxes planned by a model that never submits: four steps, then ``step_cap``; the model is
+    asked exactly four times (never for a step past the cap); every row names the model as its planner."""
+    import asyncio
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from dvoc_bench.core.geometry import Box
+    from dvoc_bench.core.records import TrialResult
+    from dvoc_bench.methods.common import TrialEnv
+    from dvoc_bench.runner.episodes import Episode
+    from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
+    from dvoc_bench.scenes.miniwob.settings import Episode as EpisodeSettings
+    from dvoc_bench.scenes.miniwob.source import MiniwobSource, step_snapshot
+    from tests.support import ShotSink, make_spec
+
+    miniwob_or_skip()
+    source = MiniwobSource(EpisodeSettings(max_steps=4, plan="model"))
+    model = _AlwaysClicks()
+    try:
+        registry = SceneRegistry(default_scenes_dir(), sources={"miniwob": source})
+        spec = make_spec(task="miniwob.click-checkboxes", method="scripted", rep=0, seed=1)
+        blank = step_snapshot("blank", np.zeros((840, 640, 3), np.uint8), "-", "-", Box(0, 0, 1, 1))
+        env = TrialEnv(snapshot=blank, model=model, model_identity="t", save_shot=ShotSink())  # type: ignore[arg-type]
+
+        async def ground(spec: Any, env: TrialEnv) -> TrialResult:
+            return TrialResult(status="ok", stop_reason="hit", final_point=[5.0, 5.0])
+
+        ep = Episode(spec, env, SimpleNamespace(run=ground), source, registry)  # type: ignore[arg-type]
+        result = asyncio.run(ep.run())
+    finally:
+        source.close()
+    rec = result.episode
+    assert rec is not None and rec.planner == "model" and rec.end == "step_cap" and not rec.success
+    assert len(rec.steps) == 4 and model.plans == 4
+    assert all(
+        s.planned_by == "model" and s.plan_call == "click(target='the first checkbox')" for s in rec.steps
+    )
+    assert [s.kind for s in result.steps] == ["plan"] * 4

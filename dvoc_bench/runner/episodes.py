@@ -154,6 +154,9 @@ class Episode:
             if time.perf_counter() - t0 > self.opts.wall_s:
                 rec.error = f"no verdict after {self.opts.wall_s:g} s"
                 return "wall_cap"
+            if model is not None and k == self.opts.max_steps:  # no paid planning call past the cap
+                rec.error = f"no verdict after {self.opts.max_steps} steps"
+                return "step_cap"
             try:
                 if model is not None:
                     planned = await self.ask_model(model, rec, dom, image, k)
