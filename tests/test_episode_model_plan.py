@@ -76,6 +76,7 @@ def plan_reply(text: str) -> tuple[str, dict[str, Any]]:
     return "tap", {"where": "the button"}  # click-test: a tool that does not exist
 
 
+@pytest.mark.e2e
 def test_a_model_plans_real_miniwob_tasks_end_to_end(tmp_path: Path) -> None:
     miniwob_or_skip()
     where = {**centres("click-button"), **centres("enter-text")}
@@ -133,6 +134,7 @@ def test_a_model_plans_real_miniwob_tasks_end_to_end(tmp_path: Path) -> None:
     assert server.requests == 2 + 5 + 1  # nothing asked after a verdict or a bad plan
 
 
+@pytest.mark.e2e
 def test_the_simulator_plans_by_the_oracle_and_every_row_says_so(tmp_path: Path) -> None:
     miniwob_or_skip()
     setup = quick_setup(["experiment=episodes", "tasks=[miniwob.enter-text]", "methods=[oneshot]",
@@ -181,6 +183,7 @@ class _AlwaysClicks:
         return Reply(text=None, tool_calls=[ToolCall("click", '{"target": "the first checkbox"}')])
 
 
+@pytest.mark.e2e
 def test_the_step_cap_ends_a_model_plan_without_a_further_call(tmp_path: Path) -> None:
     """click-checkboxes planned by a model that never submits: four steps, then ``step_cap``; the model is
     asked exactly four times (never for a step past the cap); every row names the model as its planner."""
