@@ -149,3 +149,73 @@ def test_a_failing_page_fails_its_own_episode_in_one_line(source: MiniwobSource,
     assert result.status == "error" and result.error_class == "scene" and result.episode is not None
     assert result.episode.end == "page_error" and not result.episode.success
     assert result.error == "miniwob click-test: the page did not load: net::ERR_ABORTED"
+
+
+# ------------------------------------------------------- the widget planners: date, menus, lists, scrolling
+
+WIDGET_TASKS = ["choose-date", "click-menu", "click-menu-2", "use-autocomplete", "drag-items", "scroll-text",
+                "scroll-text-2", "click-scroll-list"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def roomy() -> Iterator[MiniwobSource]:
+    miniwob_or_skip()
+    src = MiniwobSource(EpisodeSettings(max_steps=8))
+    yield src
+    src.close()
+
+
+@pytest.mark.parametrize("task", WIDGET_TASKS)
+def test_widget_planners_on_target_get_the_pages_verdict(roomy: MiniwobSource, task: str) -> None:
+    """Each planner, grounded at its targets' centres through the episode loop, ends its task with the page's
+    own positive reward; every grounded point located, every step's change made (seed 1: the scroll tasks
+    need their wheel there)."""
+    rec = run_episode_with(roomy, task, 1, on_target).episode
+    assert rec is not None and rec.end == "verdict" and rec.success and rec.raw_reward == 1.0, rec
+    assert all(s.located is not False and s.drop_located is not False for s in rec.steps)
+    assert all(s.interacted for s in rec.steps), [(s.action, s.instruction) for s in rec.steps]
+    if task.startswith("scroll") or task == "click-scroll-list":
+        assert any(s.action == "scroll" for s in rec.steps)
+    if task == "drag-items":
+        assert rec.steps[0].action == "drag" and rec.steps[0].drop_located is True
+
+
+def test_a_wheel_off_the_scrolled_area_scrolls_nothing(roomy: MiniwobSource) -> None:
+    """scroll-text-2 with every point on the Submit button: the wheel turns over the button, the text area
+    does not move (located False, not interacted), the planner asks again, and no verdict comes."""
+
+    async def on_submit(ep: Episode, env: TrialEnv) -> list[float]:
+        assert ep.page is not None
+        dom = await asyncio.to_thread(ep.page.read)
+        return css_box_to_image(dom.one(id="subbtn").box, ep.scale).centre.as_list()
+
+    rec = run_episode_with(roomy, "scroll-text-2", 1, on_submit).episode
+    assert rec is not None and not rec.success and not rec.done and rec.end == "step_cap"
+    assert rec.steps and all(s.action == "scroll" for s in rec.steps)
+    assert all(s.located is False and s.interacted is False for s in rec.steps)
+    assert rec.first_off_target == 0
+
+
+def test_a_drag_is_scored_per_endpoint_and_the_page_judges_the_drop(roomy: MiniwobSource) -> None:
+    """drag-items: the grab on the planned row but the drop on the top row (the task wants another place):
+    the grab is located, the drop is not, and the page's own verdict is a failure."""
+
+    async def drop_on_top(ep: Episode, env: TrialEnv) -> list[float]:
+        if not env.snapshot.truth.instruction.startswith("Drag it to"):
+            return await on_target(ep, env)
+        assert ep.page is not None
+        dom = await asyncio.to_thread(ep.page.read)
+        top = next(e for e in dom.find(tag="li") if e.parent == dom.one(id="sortable").idx)
+        x0, y0, x1, y1 = css_box_to_image(top.box, ep.scale).as_list()
+        return [(x0 + x1) / 2, y0 + 4]
+
+    for seed in range(1, 8):  # a seed whose goal is not the top row
+        rec = run_episode_with(roomy, "drag-items", seed, drop_on_top).episode
+        assert rec is not None
+        if "to the top" not in rec.query and "1st" not in rec.query and "up by one" not in rec.query:
+            break
+    else:
+        pytest.fail("no seed with a goal below the top")
+    step = rec.steps[0]
+    assert step.located is True and step.drop_located is False
+    assert rec.done and rec.raw_reward == -1.0 and not rec.success and rec.first_off_target == 0

@@ -51,7 +51,8 @@ def episode_rows(t: pd.DataFrame) -> pd.DataFrame:
         points = [v for s in steps for v in (s.get("located"), s.get("drop_located")) if v is not None]
         rows.append({
             "trial_key": r["trial_key"], "model": r["model"], "simulated": bool(r.get("simulated", False)),
-            "method": r["method"], "task": ep["task"], "family": ep["family"], "seed": ep["seed"],
+            "method": r["method"], "planner": ep.get("planner") or "oracle", "task": ep["task"],
+            "family": ep["family"], "seed": ep["seed"],
             "status": r["status"], "success": bool(ep.get("success")), "end": ep.get("end"),
             "steps": len(steps), "points": len(points), "located": sum(bool(v) for v in points),
             "interacted": sum(bool(s.get("interacted")) for s in steps),

@@ -255,13 +255,15 @@ def _episodes_section(rep: Report, t: Any) -> None:
         f"{episodes.SUCCESS_INTERVAL} [lo, hi] (the episode is the unit); locate = grounded points on their "
         f"step's target element / grounded points, {episodes.LOCATE_INTERVAL}; interact = steps whose "
         "intended state change happened / steps; calls_per_success = model calls / successes; seconds per "
-        "step: harness (captures, page reads, hit test, the action) and grounding (the method). Plans: the "
-        "oracle's (the simulator plans by the oracle too)."
+        "step: harness (captures, page reads, hit test, the action) and grounding (the method). planner: "
+        "who planned the steps, the task's oracle or the model (episode.plan=model; a simulated model plans "
+        "by the oracle); a model-planned step is located against the oracle's target when the oracle's "
+        "step has the same action, else not counted."
     )
     fmt = {k: pct for k in ("success", "lo", "hi", "locate", "locate_lo", "locate_hi", "interact")}
     splits = (
-        ("per task family", ["model", "simulated", "family", "method"]),
-        ("per task", ["model", "simulated", "task", "method"]),
+        ("per task family", ["model", "simulated", "planner", "family", "method"]),
+        ("per task", ["model", "simulated", "planner", "task", "method"]),
     )
     for title, by in splits:
         rep.h(4, f"Episodes {title}")

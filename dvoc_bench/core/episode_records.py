@@ -27,7 +27,8 @@ class EpisodeStepRecord:
     index: int
     """0-based step index."""
     action: str
-    """``click | type | select | drag | key`` (:data:`dvoc_bench.scenes.miniwob.planners.Action`)."""
+    """``click | hover | type | select | drag | scroll | key``
+    (:data:`dvoc_bench.scenes.miniwob.planners.Action`)."""
     instruction: str
     """The step in words, as the method was asked it (a drag's first point)."""
     target: str | None = None
@@ -49,7 +50,8 @@ class EpisodeStepRecord:
     drop_located: bool | None = None
     """``drop_point`` is inside ``drop_box``."""
     text: str | None = None
-    """What was typed, the option chosen, or the key pressed (the instruction says how many times)."""
+    """What was typed, the option chosen, the key pressed (the instruction says how many times), a
+    scroll's direction, or the key held during a click (``Control``)."""
     refused: str | None = None
     """Why the page refused the action (no drop-down list under the point), one line; ``None``: done."""
     interacted: bool = False
@@ -69,6 +71,14 @@ class EpisodeStepRecord:
     """Seconds of harness work: captures, page reads, the hit test and the action itself."""
     done_after: bool = False
     """The page had given its verdict after this step."""
+    planned_by: str = "oracle"
+    """Who chose this step: ``oracle`` (the task's planner) or ``model`` (``episode.plan=model``)."""
+    plan_call: str | None = None
+    """A model-planned step: the model's call as one line (``click(target='the OK button')``)."""
+    truth: str | None = None
+    """A model-planned step: where its target's truth came from (``oracle``: the oracle's step on the same
+    page had the same action; its element is the target); ``None`` when it has none (``located`` stays
+    ``None``)."""
 
 
 @dataclass
@@ -83,11 +93,15 @@ class EpisodeRecord:
     """The page's ``Math.seedrandom`` seed: the sweep's ``seed`` plus the trial's repeat index, so every
     method meets the same episodes."""
     plan: str
-    """``oracle``: the steps came from the task's oracle planner (only grounding is measured)."""
+    """``episode.plan`` as set: ``oracle`` or ``model``."""
     scale: float
     """Device pixels per CSS pixel of the screenshots (``episode.scale``)."""
     size: list[int]
     """``[W, H]`` of every screenshot, pixels (MiniWoB's 160x210 CSS px task area at ``scale``)."""
+    planner: str = "oracle"
+    """Who planned the steps: ``oracle`` (the task's planner: only grounding is measured; also every
+    simulated or model-free trial under ``plan=model``) or ``model`` (the trial's model, with the planning
+    tools)."""
     query: str = ""
     """The task as the page posed it."""
     end: EpisodeEnd = "verdict"

@@ -76,8 +76,9 @@ ScreenSpot, ScreenSpot-v2, ScreenSpot-Pro, a manifest) or a MiniWoB++ task page 
 (``miniwob``).
 Task sources declare theirs when they register (:mod:`dvoc_bench.scenes.sources`)."""
 
-StepKind = Literal["verify", "click", "select", "baseline"]
-"""``verify``: a DVOC step; ``click``: a one-shot attempt; ``select``: a Set-of-Mark pick."""
+StepKind = Literal["verify", "click", "select", "baseline", "plan"]
+"""``verify``: a DVOC step; ``click``: a one-shot attempt; ``select``: a Set-of-Mark pick; ``plan``: a
+model choosing an episode's next step (``episode.plan=model``)."""
 
 ParseStatus = Literal["ok", "text_fallback", "parse_error", "out_of_frame", "call_error", "refusal"]
 """What reading a reply gave: numbers from a tool call, numbers recovered from the text, nothing usable,

@@ -24,13 +24,17 @@ from dvoc_bench.core.records import TrialResult, TrialSpec
 from dvoc_bench.draw.render import encode_png
 from dvoc_bench.methods.common import TrialEnv, finish
 from dvoc_bench.methods.registry import MethodInfo
+from dvoc_bench.runner.episode_plan import ModelPlanner, uses_model
 from dvoc_bench.scenes import SceneRegistry
 from dvoc_bench.scenes.miniwob.dom import Dom, css_box_to_image
 from dvoc_bench.scenes.miniwob.driver import EpisodePage, css_point
-from dvoc_bench.scenes.miniwob.planners import GROUNDED, PLANNERS, PlannedStep, family_of
+from dvoc_bench.scenes.miniwob.planners import GROUNDED, PLANNERS, PlanError, PlannedStep, family_of
 from dvoc_bench.scenes.miniwob.source import MiniwobSource, step_scene_id, step_snapshot, task_name
 
 log = logging.getLogger(__name__)
+
+NO_TRUTH = Box(0, 0, 0, 0)
+"""The truth box of a model-planned target the oracle cannot name (never scored: ``located`` is ``None``)."""
 
 
 def episode_seed(spec: TrialSpec) -> int:
@@ -115,6 +119,7 @@ class Episode:
             family=family_of(self.name),
             seed=seed,
             plan=self.opts.plan,
+            planner="model" if uses_model(self.env, self.opts.plan) else "oracle",
             scale=self.scale,
             size=page.size.as_list(),
         )
@@ -139,6 +144,7 @@ class Episode:
         if planner is None:
             rec.error = f"no oracle planner for the miniwob task {self.name!r}"
             return "plan_error"
+        model = ModelPlanner(self.spec, self.env, planner) if rec.planner == "model" else None
         dom: Dom = await self.browser(page.start, seed, self.opts.wall_s)
         rec.query = dom.query
         image = await self.browser(page.capture)
@@ -148,8 +154,17 @@ class Episode:
             if time.perf_counter() - t0 > self.opts.wall_s:
                 rec.error = f"no verdict after {self.opts.wall_s:g} s"
                 return "wall_cap"
+            if model is not None and k == self.opts.max_steps:  # no paid planning call past the cap
+                rec.error = f"no verdict after {self.opts.max_steps} steps"
+                return "step_cap"
             try:
-                step = planner(dom, k)
+                if model is not None:
+                    planned = await self.ask_model(model, rec, dom, image, k)
+                    if isinstance(planned, str):
+                        return "plan_error"
+                    step = planned
+                else:
+                    step = planner(dom, k)
             except LookupError as e:
                 rec.error = f"step {k}: the planner cannot read the page: {e}"[:300]
                 return "plan_error"
@@ -162,6 +177,8 @@ class Episode:
             h0 = self.harness_s
             row, ok = await self.step(page, dom, image, k, step)
             rec.steps.append(row)
+            if ok and step.settle_ms:
+                await self.browser(page.settle, step.settle_ms)
             if not ok:
                 rec.error = f"step {k}: the method gave no point ({row.grounding_stop})"
                 return "grounding_failed"
@@ -178,7 +195,10 @@ class Episode:
         self, page: EpisodePage, dom: Dom, image: Any, k: int, step: PlannedStep
     ) -> tuple[EpisodeStepRecord, bool]:
         """Ground and execute one step; ``(its row, whether the grounding gave every point)``."""
-        row = EpisodeStepRecord(index=k, action=step.action, instruction=step.instruction, text=step.text)
+        text = step.text if step.text is not None else step.hold
+        row = EpisodeStepRecord(index=k, action=step.action, instruction=step.instruction, text=text)
+        if step.call is not None:  # the model planned it
+            row.planned_by, row.plan_call = "model", step.call
         if step.action not in GROUNDED:
             row.frame_before = self.shot(image)
             if step.action == "type":
@@ -187,12 +207,15 @@ class Episode:
                 await self.browser(page.key, step.text or "", step.times)
             return row, True
         el = dom.by_idx(step.target) if step.target is not None else None
-        if el is None:
+        if el is None and step.call is None:
             raise LookupError(f"step {k}: the planned target is not on the page")
-        box = css_box_to_image(el.box, self.scale)
-        row.target, row.target_box = f"{el.tag}{'#' + el.id if el.id else ''}@{el.idx}", box.as_list()
+        box = NO_TRUTH
+        if el is not None:
+            box = css_box_to_image(el.box, self.scale)
+            row.target, row.target_box = f"{el.tag}{'#' + el.id if el.id else ''}@{el.idx}", box.as_list()
+            row.truth = "oracle" if step.call is not None else None
         row.frame_before = self.shot(image)
-        g = await self.ground(image, k, "", step.instruction, row.target, box)
+        g = await self.ground(image, k, "", step.instruction, row.target or "-", box)
         row.calls, row.grounding_stop, row.ground_s = (
             len(g.result.steps),
             g.result.stop_reason,
@@ -203,14 +226,24 @@ class Episode:
                 self.call_failure = g.result
             return row, False
         row.point = g.point.as_list()
-        row.hit_element, row.located = await self.browser(page.hit, g.point, el.idx)
+        row.hit_element, row.located = await self.browser(page.hit, g.point, el.idx if el else -1)
+        if el is None:
+            row.located = None  # a model's target with no truth: not scored
         if step.action == "click":
-            await self.browser(page.click, g.point)
+            await self.browser(page.click, g.point, step.hold)
+        elif step.action == "hover":
+            await self.browser(page.hover, g.point)
+        elif step.action == "scroll":
+            await self.browser(page.scroll, g.point, step.text or "down", step.times)
         elif step.action == "select":
             row.refused = await self.browser(page.select, g.point, step.text or "")
         elif step.action == "drag" and step.drop is not None:
-            drop = css_box_to_image(step.drop.box(dom, css_point(g.point, self.scale)), self.scale)
-            row.drop_instruction, row.drop_box = step.drop.instruction, drop.as_list()
+            try:
+                drop = css_box_to_image(step.drop.box(dom, css_point(g.point, self.scale)), self.scale)
+                row.drop_box = drop.as_list()
+            except PlanError:  # a model's drop with no truth: grounded, not scored
+                drop = NO_TRUTH
+            row.drop_instruction = step.drop.instruction
             d = await self.ground(image, k, "to", f"Drag it to {step.drop.instruction}", "drop", drop)
             row.calls += len(d.result.steps)
             row.ground_s = round(row.ground_s + d.seconds, 4)
@@ -218,9 +251,33 @@ class Episode:
                 if d.result.status == "error" and d.result.error_class is not None:
                     self.call_failure = d.result
                 return row, False
-            row.drop_point, row.drop_located = d.point.as_list(), drop.contains(d.point)
+            row.drop_point = d.point.as_list()
+            row.drop_located = drop.contains(d.point) if row.drop_box is not None else None
             await self.browser(page.drag, g.point, d.point)
         return row, True
+
+    async def ask_model(
+        self, model: ModelPlanner, rec: EpisodeRecord, dom: Dom, image: Any, k: int
+    ) -> PlannedStep | None | str:
+        """The model's next step (``None``: it called ``done``); a one-line error (kept in ``rec.error``)
+        when its reply is no usable planning call or the call failed."""
+        sid = step_scene_id(self.spec.task, self.spec.trial_key, k, "plan")
+        got = await model.next(dom, image, k, sid, self.shot(image))
+        if got.record is not None:
+            got.record.index = len(self.calls)
+            self.calls.append(got.record)
+        if got.failed_call is not None:
+            err = got.failed_call
+            self.call_failure = TrialResult(
+                status="error", stop_reason="error", final_point=None, error_class=err.error_class,
+                error=str(err)[:300],
+            )  # fmt: skip
+            rec.error = f"step {k}: the planning call failed"
+            return rec.error
+        if got.error is not None:
+            rec.error = f"step {k}: {got.error}"[:300]
+            return rec.error
+        return got.step
 
     def verdict(self, rec: EpisodeRecord, dom: Dom) -> EpisodeEnd:
         rec.done, rec.raw_reward = True, dom.raw_reward
@@ -232,7 +289,9 @@ class Episode:
         grounded = [s for s in rec.steps if s.point is not None]
         last = grounded[-1] if grounded else None
         failed = rec.end == "page_error"
-        cut = self.call_failure if rec.end == "grounding_failed" else None  # a call failed, not the model
+        cut = (
+            self.call_failure if rec.end in ("grounding_failed", "plan_error") else None
+        )  # a call failed, not the model
         out = TrialResult(
             status="error" if failed or cut is not None else "ok",
             stop_reason="error" if failed or cut is not None else "episode",

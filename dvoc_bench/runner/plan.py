@@ -81,7 +81,7 @@ UNKEYED_SETTINGS: dict[str, str] = {
     "desktop.timeout_s": _WAIT,
     "dataset": _SCENE,
     "episode.plan": (
-        "one value (oracle) so far; it is written into every episode trial's episode_knobs, which are keyed"
+        "written into every episode trial's episode_knobs, which are keyed (on episode trials only)"
     ),
 }
 """Settings (a dotted key, or a block's prefix) that cannot change a trial, each with its reason. Every other

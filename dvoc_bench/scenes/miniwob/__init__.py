@@ -10,3 +10,5 @@ Nothing here imports Playwright or the ``miniwob`` package at import time: the p
 from dvoc_bench.scenes.miniwob.pages import MiniwobMissing, html_dir, task_names, task_page
 
 __all__ = ["MiniwobMissing", "html_dir", "task_names", "task_page"]
+
+from dvoc_bench.scenes.miniwob import widget_planners as _widget_planners  # noqa: E402,F401  (registers them)

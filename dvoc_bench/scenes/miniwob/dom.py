@@ -39,11 +39,13 @@ DOM_JS = """
       type: el.type || '', own: own,
       text: (el.textContent || '').replace(/\\s+/g, ' ').trim().slice(0, 300),
       value: ('value' in el && typeof el.value === 'string') ? el.value : null,
-      checked: ('checked' in el) ? !!el.checked : null,
+      checked: ('checked' in el) ? !!el.checked : (el.tagName === 'OPTION' ? !!el.selected : null),
       href: el.getAttribute('href'), focused: document.activeElement === el,
       box: [r.left, r.top, r.right, r.bottom], visible: visible,
       expanded: el.getAttribute('aria-expanded'), selected: el.getAttribute('aria-selected'),
       clicked: el.dataset.tampered !== undefined && el.dataset.tampered === 'e' + WOB_EPISODE_ID,
+      scroll: el.scrollHeight > el.clientHeight + 1 || el.scrollWidth > el.clientWidth + 1
+        ? [el.scrollTop, el.scrollHeight, el.clientHeight] : null,
     });
     for (const c of el.children) walk(c, idx);
   };
@@ -94,7 +96,7 @@ class DomElement:
     value: str | None
     """A form control's value."""
     checked: bool | None
-    """A checkbox's or radio button's state."""
+    """A checkbox's or radio button's state; an ``<option>``'s ``selected``."""
     href: str | None
     """A link's ``href``."""
     focused: bool
@@ -109,6 +111,10 @@ class DomElement:
     """``aria-selected``."""
     clicked: bool = False
     """The page saw a click on it this episode (MiniWoB's own ``data-tampered`` mark of a click's target)."""
+
+    scroll: tuple[float, float, float] | None = None
+    """A scrollable element's ``(scrollTop, scrollHeight, clientHeight)``, CSS pixels; ``None`` when its
+    content fits."""
 
     def has_class(self, name: str) -> bool:
         return name in self.cls.split()
@@ -125,6 +131,7 @@ class DomElement:
             self.text,
             self.expanded,
             self.selected,
+            self.scroll,
         )
 
 
@@ -146,7 +153,14 @@ class Dom:
     @classmethod
     def from_js(cls, raw: Mapping[str, Any]) -> Dom:
         els = tuple(
-            DomElement(**{**e, "box": tuple(float(v) for v in e["box"])}) for e in raw.get("elements", [])
+            DomElement(
+                **{
+                    **e,
+                    "box": tuple(float(v) for v in e["box"]),
+                    "scroll": None if e.get("scroll") is None else tuple(float(v) for v in e["scroll"]),
+                }
+            )
+            for e in raw.get("elements", [])
         )
         return cls(
             str(raw.get("query", "")),

@@ -32,6 +32,9 @@ TASK_CSS = (160, 210)
 VIEWPORT_CSS = (500, 320)
 """The window MiniWoB's own environment uses (its ``WINDOW_WIDTH`` x ``WINDOW_HEIGHT``)."""
 
+WHEEL_NOTCH_CSS = 40
+"""CSS pixels one wheel notch scrolls (Playwright's ``mouse.wheel`` delta per notch of a ``scroll`` step)."""
+
 DRAG_MOVES = 12
 """Mouse moves between a drag's press and release (jQuery UI's draggable follows ``mousemove``)."""
 
@@ -136,10 +139,29 @@ class EpisodePage:
         out = self._run(lambda s: self._page.evaluate(HIT_JS, [x, y, target]))
         return out[0], bool(out[1])
 
-    def click(self, p: Point) -> None:
-        """A real left click at screenshot point ``p``."""
+    def click(self, p: Point, hold: str | None = None) -> None:
+        """A real left click at screenshot point ``p``, with key ``hold`` held down (``Control``) if given."""
         x, y = css_point(p, self.scale)
-        self._run(lambda s: self._page.mouse.click(x, y))
+
+        def go(s: Session) -> None:
+            if hold:
+                self._page.keyboard.down(hold)
+            try:
+                self._page.mouse.click(x, y)
+            finally:
+                if hold:
+                    self._page.keyboard.up(hold)
+
+        self._run(go)
+
+    def hover(self, p: Point) -> None:
+        """Move the mouse to screenshot point ``p`` (real mouse events: what opens a hover menu)."""
+        x, y = css_point(p, self.scale)
+        self._run(lambda s: self._page.mouse.move(x, y, steps=4))
+
+    def settle(self, ms: int) -> None:
+        """Let the page run its own timers for ``ms`` milliseconds."""
+        self._run(lambda s: self._page.wait_for_timeout(ms))
 
     def type(self, text: str) -> None:
         """Type ``text`` with the keyboard into whatever has the focus."""
@@ -164,6 +186,22 @@ class EpisodePage:
             m.down()
             m.move(bx, by, steps=DRAG_MOVES)
             m.up()
+
+        self._run(go)
+
+    def scroll(self, p: Point, direction: str, notches: int = 1) -> None:
+        """Real wheel input: the pointer moved to screenshot point ``p``, then ``notches`` wheel turns of
+        :data:`WHEEL_NOTCH_CSS` each towards ``direction`` (``up | down | left | right``); the browser
+        scrolls whatever scrollable element is under the pointer."""
+        x, y = css_point(p, self.scale)
+        dx, dy = {"up": (0, -1), "down": (0, 1), "left": (-1, 0), "right": (1, 0)}[direction]
+
+        def go(s: Session) -> None:
+            m = self._page.mouse
+            m.move(x, y)
+            for _ in range(notches):
+                m.wheel(dx * WHEEL_NOTCH_CSS, dy * WHEEL_NOTCH_CSS)
+            self._page.wait_for_timeout(50)  # the scroll is applied on the next frame
 
         self._run(go)
 

@@ -16,13 +16,15 @@ from typing import Literal
 
 from dvoc_bench.scenes.miniwob.dom import Dom, DomElement
 
-Action = Literal["click", "type", "select", "drag", "key"]
-"""What a step does: ``click`` a grounded point; ``type`` text into the focused element; ``select`` an
-option of the ``<select>`` under a grounded point; ``drag`` from one grounded point to another; ``key``
-press a key (``ArrowRight``)."""
+Action = Literal["click", "hover", "type", "select", "drag", "scroll", "key"]
+"""What a step does: ``click`` a grounded point; ``hover``: move the mouse onto a grounded point (a
+menu's item whose submenu opens on hover); ``type`` text into the focused element; ``select`` an
+option of the ``<select>`` under a grounded point; ``drag`` from one grounded point to another; ``scroll``
+turn the mouse wheel over a grounded point (``text``: the direction, ``times`` notches); ``key`` press a
+key (``ArrowRight``)."""
 
-ACTIONS: tuple[str, ...] = ("click", "type", "select", "drag", "key")
-GROUNDED: frozenset[str] = frozenset({"click", "select", "drag"})
+ACTIONS: tuple[str, ...] = ("click", "hover", "type", "select", "drag", "scroll", "key")
+GROUNDED: frozenset[str] = frozenset({"click", "hover", "select", "drag", "scroll"})
 """Actions whose target is grounded by the method (``type`` and ``key`` go to the focused element)."""
 
 Expect = Callable[[Dom, Dom], bool]
@@ -51,13 +53,22 @@ class PlannedStep:
     target: int | None = None
     """Index of the target element (``data-dvoc-idx``) for grounded actions; ``None`` for ``type``/``key``."""
     text: str | None = None
-    """``type``: the text; ``select``: the option's label; ``key``: the key's name."""
+    """``type``: the text; ``select``: the option's label; ``key``: the key's name; ``scroll``: the
+    direction (``up | down | left | right``)."""
     drop: Drop | None = None
     """``drag``: where the second point must land."""
     times: int = 1
-    """``key``: how many times the key is pressed (one step: a slider moved by its arrow key)."""
+    """``key``: how many times the key is pressed (one step: a slider moved by its arrow key);
+    ``scroll``: how many wheel notches (:data:`~dvoc_bench.scenes.miniwob.driver.WHEEL_NOTCH_CSS` each)."""
     expect: Expect | None = None
     """The intended state change (``None``: anything a step may change changed, :meth:`Dom.changed`)."""
+    call: str | None = None
+    """A model-planned step: the model's call as one line (``None``: the oracle planned it)."""
+    hold: str | None = None
+    """``click``: a key held down during the click (``Control``: add an option to a multiple list)."""
+    settle_ms: int = 0
+    """Milliseconds the page is given after the action before it is read (a menu or an autocomplete list
+    opens after its own delay)."""
 
 
 Planner = Callable[[Dom, int], "PlannedStep | None"]

@@ -12,9 +12,12 @@ from dvoc_bench.core.declare import Declared, PosFloat, PosInt
 class Episode(Declared):
     """MiniWoB++ episodes (tasks ``miniwob.<name>``): plan, screenshot scale, caps."""
 
-    plan: Literal["oracle"] = "oracle"
+    plan: Literal["oracle", "model"] = "oracle"
     """Who plans the steps: ``oracle``, the task family's planner reading the page (only grounding is
-    measured; the simulator always plans so)."""
+    measured); ``model``, the trial's model with the planning tools (``click(target)``, ``type(text)``,
+    ``drag(from, to)``, ``scroll(direction)``, ``key(name)``, ``done()``), each target in words grounded
+    by the method. A simulated model (and a model-free baseline) plans by the oracle in either mode, and
+    every record says so (``planner``)."""
     scale: float = Field(4.0, ge=1.0, le=8.0)
     """Device pixels per CSS pixel: MiniWoB's 160x210 CSS px task area is screenshotted at
     ``160*scale x 210*scale`` pixels (4: 640x840)."""
