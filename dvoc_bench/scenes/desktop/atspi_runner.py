@@ -79,6 +79,8 @@ INTERACTIVE = {
     "table cell", "list item", "page tab", "link", "tree item", "scroll bar", "icon", "toggle",
     "table column header", "switch", "calendar",
 }  # fmt: skip
+INSPECTED = ("sensitive", "indeterminate", "editable")
+"""States ``inspect`` reports besides :data:`STATES` (a control that can take input, a mixed checkbox)."""
 WINDOW_ROLES = {"frame", "dialog", "window", "alert", "file chooser"}
 TMP_PREFIX = "dvoc-atspi-"
 """The private folder's prefix, then the runner's pid (``display.remove_stale_folders`` sweeps it)."""
@@ -437,7 +439,7 @@ class Session:
         try:
             self.refresh()
             nodes = self.identified(fresh=True)
-            elements = tree.inspect([(a, eid, n) for a, eid, n in nodes], self.pyatspi, STATES)
+            elements = tree.inspect(nodes, self.pyatspi, (*STATES, *INSPECTED))
             wins = [f"{w.getRoleName()}:{w.name or ''}" for w in self.windows()]
         except Exception:  # the program is gone: nothing showing
             elements, wins = [], []

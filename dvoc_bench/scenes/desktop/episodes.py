@@ -152,9 +152,10 @@ class DesktopPage:
         """Type ``text`` into whatever has the keyboard focus."""
         self.session.display.xdo(["type", "--delay", "12", "--", text])
 
-    def key(self, name: str, times: int = 1) -> None:
-        """Press the key ``name`` (X keysym: ``Right``, ``Return``, ``ctrl+a``) ``times`` times."""
-        self.session.display.xdo(["key", "--delay", "20", *([name] * max(times, 1))])
+    def key(self, names: str, times: int = 1) -> None:
+        """Press the keys ``names`` (X keysyms separated by spaces: ``Right``, ``ctrl+a BackSpace``) in turn,
+        ``times`` times."""
+        self.session.display.xdo(["key", "--delay", "20", *(names.split() * max(times, 1))])
 
     def drag(self, start: Point, end: Point) -> None:
         """Press button 1 at ``start``, move in :data:`DRAG_MOVES` steps to ``end``, release there."""

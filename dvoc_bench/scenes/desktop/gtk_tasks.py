@@ -51,7 +51,7 @@ class Step:
     box: Box | None = None
     """The target's box when it is not the accessible's own (a slider's knob); else the accessible's."""
     text: str | None = None
-    """``type``: the text; ``key``: the key (X keysym, ``Right``, ``ctrl+a``)."""
+    """``type``: the text; ``key``: the keys (X keysyms, ``Right``, ``ctrl+a BackSpace``: pressed in turn)."""
     times: int = 1
     drop: Drop | None = None
     expect: Expect | None = None
@@ -203,7 +203,10 @@ def fill(view: View, field: Widget, want: str, what: str) -> Step:
             "click", f"Click into the {what} field", field.id, expect=states_changed(field.id, "focused")
         )
     if field.text:
-        return Step("key", f"Select all the text in the {what} field", text="ctrl+a")
+        return Step(
+            "key", f"Clear the {what} field", text="ctrl+a BackSpace",
+            expect=lambda b, a: not (a.get(field.id) or field).text,
+        )  # fmt: skip
     return Step(
         "type", f"Type {want!r}", text=want, expect=lambda b, a: (a.get(field.id) or field).text == want
     )
@@ -451,42 +454,46 @@ FACTORY_SIZE = Size(1440, 900)
 """The widget factory's window is 1366 px wide (docs/desktop.md): a screen it fits on."""
 FACTORY_READY = "radio button:Page 1"
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
-UNCHECKED = (1, 2, 4, 5)
-"""The checkbuttons of page 1 the widget factory shows unchecked (0-based, top to bottom)."""
+START = (True, False)
+"""The first two checkbuttons of page 1 as the widget factory starts (the only two that are sensitive and not
+mixed: the third is ``indeterminate``, the last three are insensitive)."""
+GOALS = ((True, True), (False, True), (False, False))
+"""The states an episode asks for (every pair but the start)."""
+
+
+def _word(on: bool) -> str:
+    return "ticked" if on else "unticked"
 
 
 def _check_setup(seed: int) -> Setup:
-    n = random.Random(seed).choice(UNCHECKED)
-    return Setup(FACTORY, f"Tick the {ORDINALS[n]} checkbox from the top", n, FACTORY_READY, FACTORY_SIZE)
+    goal = random.Random(seed).choice(GOALS)
+    q = f"Leave the first checkbox {_word(goal[0])} and the second {_word(goal[1])}"
+    return Setup(FACTORY, q, goal, FACTORY_READY, FACTORY_SIZE)
 
 
 def _boxes(view: View) -> list[Widget]:
-    return [w for w in view.find("check box") if w.name == "checkbutton"]
-
-
-def _check_verdict(view: View, goal: int) -> tuple[bool, str]:
-    boxes = _boxes(view)
+    boxes = [w for w in view.find("check box") if w.name == "checkbutton"]
     if len(boxes) != 6:
-        return False, f"{len(boxes)} checkbuttons showing, not 6"
-    ticked = [i for i, w in enumerate(boxes) if "checked" in w.states]
-    want = sorted({0, 3, goal})  # the two the factory starts with, and the goal
-    return ticked == want, f"checked: {ticked}" + ("" if ticked == want else f", not {want}")
+        raise LookupError(f"{len(boxes)} checkbuttons showing, not 6")
+    return boxes
+
+
+def _check_verdict(view: View, goal: tuple[bool, bool]) -> tuple[bool, str]:
+    boxes = _boxes(view)
+    got = tuple("checked" in w.states for w in boxes[:2])
+    return got == goal, f"the first two are {', '.join(_word(v) for v in got)}"
 
 
 @task("factory-check", "checkbox", _check_setup, _check_verdict, exits=False)
-def _factory_check(view: View, k: int, goal: int) -> Step | None:
-    boxes = _boxes(view)
-    if len(boxes) != 6:
-        raise LookupError(f"{len(boxes)} checkbuttons showing, not 6")
-    box = boxes[goal]
-    if "checked" in box.states:
-        return None
-    return Step(
-        "click",
-        f"Tick the {ORDINALS[goal]} checkbox from the top",
-        box.id,
-        expect=states_changed(box.id, "checked"),
-    )
+def _factory_check(view: View, k: int, goal: tuple[bool, bool]) -> Step | None:
+    for i, (box, on) in enumerate(zip(_boxes(view)[:2], goal, strict=True)):
+        if ("checked" in box.states) != on:
+            verb = "Tick" if on else "Untick"
+            return Step(
+                "click", f"{verb} the {ORDINALS[i]} checkbox from the top", box.id,
+                expect=states_changed(box.id, "checked", on),
+            )  # fmt: skip
+    return None
 
 
 def _entry_setup(seed: int) -> Setup:
