@@ -84,7 +84,8 @@ class DesktopEpisode(Episode):
         except Exception as e:  # the program would not start, died or exited: this episode fails in one line
             end = "page_error"
             first = str(e).strip().splitlines()
-            rec.error = (first[0] if first else type(e).__name__)[:300]
+            gone = await asyncio.to_thread(self.gone, gtask) if not isinstance(e, ProgramExited) else None
+            rec.error = (gone or (first[0] if first else type(e).__name__))[:300]
         finally:
             if self.desk is not None:
                 await asyncio.to_thread(self.desk.close)
@@ -107,6 +108,19 @@ class DesktopEpisode(Episode):
         raise ProgramExited(
             f"{self.spec.task}: {shlex.split(self.program)[0]} {how} in the middle of the episode"
         )
+
+    def gone(self, gtask: GtkTask) -> str | None:
+        """Why a step failed when the program is no longer there (the line :meth:`closed` gives), or
+        ``None`` while it runs (the failure was something else)."""
+        if self.desk is None:
+            return None
+        try:
+            self.closed(gtask, self.desk.read(0))
+        except ProgramExited as e:
+            return str(e)
+        except Exception:  # the session itself is gone
+            return f"{self.spec.task}: the program's session ended in the middle of the episode"
+        return None
 
     async def desktop_steps(
         self, page: DesktopPage, rec: EpisodeRecord, gtask: GtkTask, setup: Setup, t0: float
