@@ -128,7 +128,7 @@ def setup_from_settings(s: Settings, experiment: str, model_choice: str | None =
             options={
                 "web": s.web, "desktop": s.desktop, "apps": s.desktop, "miniwob": s.episode,
                 "gtk_episodes": (s.episode, s.desktop),
-            },
+            },  # fmt: skip
             max_side=s.scenes.max_side,
         )
         tasks = check_list("task" if s.task else "tasks", [s.task] if s.task else s.tasks, registry.ids())
