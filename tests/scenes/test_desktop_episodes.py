@@ -211,3 +211,27 @@ def test_a_program_killed_mid_episode_fails_its_episode_in_one_line_and_leaves_n
     assert result.error == "gtk.zenity-list: zenity was killed by signal 9 in the middle of the episode"
     assert "\n" not in result.error and os.environ["DVOC_TEST_MARK"] == mark
     assert gone_within(mark, 10) == []
+
+
+@pytest.mark.e2e
+def test_a_located_click_that_changes_nothing_is_located_not_interacted(monkeypatch, mark: str) -> None:
+    """The widget factory's fifth checkbutton is insensitive: a click on it lands on it by AT-SPI's hit
+    test (located) but it stays unchecked (not interacted); the planner asks again until the step cap."""
+    needs_programs()
+    import dataclasses
+
+    from dvoc_bench.scenes.desktop import gtk_tasks
+    from dvoc_bench.scenes.desktop.gtk_tasks import Step, states_changed
+
+    def tick_the_fifth(view: View, k: int, goal: object) -> Step | None:
+        box = [b for b in view.find("check box") if b.name == "checkbutton"][4]
+        assert "sensitive" not in box.states
+        return Step("click", "Tick the fifth checkbox", box.id, expect=states_changed(box.id, "checked"))
+
+    task = dataclasses.replace(gtk_tasks.TASKS["factory-check"], plan=tick_the_fifth)
+    monkeypatch.setitem(gtk_tasks.TASKS, "factory-check", task)
+    rec = run_desktop_with("factory-check", 0, on_target).episode
+    assert rec is not None and rec.end == "step_cap" and not rec.success and len(rec.steps) == 4
+    assert all(s.located and s.located_by == "accessible" and not s.interacted for s in rec.steps)
+    assert rec.first_off_target is None
+    assert gone_within(mark, 10) == []
