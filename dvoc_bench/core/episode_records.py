@@ -12,10 +12,11 @@ from typing import Literal, get_args
 EpisodeEnd = Literal[
     "verdict", "plan_over", "step_cap", "wall_cap", "grounding_failed", "plan_error", "page_error"
 ]
-"""How an episode ended: the page gave its verdict (``WOB_DONE_GLOBAL``); the plan had no step left and the
-page gave none; the step cap (``episode.max_steps``) or the wall-clock cap (``episode.wall_s``) ended it;
-a step's grounding gave no point; the planner could not read the page; the page failed (one line in
-``error``)."""
+"""How an episode ended: the page gave its verdict (``WOB_DONE_GLOBAL``; a desktop program: it closed with
+its answer, or the plan was done and its state was read); the plan had no step left and the page gave none;
+the step cap (``episode.max_steps``) or the wall-clock cap (``episode.wall_s``) ended it;
+a step's grounding gave no point; the planner could not read the page; the page failed (a desktop program
+would not start, died or exited mid-episode; one line in ``error``)."""
 
 EPISODE_ENDS: tuple[str, ...] = get_args(EpisodeEnd)
 
@@ -27,8 +28,8 @@ class EpisodeStepRecord:
     index: int
     """0-based step index."""
     action: str
-    """``click | hover | type | select | drag | scroll | key``
-    (:data:`dvoc_bench.scenes.miniwob.planners.Action`)."""
+    """``click | hover | type | select | drag | scroll | key`` (:data:`dvoc_bench.scenes.miniwob.planners.Action`;
+    desktop: :data:`dvoc_bench.scenes.desktop.gtk_tasks.Action`)."""
     instruction: str
     """The step in words, as the method was asked it (a drag's first point)."""
     target: str | None = None
@@ -70,7 +71,7 @@ class EpisodeStepRecord:
     harness_s: float = 0.0
     """Seconds of harness work: captures, page reads, the hit test and the action itself."""
     done_after: bool = False
-    """The page had given its verdict after this step."""
+    """The page had given its verdict after this step (a desktop program: had closed)."""
     planned_by: str = "oracle"
     """Who chose this step: ``oracle`` (the task's planner) or ``model`` (``episode.plan=model``)."""
     plan_call: str | None = None
@@ -79,6 +80,10 @@ class EpisodeStepRecord:
     """A model-planned step: where its target's truth came from (``oracle``: the oracle's step on the same
     page had the same action; its element is the target); ``None`` when it has none (``located`` stays
     ``None``)."""
+    located_by: str | None = None
+    """Desktop episodes: what decided ``located``: ``accessible`` (AT-SPI's hit test on the target) or
+    ``box`` (the target's box: a part of an accessible, such as a slider's knob, or a target the hit test
+    cannot reach, such as a button in a GTK popover); ``None``: the page's DOM (MiniWoB)."""
 
 
 @dataclass
@@ -122,3 +127,11 @@ class EpisodeRecord:
     """One line when the episode ended on a failure (planner, page, grounding)."""
     wall_s: float = 0.0
     """Seconds from the page's start to the verdict read."""
+    program: str | None = None
+    """Desktop episodes: the program's command line (``scene_kind=desktop``); ``None`` on a page."""
+    start_s: float | None = None
+    """Desktop episodes: seconds to start the program's session (display, buses, the program ready)."""
+    exit_code: int | None = None
+    """Desktop episodes: the program's exit code when it closed (a zenity dialog: 0 for OK)."""
+    stdout: str | None = None
+    """Desktop episodes: what the program printed (a zenity dialog's answer, its verdict)."""

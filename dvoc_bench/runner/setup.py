@@ -125,7 +125,13 @@ def setup_from_settings(s: Settings, experiment: str, model_choice: str | None =
         registry = SceneRegistry(
             scenes_dir,
             # validated: used as they are
-            options={"web": s.web, "desktop": s.desktop, "apps": s.desktop, "miniwob": s.episode},
+            options={
+                "web": s.web,
+                "desktop": s.desktop,
+                "apps": s.desktop,
+                "miniwob": s.episode,
+                "gtk_episodes": (s.episode, s.desktop),
+            },
             max_side=s.scenes.max_side,
         )
         tasks = check_list("task" if s.task else "tasks", [s.task] if s.task else s.tasks, registry.ids())

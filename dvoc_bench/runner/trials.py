@@ -36,6 +36,7 @@ from dvoc_bench.models.base import Model
 from dvoc_bench.models.config import ModelConfig
 from dvoc_bench.models.options import ImageOptions, model_image
 from dvoc_bench.runner.budget import Budget, BudgetedModel, Ticket, spent_in
+from dvoc_bench.runner.desktop_episodes import is_desktop_episode, run_desktop_episode
 from dvoc_bench.runner.episodes import all_located, episode_target, run_episode
 from dvoc_bench.runner.gates import gate_key
 from dvoc_bench.runner.scheduler import FATAL_FOR_PROVIDER, GatedModel, RateGate
@@ -207,6 +208,8 @@ class TrialRunner:
         try:
             if self.registry.kind(spec.task) == "miniwob":  # an episode: the method grounds every step
                 result = await run_episode(spec, env, info, self.registry)
+            elif is_desktop_episode(self.registry, spec.task):  # a GTK program driven step by step
+                result = await run_desktop_episode(spec, env, info, self.registry)
             else:
                 result = await (run_drag(info, spec, env) if is_drag(env) else info.run(spec, env))
         except RunStopped:  # the run directory cannot take this trial's shots: not the trial's failure

@@ -78,6 +78,13 @@ def _miniwob_source(options: Any) -> TaskSource:
     return MiniwobSource(options)
 
 
+@registry.source("gtk_episodes", kind="desktop")
+def _gtk_episodes_source(options: Any) -> TaskSource:
+    from dvoc_bench.scenes.desktop.gtk_source import GtkEpisodeSource  # no display until an episode runs
+
+    return GtkEpisodeSource.from_settings(options)
+
+
 Source = SceneFolder | TaskSource
 """What a registry is given per source name: a folder description or a task source."""
 

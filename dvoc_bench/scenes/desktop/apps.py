@@ -186,8 +186,12 @@ class AppOptions:
 class AppSession:
     """One task's display, private bus and application (the runner process and its pipe)."""
 
-    def __init__(self, task: AppTask, options: DesktopOptions, events: bool = False) -> None:
+    def __init__(
+        self, task: AppTask, options: DesktopOptions, events: bool = False, stdout: bool = False
+    ) -> None:
         self.task = task
+        self.stdout_path: Path | None = None
+        """With ``stdout``: the file the program's standard output goes to (in the display's folder)."""
         self.timeout_s = options.timeout_s
         if not Path(SYSTEM_PYTHON).is_file():
             raise SceneError(f"{task.id}: application tasks need {SYSTEM_PYTHON} with {PYATSPI_PACKAGE}")
@@ -197,7 +201,7 @@ class AppSession:
                 f"(not found on PATH) ({task.where})"
             )
         for attempt in range(START_ATTEMPTS):
-            ready = self._start(options, events)
+            ready = self._start(options, events, stdout)
             if "error" not in ready:
                 break
             said = last_words(self.log_path) if ready.get("exited") else ""
@@ -215,7 +219,7 @@ class AppSession:
         self.start_s = float(ready.get("start_s", 0.0))
         """Seconds from starting the application to a stable tree."""
 
-    def _start(self, options: DesktopOptions, events: bool) -> dict[str, Any]:
+    def _start(self, options: DesktopOptions, events: bool, stdout: bool = False) -> dict[str, Any]:
         """A fresh display, the runner and the application on it; the runner's first reply (``ready`` or
         ``error``)."""
         task = self.task
@@ -233,6 +237,9 @@ class AppSession:
             "screen": [size.width, size.height], "events": events,
         }  # fmt: skip
         self.log_path = Path(str(self.display.tmp)) / "app.log"
+        if stdout:
+            self.stdout_path = Path(str(self.display.tmp)) / "stdout"
+            spec["stdout"] = str(self.stdout_path)
         with open(self.log_path, "wb") as err:
             self.proc = spawn(
                 [SYSTEM_PYTHON, "-u", str(RUNNER), json.dumps(spec)], env=env, reaped=True,

@@ -41,7 +41,12 @@ Queries (``{"op": ...}``), screen pixels:
   ``object:state-changed`` events (:data:`EVENTS`); ``mark`` forgets those so far, ``events`` lists the
   states gained since as ``id +state`` (the event's source by object path, or its nearest ancestor with
   an id) — a button is ``armed`` when pressed, an entry already focused re-announces ``focused``;
+- ``inspect``: every showing accessible read fresh, with its states, value (``Value``: current, min, max)
+  and text (``Text``), the showing windows, whether the program runs and its exit code (episodes);
 - ``quit``.
+
+``"stdout": PATH`` in the spec sends the program's standard output to that file (a zenity dialog prints
+its answer there: an episode's verdict); else it goes to the runner's standard error (the program's log).
 """
 
 from __future__ import annotations
@@ -74,6 +79,8 @@ INTERACTIVE = {
     "table cell", "list item", "page tab", "link", "tree item", "scroll bar", "icon", "toggle",
     "table column header", "switch", "calendar",
 }  # fmt: skip
+INSPECTED = ("sensitive", "indeterminate", "editable")
+"""States ``inspect`` reports besides :data:`STATES` (a control that can take input, a mixed checkbox)."""
 WINDOW_ROLES = {"frame", "dialog", "window", "alert", "file chooser"}
 TMP_PREFIX = "dvoc-atspi-"
 """The private folder's prefix, then the runner's pid (``display.remove_stale_folders`` sweeps it)."""
@@ -160,7 +167,8 @@ class Session:
         command = self.spec["command"]
         t0 = time.monotonic()
         try:
-            self.app = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=2, cwd=home)
+            out = open(self.spec["stdout"], "wb") if self.spec.get("stdout") else 2  # noqa: SIM115
+            self.app = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, cwd=home)
         except OSError as e:
             return {"error": f"cannot start {command[0]!r}: {e.strerror} (is it installed?)"}
         return self.wait_ready(t0)
@@ -423,6 +431,20 @@ class Session:
             out, wins = {}, []
         return {"states": out, "windows": wins, "alive": alive, "exit_code": code, "related": related}
 
+    def inspect(self) -> dict[str, Any]:
+        """Every showing accessible read fresh (no cache) with its states, value and text
+        (:func:`atspi_tree.inspect`), the showing windows, and whether the program runs (its exit code)."""
+        alive = self.app is not None and self.app.poll() is None
+        code = None if alive or self.app is None else self.app.returncode
+        try:
+            self.refresh()
+            nodes = self.identified(fresh=True)
+            elements = tree.inspect(nodes, self.pyatspi, (*STATES, *INSPECTED))
+            wins = [f"{w.getRoleName()}:{w.name or ''}" for w in self.windows()]
+        except Exception:  # the program is gone: nothing showing
+            elements, wins = [], []
+        return {"elements": elements, "windows": wins, "alive": alive, "exit_code": code}
+
     def related(self, nodes: list[Any], target: str) -> list[str]:
         ids = {id(n[0]): n[1] for n in nodes}
         obj = next((n[0] for n in nodes if n[1] == target), None)
@@ -582,6 +604,8 @@ def main(argv: list[str]) -> int:
                         reply = session.mark()
                     elif op == "events":
                         reply = session.take_events()
+                    elif op == "inspect":
+                        reply = session.inspect()
                     elif op == "states":
                         reply = session.states(str(req.get("target", "")))
                     else:

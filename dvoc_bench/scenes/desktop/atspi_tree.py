@@ -199,3 +199,35 @@ def walk(
                         kids.append((kid, unknown))
         stack.extend((k, inner, r) for k, r in reversed(kids))
     return out
+
+
+VALUED = {"slider", "spin button", "scroll bar", "progress bar", "level bar", "dial", "split pane"}
+"""Roles whose ``Value`` interface :func:`inspect` reads."""
+TEXTUAL = {"text", "entry", "password text", "spin button", "editbar", "paragraph", "terminal"}
+"""Roles whose ``Text`` interface :func:`inspect` reads."""
+MAX_TEXT = 2000
+"""Characters of an accessible's text :func:`inspect` keeps."""
+
+
+def inspect(
+    nodes: list[tuple[Any, str, Node]], pyatspi: Any, states: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """Per ``(object, id, node)``: its id, role, name, box, the ``states`` it has, and for the roles of
+    :data:`VALUED` its value (``[current, min, max]``), for :data:`TEXTUAL` its text (``None`` where the
+    interface is missing)."""
+    out = []
+    for a, eid, n in nodes:
+        row: dict[str, Any] = {"id": eid, "role": n.role, "name": n.name, "box": n.box, "states": []}
+        with contextlib.suppress(Exception):
+            st = a.getState()
+            row["states"] = [s for s in states if st.contains(getattr(pyatspi, "STATE_" + s.upper()))]
+        if n.role in VALUED:
+            with contextlib.suppress(Exception):
+                v = a.queryValue()
+                row["value"] = [float(v.currentValue), float(v.minimumValue), float(v.maximumValue)]
+        if n.role in TEXTUAL:
+            with contextlib.suppress(Exception):
+                t = a.queryText()
+                row["text"] = t.getText(0, min(t.characterCount, MAX_TEXT))
+        out.append(row)
+    return out

@@ -354,6 +354,21 @@ class XDisplay:
         if proc.returncode != 0:
             raise RuntimeError(f"xdotool failed: {err.decode(errors='replace').strip()[:200]}")
 
+    def xdo(self, args: Sequence[str]) -> None:
+        """Run ``xdotool ARGS`` on this display (real input through XTest: ``mousemove``, ``mousedown``,
+        ``type``, ``key``, ``sleep`` ...); a failure or a hang raises ``RuntimeError`` in one line."""
+        tool = shutil.which("xdotool")
+        if tool is None:
+            raise missing("xdotool for desktop episodes", XDOTOOL_PACKAGE)
+        proc = spawn([tool, *args], env=self.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            _, err = proc.communicate(timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            stop(proc)
+            raise RuntimeError(f"xdotool did not return within {self.timeout_s:g} s") from None
+        if proc.returncode != 0:
+            raise RuntimeError(f"xdotool failed: {err.decode(errors='replace').strip()[:200]}")
+
     def close(self) -> None:
         """Stop the server and remove its folder (idempotent; a later :meth:`start` starts a new one)."""
         with self._lock:
