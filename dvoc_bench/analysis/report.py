@@ -250,14 +250,20 @@ def _episodes_section(rep: Report, t: Any) -> None:
     e = episodes.episode_rows(t[t["scene_kind"] == "miniwob"])
     rep.h(3, "Episodes (MiniWoB++, the page's own verdict)")
     rep.p(
-        "success = episodes the page ended with a raw reward above 0 (its time penalty ignored) / episodes, "
-        f"{episodes.SUCCESS_INTERVAL} [lo, hi] (the episode is the unit); locate = grounded points on their "
-        f"step's target element / grounded points, {episodes.LOCATE_INTERVAL}; interact = steps whose "
-        "intended state change happened / steps; calls_per_success = model calls / successes; seconds per "
+        "success = episodes the page ended with a raw reward above 0 (its time penalty ignored) / episodes; "
+        "locate = grounded points on their step's target element / grounded points; interact = steps whose "
+        f"intended state change happened / steps; every [lo, hi] is {episodes.SUCCESS_INTERVAL} (the "
+        "episode is the unit; episodes on one task and page seed are one cluster); calls_per_success, "
+        "usd_per_success = model calls, cost of all episodes / successes; first_wrong = the first step off "
+        "target of each failed episode (none off target: the action, plan or page failed); seconds per "
         "step: harness (captures, page reads, hit test, the action) and grounding (the method). Plans: the "
         "oracle's (the simulator plans by the oracle too)."
     )
-    fmt = {k: pct for k in ("success", "lo", "hi", "locate", "locate_lo", "locate_hi", "interact")}
+    fmt = {
+        k: pct
+        for k in ("success", "lo", "hi", "locate", "locate_lo", "locate_hi", "interact", "interact_lo",
+                  "interact_hi")
+    }  # fmt: skip
     splits = (
         ("per task family", ["model", "simulated", "family", "method"]),
         ("per task", ["model", "simulated", "task", "method"]),
@@ -265,6 +271,20 @@ def _episodes_section(rep: Report, t: Any) -> None:
     for title, by in splits:
         rep.h(4, f"Episodes {title}")
         rep.table(md_table(label_models(episodes.summarise(e, by)), fmt))
+    pairs = episodes.paired(e)
+    if not pairs.empty:
+        rep.h(4, "Episodes: methods compared on the same episodes")
+        rep.p(
+            "Pairs: the same model, task, page seed, start point and repeat; diff = success(a) - success(b) "
+            f"(the page's verdict), [lo, hi] {episodes.PAIRED_INTERVAL}; a_only / b_only: discordant pairs; "
+            "mcnemar_p: McNemar's exact two-sided test; wins / ties / losses of a over the (task, seed) "
+            "episodes."
+        )
+        cols = ["model", "simulated", "a", "b", "pairs", "episodes (task, seed)", "rate_a", "rate_b",
+                "diff", "lo", "hi", "a_only", "b_only", "mcnemar_p", "wins", "ties", "losses", "rule",
+                "assumed"]  # fmt: skip
+        pf = {k: pct for k in ("rate_a", "rate_b", "diff", "lo", "hi")}
+        rep.table(md_table(label_models(pairs[[c for c in cols if c in pairs]]), pf))
     if lines := episodes.failures(e):
         rep.p("Failed episodes (how each ended, the first step off target, why):\n\n" + "\n".join(lines))
 
