@@ -51,14 +51,14 @@ ASSETS = ("index.html", "viewer.js", "viewer.css")
 TABLE_COLUMNS = (
     "model", "method", "task", "scene_kind", "protocol", "alpha", "overlay", "predict", "zoom", "detector",
     "label_placement", "start_from", "coord_frame", "start_index", "rep", "job", "status", "stop_reason",
-    "error_class", "hit", "within_eps", "hit_radius", "hit_rule", "final_dist_px", "iterations",
-    "model_calls", "cost_usd", "simulated",
+    "error_class", "hit", "within_eps", "hit_radius", "hit_rule", "episode_success", "final_dist_px",
+    "iterations", "model_calls", "cost_usd", "simulated",
 )  # fmt: skip
 """Trial columns the table holds (plus every ``override.<key>`` of a multirun's jobs)."""
 FACETS = (
     "model", "method", "task", "scene_kind", "protocol", "alpha", "overlay", "predict", "zoom", "detector",
     "label_placement", "start_from", "coord_frame", "start_index", "rep", "job", "status", "stop_reason",
-    "error_class", "hit", "within_eps", "hit_radius", "hit_rule", "simulated",
+    "error_class", "hit", "within_eps", "hit_radius", "hit_rule", "episode_success", "simulated",
 )  # fmt: skip
 """Columns the table filters by (those with more than one value; distance is filtered by a range)."""
 ALWAYS = ("model", "method", "task", "status", "stop_reason", "hit", "final_dist_px", "model_calls")
