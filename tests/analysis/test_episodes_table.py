@@ -107,3 +107,22 @@ def test_first_wrong_names_each_failure() -> None:
         _trial("d", "som", 3, True, [True]),
     ])  # fmt: skip
     assert first_wrong(episode_rows(t)) == "step 0: 1, step 1: 1, none off target: 1"
+
+
+def test_the_report_section_has_the_paired_table(tmp_path) -> None:
+    """The report's episodes section names its interval once and prints the paired table with McNemar's p
+    (the section the report writes for ``scene_kind=miniwob`` trials)."""
+    from dvoc_bench.analysis.report import Report, _episodes_section
+
+    wins = {"dvoc": [True, True, True, False], "oneshot": [False, False, True, False]}
+    t = pd.DataFrame([
+        _trial(f"{m}{s}", m, s, ok, [ok]) for m, seq in wins.items() for s, ok in enumerate(seq)
+    ]).assign(scene_kind="miniwob")  # fmt: skip
+    rep = Report(tmp_path, figures=False)
+    _episodes_section(rep, t)
+    text = "\n".join(rep.lines)
+    assert "Wilson 95 %, clustered by episode (task, seed)" in text
+    assert "Newcombe (Wilson) 95 %, paired, clustered by episode (task, seed)" in text
+    (row,) = [ln for ln in text.splitlines() if ln.startswith("| sim-ideal [SIMULATED] | dvoc | oneshot |")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3:6] == ["4", "4", "75.0%"] and "episode_success" in cells
