@@ -11,6 +11,8 @@ Figures, not assertions (docs/benchmarks.md lists each target). ``NAME`` picks t
 - ``ocr-measure``, ``ocr-docs``, ``ocr-results``: the OCR baseline's measurements;
 - ``throughput``: samples and model calls per second, CPU per call, peak RSS and bytes per sample of a
   ScreenSpot-Pro-size sweep against an instant model over HTTP, at 16, 64 and 256 in flight, on 1 and 2 cores;
+- ``episodes``: harness seconds per MiniWoB episode step against its floor (capture + click), at 1 and 4
+  episodes in flight;
 - ``view``: the run viewer on a synthetic 10,000-trial run dir: build time, size, open time in Chromium;
 - ``limits``: the cost of the guards every input passes (key redaction on a 1.3 KB prompt; ``serve``
   answering while 400 slowloris clients hold connections);
@@ -37,6 +39,7 @@ SCRIPTS = {
     "recorded-calls": "dvoc_bench.benchmarks.recorded_calls",
     "help": "dvoc_bench.benchmarks.startup",
     "view": "dvoc_bench.benchmarks.view",
+    "episodes": "dvoc_bench.benchmarks.episodes",
     "throughput": "dvoc_bench.benchmarks.throughput",
     "limits": "dvoc_bench.benchmarks.limits",
 }

@@ -73,8 +73,9 @@ def wilson(k: Any, n: Any, z: float = Z95) -> tuple[Any, Any]:
 def design_effect(
     k_per_cluster: Sequence[float] | np.ndarray, n_per_cluster: Sequence[float] | np.ndarray
 ) -> float:
-    """Variance of the clustered ratio estimator over the binomial variance (>= 1); ``nan`` with fewer than
-    two clusters or at the edges (rate 0 or 1)."""
+    """Variance of the clustered ratio estimator over the binomial variance (>= 1; both with the small-sample
+    factor of their number of clusters, ``c / (c - 1)`` and ``n / (n - 1)``: one trial per cluster is a
+    design effect of 1); ``nan`` with fewer than two clusters or at the edges (rate 0 or 1)."""
     ys = np.asarray(k_per_cluster, dtype=float)
     ms = np.asarray(n_per_cluster, dtype=float)
     n, c = float(ms.sum()), len(ms)
@@ -82,7 +83,9 @@ def design_effect(
     if c < 2 or not (0.0 < p < 1.0):
         return math.nan
     var = c / (c - 1) * float(((ys - p * ms) ** 2).sum()) / n**2
-    return max(1.0, var / (p * (1 - p) / n))
+    # the reference: the same estimator with every trial its own cluster (its small-sample factor n / (n - 1)
+    # included), so a design of one trial per cluster has a design effect of exactly 1 (the plain interval)
+    return max(1.0, var / (n / (n - 1) * p * (1 - p) / n))
 
 
 def _clustered(
@@ -174,7 +177,7 @@ def _diff_design_effect(d_per_cluster: Sequence[float], n_per_cluster: Sequence[
     if var_iid <= 1e-15:
         return math.nan
     var = c / (c - 1) * float(((ds - mean * ms) ** 2).sum()) / n**2
-    return max(1.0, var / var_iid)
+    return max(1.0, var / (n / (n - 1) * var_iid))  # the reference with the same factor (as design_effect)
 
 
 def paired_difference_interval(

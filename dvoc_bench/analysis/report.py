@@ -147,7 +147,7 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
     dataset = "scene_kind" in t and bool((t["scene_kind"] == "dataset").any())
     if dataset:
         _dataset_section(rep, t, rule)
-    if "scene_kind" in t and bool((t["scene_kind"] == "miniwob").any()):
+    if "episode" in t and bool(t["episode"].notna().any()):  # MiniWoB pages and GTK programs alike
         _episodes_section(rep, t)
 
     rep.h(3, "The same trials under every rule")
@@ -244,23 +244,31 @@ def _dataset_section(rep: Report, t: Any, rule: str) -> None:
 
 
 def _episodes_section(rep: Report, t: Any) -> None:
-    """MiniWoB episodes, scored by the page's own verdict (:mod:`dvoc_bench.analysis.episodes`)."""
+    """Episodes (MiniWoB pages, GTK programs), scored by the page's or program's own verdict
+    (:mod:`dvoc_bench.analysis.episodes`)."""
     from dvoc_bench.analysis import episodes
     from dvoc_bench.analysis.markdown import label_models, md_table, pct
 
-    e = episodes.episode_rows(t[t["scene_kind"] == "miniwob"])
-    rep.h(3, "Episodes (MiniWoB++, the page's own verdict)")
+    e = episodes.episode_rows(t)  # every trial that holds an episode, whatever its scene kind
+    rep.h(3, "Episodes (MiniWoB++ pages and GTK programs, their own verdict)")
     rep.p(
-        "success = episodes the page ended with a raw reward above 0 (its time penalty ignored) / episodes, "
-        f"{episodes.SUCCESS_INTERVAL} [lo, hi] (the episode is the unit); locate = grounded points on their "
-        f"step's target element / grounded points, {episodes.LOCATE_INTERVAL}; interact = steps whose "
-        "intended state change happened / steps; calls_per_success = model calls / successes; seconds per "
+        "success = episodes the page ended with a raw reward above 0 (its time penalty ignored), or the "
+        "program's own verdict (its output, its state read through AT-SPI) / episodes; "
+        "locate = grounded points on their step's target element / grounded points; interact = steps whose "
+        f"intended state change happened / steps; every [lo, hi] is {episodes.SUCCESS_INTERVAL} (the "
+        "episode is the unit; episodes on one task and page seed are one cluster); calls_per_success, "
+        "usd_per_success = model calls, cost of all episodes / successes; first_wrong = the first step off "
+        "target of each failed episode (none off target: the action, plan or page failed); seconds per "
         "step: harness (captures, page reads, hit test, the action) and grounding (the method). planner: "
         "who planned the steps, the task's oracle or the model (episode.plan=model; a simulated model plans "
         "by the oracle); a model-planned step is located against the oracle's target when the oracle's "
         "step has the same action, else not counted."
     )
-    fmt = {k: pct for k in ("success", "lo", "hi", "locate", "locate_lo", "locate_hi", "interact")}
+    fmt = {
+        k: pct
+        for k in ("success", "lo", "hi", "locate", "locate_lo", "locate_hi", "interact", "interact_lo",
+                  "interact_hi")
+    }  # fmt: skip
     splits = (
         ("per task family", ["model", "simulated", "planner", "family", "method"]),
         ("per task", ["model", "simulated", "planner", "task", "method"]),
@@ -268,6 +276,20 @@ def _episodes_section(rep: Report, t: Any) -> None:
     for title, by in splits:
         rep.h(4, f"Episodes {title}")
         rep.table(md_table(label_models(episodes.summarise(e, by)), fmt))
+    pairs = episodes.paired(e)
+    if not pairs.empty:
+        rep.h(4, "Episodes: methods compared on the same episodes")
+        rep.p(
+            "Pairs: the same model, task, page seed, start point and repeat; diff = success(a) - success(b) "
+            f"(the page's verdict), [lo, hi] {episodes.PAIRED_INTERVAL}; a_only / b_only: discordant pairs; "
+            "mcnemar_p: McNemar's exact two-sided test; wins / ties / losses of a over the (task, seed) "
+            "episodes."
+        )
+        cols = ["model", "simulated", "a", "b", "pairs", "episodes (task, seed)", "rate_a", "rate_b",
+                "diff", "lo", "hi", "a_only", "b_only", "mcnemar_p", "wins", "ties", "losses", "rule",
+                "assumed"]  # fmt: skip
+        pf = {k: pct for k in ("rate_a", "rate_b", "diff", "lo", "hi")}
+        rep.table(md_table(label_models(pairs[[c for c in cols if c in pairs]]), pf))
     if lines := episodes.failures(e):
         rep.p("Failed episodes (how each ended, the first step off target, why):\n\n" + "\n".join(lines))
 

@@ -51,14 +51,14 @@ ASSETS = ("index.html", "viewer.js", "viewer.css")
 TABLE_COLUMNS = (
     "model", "method", "task", "scene_kind", "protocol", "alpha", "overlay", "predict", "zoom", "detector",
     "label_placement", "start_from", "coord_frame", "start_index", "rep", "job", "status", "stop_reason",
-    "error_class", "hit", "within_eps", "hit_radius", "hit_rule", "final_dist_px", "iterations",
-    "model_calls", "cost_usd", "simulated",
+    "error_class", "hit", "within_eps", "hit_radius", "hit_rule", "episode_success", "final_dist_px",
+    "iterations", "model_calls", "cost_usd", "simulated",
 )  # fmt: skip
 """Trial columns the table holds (plus every ``override.<key>`` of a multirun's jobs)."""
 FACETS = (
     "model", "method", "task", "scene_kind", "protocol", "alpha", "overlay", "predict", "zoom", "detector",
     "label_placement", "start_from", "coord_frame", "start_index", "rep", "job", "status", "stop_reason",
-    "error_class", "hit", "within_eps", "hit_radius", "hit_rule", "simulated",
+    "error_class", "hit", "within_eps", "hit_radius", "hit_rule", "episode_success", "simulated",
 )  # fmt: skip
 """Columns the table filters by (those with more than one value; distance is filtered by a range)."""
 ALWAYS = ("model", "method", "task", "status", "stop_reason", "hit", "final_dist_px", "model_calls")
@@ -255,6 +255,19 @@ def _shot(m: dict[str, Any], st: dict[str, Any], key: str, exists: dict[str, boo
         st["frame_state"] = f"missing from {SHOTS}/"
 
 
+def episode_shots(m: dict[str, Any], episode: dict[str, Any], key: str, exists: dict[str, bool]) -> None:
+    """Each step of an episode record with the screenshots it was grounded on and left behind: ``before_src``
+    / ``after_src`` (relative to the site), or ``before_state`` / ``after_state`` (why there is none)."""
+    for st in episode.get("steps") or []:
+        for which in ("before", "after"):
+            shot: dict[str, Any] = {"frame_sha": st.get(f"frame_{which}")}
+            if shot["frame_sha"]:
+                _shot(m, shot, key, exists)
+            else:
+                shot["frame_state"] = "no screenshot recorded"
+            st[f"{which}_src"], st[f"{which}_state"] = shot.get("frame_src"), shot.get("frame_state")
+
+
 def targets_of(trial: dict[str, Any]) -> list[dict[str, Any]]:
     """The targets a trial's frames are drawn with: its target box (``role`` ``target``), or a two-point
     (drag) trial's two, where the drag starts (``from``: the record's target box) and where it ends
@@ -308,6 +321,9 @@ def build_site(
         trial = _row(t, i, trial_cols)
         trial["extra"] = sorted(k for k in trial if k not in _DERIVED_TRIAL and not k.startswith("override."))
         trial["targets"] = targets_of(trial)
+        if isinstance(trial.get("episode"), dict):
+            trial["extra"] = [k for k in trial["extra"] if k != "episode"]
+            episode_shots(m, trial["episode"], str(t.at[i, "trial_key"]), exists)
         steps = []
         for j in steps_by.get((str(t.at[i, "run_dir"]), str(t.at[i, "trial_key"])), []):
             st = _row(s, j, step_cols)

@@ -111,7 +111,9 @@ def test_a_hand_written_file_imports_and_is_scored_by_our_rules(tmp_path):
     assert list(t["model_calls"]) == [1, 1, 1]  # a prediction without its calls counts as one call
     assert len(runs.steps) == 1 and runs.steps["tokens_in"].iloc[0] == 900
     text = build(tmp_path, "rep", imports=[str(tmp_path / "theirs.jsonl")])
-    assert "| their-model | oneshot | 33.3% [4.5, 84.1] |" in text  # the matched-budget table at 1 call
+    # the matched-budget table at 1 call: 1 of 3, one trial per sample, so the plain Wilson interval
+    # (textbook: centre (1/3 + z²/6) / (1 + z²/3) = 0.427, half-width 0.366)
+    assert "| their-model | oneshot | 33.3% [6.1, 79.2] |" in text
     # the spend: calls only, as two of the three rows lack their tokens and cost
     assert "| their-model | oneshot | 1.00 calls | 1.00 calls |" in text
     assert "Sources: " in text and "theirs.jsonl" in text

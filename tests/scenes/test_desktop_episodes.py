@@ -138,6 +138,11 @@ def test_oracle_plans_with_sim_ideal_succeed_by_the_programs_verdict(tmp_path: P
     assert drag["located_by"] == "box" and drag["drop_located"] is True
     assert Box(*drag["drop_box"]).contains(Point(*drag["drop_point"]))
     assert gone_within(mark, 10) == []
+    from dvoc_bench.analysis.report import build_report
+
+    text, _ = build_report([str(tmp_path)], [], out=tmp_path / "report", figures=False, n_boot=50)
+    section = text.split("### Episodes (")[1]  # the episodes section: desktop episodes too, not only MiniWoB's
+    assert "| zenity-form | oneshot | 1 | 1 | 1 | 100.0% |" in section
 
 
 Grounder = Callable[[DesktopEpisode, TrialEnv], Awaitable[list[float]]]

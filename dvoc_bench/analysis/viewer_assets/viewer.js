@@ -235,9 +235,86 @@
     return el("div", {}, el("h3", { text: "zoom: the crops in the full screen" }), el("div", { class: "frame crops" }, base, svg));
   }
 
+  // ------------------------------------------------------------------ one episode (a filmstrip of its steps)
+  const box4 = (b) => Array.isArray(b) && b.length === 4 && b.every((v) => typeof v === "number");
+
+  function arrowDefs() {
+    return el("svg:defs", {}, el("svg:marker", { id: "arrowhead", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse" },
+      el("svg:path", { d: "M0,0 L10,5 L0,10 z", class: "arrowhead" })));
+  }
+
+  // the action of an episode step drawn on the screenshot it was grounded on: its target box, the click
+  // point, a drag's arrow to its drop point and the drop's box, the text typed or chosen, the key pressed
+  function actionOverlay(es, w, h) {
+    const svg = el("svg:svg", { viewBox: `0 0 ${w} ${h}`, preserveAspectRatio: "none", class: "action" }, arrowDefs());
+    const r = Math.max(w, h) / 70;
+    if (box4(es.target_box)) { const b = es.target_box; svg.append(el("svg:rect", { class: "target from", x: b[0], y: b[1], width: b[2] - b[0], height: b[3] - b[1] })); }
+    if (box4(es.drop_box)) { const b = es.drop_box; svg.append(el("svg:rect", { class: "target to", x: b[0], y: b[1], width: b[2] - b[0], height: b[3] - b[1] })); }
+    const p = Array.isArray(es.point) ? es.point : null, q = Array.isArray(es.drop_point) ? es.drop_point : null;
+    if (p && q) svg.append(el("svg:line", { class: "drag", x1: p[0], y1: p[1], x2: q[0], y2: q[1], "marker-end": "url(#arrowhead)" }));
+    if (p) svg.append(el("svg:circle", { class: `click ${es.located === false ? "off" : "on"}`, cx: p[0], cy: p[1], r: r }));
+    if (q) svg.append(el("svg:circle", { class: `drop ${es.drop_located === false ? "off" : "on"}`, cx: q[0], cy: q[1], r: r * 0.8 }));
+    const words = es.action === "type" ? `typed "${es.text || ""}"` : es.action === "key" ? `key ${es.text || ""}`
+      : es.action === "select" ? `chose "${es.text || ""}"` : null;
+    if (words) {  // a banner along the bottom of the frame, where MiniWoB's task area is blank
+      const fs = h / 20;
+      svg.append(el("svg:rect", { class: "typed", x: 0, y: h - fs * 1.6, width: w, height: fs * 1.6 }),
+        el("svg:text", { class: "typed", x: fs * 0.4, y: h - fs * 0.5, "font-size": fs, text: words }));
+    }
+    return svg;
+  }
+
+  function shotView(src, state, alt, drawn) {
+    if (!src) return el("div", { class: "noframe", text: state || "no screenshot" });
+    const img = el("img", { src: src, alt: alt });
+    const box = el("div", { class: "frame" }, img);
+    if (drawn) box.append(drawn);
+    img.addEventListener("error", () => box.replaceWith(el("div", { class: "noframe", text: "screenshot could not be loaded: " + src })));
+    return box;
+  }
+
+  const mark = (v) => (v === true ? "✓" : v === false ? "✗" : "–");
+
+  function episodeStep(t, ep, es, calls) {
+    const [w, h] = Array.isArray(ep.size) ? ep.size : [t.image_w, t.image_h];
+    const targets = [box4(es.target_box) ? { role: "from", box: es.target_box } : null, box4(es.drop_box) ? { role: "to", box: es.drop_box } : null].filter(Boolean);
+    const view = Object.assign({}, t, { targets: targets, image_w: w, image_h: h });
+    const head = `step ${es.index} · ${es.action} · located ${mark(es.located)}${es.drop_box ? " / drop " + mark(es.drop_located) : ""} · interacted ${mark(es.interacted)}${es.done_after ? " · verdict given" : ""}`;
+    const grounding = el("div", { class: "calls", "data-calls": calls.length },
+      el("h5", { text: calls.length ? `grounding: ${calls.length} model call${calls.length > 1 ? "s" : ""} (${es.grounding_stop || ""})` : "not grounded (goes to the focus)" }),
+      el("div", { class: "strip" }, ...calls.map((c) => stepCard(view, c))));
+    return el("div", { class: "estep", "data-estep": es.index },
+      el("h4", { text: head }),
+      el("p", { class: "instruction", text: es.instruction + (es.drop_instruction ? ` → ${es.drop_instruction}` : "") }),
+      el("div", { class: "pair" },
+        el("figure", { class: "before" }, shotView(es.before_src, es.before_state, `step ${es.index}: before, the action drawn`, actionOverlay(es, w, h)),
+          el("figcaption", { text: "before · the action drawn" })),
+        el("figure", { class: "after" }, shotView(es.after_src, es.after_state, `step ${es.index}: after`, null),
+          el("figcaption", { text: "after the action" })),
+        kv(es, ["target", "target_box", "point", "hit_element", "located", "drop_box", "drop_point", "drop_located", "text", "refused", "interacted", "calls", "ground_s", "harness_s"])),
+      grounding);
+  }
+
+  function episodePage(i, t, steps) {
+    const ep = t.episode;
+    const byStep = {};
+    for (const c of steps) (byStep[c.episode_step] = byStep[c.episode_step] || []).push(c);
+    const head = el("div", {},
+      el("p", {}, el("a", { href: "#", text: "← all trials" }), " · ", el("a", { href: `#compare=${i}`, id: "compare-link", text: "compare methods on this episode" })),
+      el("h2", { text: `episode ${i}: ${t.method} · ${t.model} · ${ep.task} seed ${ep.seed}${t.simulated ? " [SIMULATED]" : ""}` }),
+      el("p", { class: `verdict ${ep.success ? "ok" : "fail"}`, text: `${ep.success ? "success" : "failure"} by the page's verdict · ended ${ep.end} · raw reward ${fmt(ep.raw_reward)} · ${ep.steps.length} steps` }),
+      kvWide(Object.assign({}, ep, { model_calls: t.model_calls, cost_usd: t.cost_usd }), ["query", "family", "plan", "scale", "size", "done", "raw_reward", "reason", "first_off_target", "error", "wall_s", "model_calls", "cost_usd", "trial_key"]),
+      el("div", { class: "legend" }, el("span", { text: "cyan dashed box: the step's target" }), el("span", { text: "yellow dashed box: a drag's drop target" }),
+        el("span", { text: "red dot: where the action was made (ringed black when off target)" }), el("span", { text: "arrow: a drag" }), el("span", { text: "text: what was typed, chosen or pressed" })));
+    const strip = el("div", { class: "filmstrip", id: "episode-strip" }, ...ep.steps.map((es) => episodeStep(t, ep, es, byStep[es.index] || [])));
+    if (!ep.steps.length) strip.append(el("p", { text: "this episode made no step" }));
+    app().replaceChildren(head, el("h3", { text: "steps in order" }), strip);
+  }
+
   function trialPage(i, data) {
     if (!data) return DVOC.fail(`trial ${i} is not in the data`);
     const t = data.trial;
+    if (t.episode && Array.isArray(t.episode.steps)) return episodePage(i, t, data.steps);
     const head = el("div", {},
       el("p", {}, el("a", { href: "#", text: "← all trials" }), " · ", el("a", { href: `#compare=${i}`, id: "compare-link", text: "compare methods on this sample" })),
       el("h2", { text: `trial ${i}: ${t.method} · ${t.model} · ${t.task}${t.simulated ? " [SIMULATED]" : ""}` }),

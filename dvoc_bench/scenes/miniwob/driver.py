@@ -61,6 +61,8 @@ class EpisodePage:
         self._page: Any = None
         self.guard = NetworkGuard(self.root)
         """The page's request filter (``guard.blocked``: what it tried and was refused)."""
+        self.on_close: Any = None
+        """Called once when the page is closed (the source counts the pages open per browser)."""
 
     @property
     def size(self) -> Size:
@@ -229,6 +231,9 @@ class EpisodePage:
 
     def close(self) -> None:
         """Close the page's context (the browser stays for the next task)."""
+        done, self.on_close = self.on_close, None
+        if done is not None:
+            done()
         if self._ctx is None:
             return
         ctx, self._ctx, self._page = self._ctx, None, None

@@ -57,6 +57,12 @@ def step_snapshot(scene_id: str, image: Any, instruction: str, target: str, box:
     return Snapshot(truth=truth, image=image, content_hash=content_hash(image, truth))
 
 
+BROWSERS = 4
+"""Browsers (each its own Chromium on its own thread) the episodes in flight are spread over: every call of
+a page waits for its browser's thread, so episodes sharing one browser wait for each other's captures and
+clicks. A browser starts when a page first needs it (one episode at a time: one browser)."""
+
+
 class MiniwobSource:
     """The MiniWoB task source (see the module docstring)."""
 
@@ -68,15 +74,29 @@ class MiniwobSource:
         self.options = options or Episode()
         """The validated ``episode:`` block."""
         self.browser = browser or WebBrowser()
-        """The browser every page of this source opens in."""
+        """The first browser (the only one when given): the snapshot's, and the first episode's."""
+        more = 0 if browser is not None else BROWSERS - 1
+        self.browsers = [self.browser, *(WebBrowser() for _ in range(more))]
+        """The browsers pages open in (:data:`BROWSERS`; one when a browser is given)."""
+        self._open = [0] * len(self.browsers)
         self._lock = threading.Lock()
 
     def ids(self) -> list[str]:
         return sorted(PREFIX + name for name in PLANNERS)
 
     def page(self, task_id: str) -> EpisodePage:
-        """A fresh page of the task (one per episode; the caller closes it)."""
-        return EpisodePage(self.browser, task_name(task_id), self.options.scale)
+        """A fresh page of the task (one per episode; the caller closes it), in the browser with the fewest
+        pages open (the first among equals: one episode at a time stays in one browser)."""
+        with self._lock:
+            n = min(range(len(self.browsers)), key=lambda i: (self._open[i], i))
+            self._open[n] += 1
+        page = EpisodePage(self.browsers[n], task_name(task_id), self.options.scale)
+        page.on_close = lambda: self._closed(n)
+        return page
+
+    def _closed(self, n: int) -> None:
+        with self._lock:
+            self._open[n] = max(0, self._open[n] - 1)
 
     def snapshot(self, task_id: str) -> Snapshot:
         name = task_name(task_id)
@@ -105,4 +125,5 @@ class MiniwobSource:
         return None  # the episode's steps carry their own DOM verdicts
 
     def close(self) -> None:
-        self.browser.close()
+        for b in self.browsers:  # a browser never started has nothing to close
+            b.close()
