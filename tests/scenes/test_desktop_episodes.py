@@ -141,7 +141,7 @@ def test_oracle_plans_with_sim_ideal_succeed_by_the_programs_verdict(tmp_path: P
     from dvoc_bench.analysis.report import build_report
 
     text, _ = build_report([str(tmp_path)], [], out=tmp_path / "report", figures=False, n_boot=50)
-    section = text.split("### Episodes (")[1]  # the episodes section: desktop episodes too, not only MiniWoB's
+    section = text.split("### Episodes (")[1]  # desktop episodes have the section too, not only MiniWoB's
     assert "| zenity-form | oneshot | 1 | 1 | 1 | 100.0% |" in section
 
 
