@@ -49,6 +49,7 @@ StopReason = Literal[
     "error",  # a call failed for good
     "skipped",  # the trial never ran
     "episode",  # an episode ran to its end (how: ``episode.end``; its verdict: ``episode_success``)
+    "not_present",  # the model answered that the target is not on the screen (no click; docs/absent.md)
 ]
 """How a trial ended."""
 
@@ -79,10 +80,14 @@ Task sources declare theirs when they register (:mod:`dvoc_bench.scenes.sources`
 StepKind = Literal["verify", "click", "select", "baseline"]
 """``verify``: a DVOC step; ``click``: a one-shot attempt; ``select``: a Set-of-Mark pick."""
 
-ParseStatus = Literal["ok", "text_fallback", "parse_error", "out_of_frame", "call_error", "refusal"]
+ParseStatus = Literal[
+    "ok", "text_fallback", "parse_error", "out_of_frame", "call_error", "refusal", "not_present"
+]
 """What reading a reply gave: numbers from a tool call, numbers recovered from the text, nothing usable,
 numbers outside the declared frame's range (kept in ``values_raw``, never clamped, not used), no reply
-at all, or a reply that declined to answer (``I'm unable to…``: unusable, not counted as a parse error)."""
+at all, a reply that declined to answer (``I'm unable to…``: unusable, not counted as a parse error), or
+an answer that the target is not on the screen (the ``not_present`` tool or a family's own form, read only
+when the trial offered it: ``offer_absent``; it ends the trial without a click, docs/absent.md)."""
 
 AnswerKind = Literal["offset", "point"]
 """What an answer's numbers are: an ``offset`` (``dx, dy``: a DVOC report) or a ``point`` (``x, y``: a
@@ -203,6 +208,14 @@ class TrialSpec:
     episode_knobs: str = "-"
     """Episode trials (MiniWoB tasks): the ``episode:`` knobs
     (``plan=oracle,scale=4,max_steps=12,wall_s=300``); ``-`` for every other trial (then not in the key)."""
+    absent: Literal["off", "remove", "ask_missing"] = "off"
+    """The absent-target variant of the screen (``absent.variant``): ``off`` (the target is there),
+    ``remove`` (the target was taken off the screen before the screenshot) or ``ask_missing`` (the instruction
+    names an element the screen does not have). Part of the trial key only when not ``off``."""
+    offer_absent: bool = False
+    """Trials that call a model: whether the request offered a "not present" answer (the ``not_present``
+    tool, a family's own form, Set-of-Mark's ``none`` mark; ``absent.offer``). Part of the key only when
+    true."""
     simulated_assumptions: list[str] = dataclasses.field(default_factory=list)
     """Simulated models only: what this trial's result rests on beyond the profile's fit, one marker per
     knob the profile was not fitted for (``frame request assumed``, ``overlay effect assumed``, ``overlay
@@ -480,6 +493,9 @@ class TrialOutcome:
     for one-point tasks and when the trial gave no end point."""
     episode: EpisodeRecord | None = None
     """Episode trials: the episode's steps and the page's verdict; ``None`` for every other trial."""
+    refused: bool = False
+    """The trial ended on the model's "not present" answer (``stop_reason`` ``not_present``; no click, no
+    ``final_point``): a correct refusal when the target is absent, a miss when it is there."""
 
 
 @dataclass(kw_only=True)
@@ -653,7 +669,8 @@ class TrialRecord(TrialOutcome, TrialSpec):
                 to_dist_px=None if e.final_dist_px is None else round(e.final_dist_px, 3),
                 to_element=end_probe.hit_element if end_probe else None,
             )
-        both = (lambda a, b: a and b) if drag is not None else (lambda a, b: a)
+        present = spec.absent == "off"  # an absent target is never hit: a click there is a false click
+        both = (lambda a, b: a and b and present) if drag is not None else (lambda a, b: a and present)
         return cls(
             **{f.name: getattr(spec, f.name) for f in dataclasses.fields(TrialSpec)},
             **result.outcome(),

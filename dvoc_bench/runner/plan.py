@@ -279,6 +279,8 @@ def build_plan(
                     retry_rule=_retry_rule(s.oneshot.retry_rule, protocol),
                     verify_click=verify.get(scene_kind, False),
                     model_config=setup.model_changes.get(model.name, NA) if info.calls_model else NA,
+                    absent=s.absent.variant,  # the screen's variant; off: not in the key (TrialSpec.key)
+                    offer_absent=s.absent.offered and info.calls_model,
                 )
                 spec = TrialSpec(trial_key="", experiment=setup.experiment, seed=0, **fields)
                 key = spec.key()
