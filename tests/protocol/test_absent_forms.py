@@ -45,7 +45,12 @@ NATIVE = [
     ),
     ("uitars15", "pixel", Reply(UITARS_CALL_USER), "uitars15:call_user"),
     ("claude", "pixel", Reply("NOT_PRESENT"), "claude:token"),
-    ("openai_cua", "pixel", Reply("The Export button is not on this screen.\nNOT_PRESENT"), "openai_cua:token"),
+    (
+        "openai_cua",
+        "pixel",
+        Reply("The Export button is not on this screen.\nNOT_PRESENT"),
+        "openai_cua:token",
+    ),
     ("seeclick", "norm1", Reply("[-1, -1]"), "seeclick:minus_one"),
     ("holo", "norm1000", Reply('{"x": -1, "y": -1}'), "holo:minus_one"),
 ]
