@@ -227,3 +227,16 @@ def test_a_label_on_the_screen_is_never_the_missing_one():
         SceneError, match="S3: absent.variant=ask_missing: every candidate label is on screen"
     ):
         ask_missing(full)
+
+
+def test_a_fitted_profile_on_an_absent_target_is_marked_assumed():
+    from dvoc_bench.runner.plan import build_plan
+
+    def marks(variant):
+        setup = quick_setup(["models=[sim-ideal,sim-gemma-4-26b]", "tasks=[S1]", "methods=[oneshot]",
+                             f"absent.variant={variant}"])  # fmt: skip
+        return {p.model: p.simulated_assumptions for p in build_plan(setup, {"S1": ("h", Size(800, 600))})}
+
+    assert "absent target assumed" in marks("remove")["sim-gemma-4-26b"]
+    assert "absent target assumed" not in marks("off")["sim-gemma-4-26b"]
+    assert marks("remove")["sim-ideal"] == []  # hand-set: no fit to rest on

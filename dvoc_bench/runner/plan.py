@@ -164,6 +164,7 @@ def _assumptions(
     scene_kind: SceneKind,
     labels: str = NA,
     points: str = NA,
+    absent: str = "off",
 ) -> list[str]:
     """The assumption markers of a simulated profile's trial (none for real models): the registered knobs
     of :mod:`dvoc_bench.core.assumptions`, with zoom crops and the kind of screen."""
@@ -173,7 +174,7 @@ def _assumptions(
 
     sim = model.sim
     extra = {"crops": "zoom" if crops else "none", "scene": scene_kind, "label_placement": labels,
-             "points": points}  # fmt: skip
+             "points": points, "absent": absent}  # fmt: skip
     return assumed_knobs(sim, protocol=protocol, overlay=overlay, default_style=default_style, extra=extra)
 
 
@@ -287,7 +288,9 @@ def build_plan(
                 crops = "zoom" in uses  # crops: no simulated profile was fitted on them
                 drawn = NA if overlay in (NA, "none") else labels
                 two = "two" if task in drags else NA
-                assumed = _assumptions(model, protocol, overlay, default_style, crops, scene_kind, drawn, two)
+                assumed = _assumptions(
+                    model, protocol, overlay, default_style, crops, scene_kind, drawn, two, s.absent.variant
+                )
                 specs.setdefault(
                     key,
                     dataclasses.replace(
