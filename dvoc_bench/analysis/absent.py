@@ -111,6 +111,11 @@ def figure(tab: pd.DataFrame) -> Any:
     title = f"Absent targets: refusals and false clicks (hits on present targets), {INTERVAL}"
     if bool(tab["simulated"].any()):
         title = "SIMULATED rows marked; " + title
+    n, k = tab["trials"], tab["samples"]
+    note = (
+        "present: hit = rule `hit`, a refusal a miss; absent: refusal = no click, false click = any click. "
+        f"n per bar: {int(n.min())}-{int(n.max())} trials on {int(k.min())}-{int(k.max())} samples"
+    )
     return grouped_bars(
         v,
         list(dict.fromkeys(v["_g"])),
@@ -118,4 +123,5 @@ def figure(tab: pd.DataFrame) -> Any:
         "rate",
         title=title,
         legend_title="measure",
+        note=note,
     )
