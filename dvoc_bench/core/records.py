@@ -85,9 +85,8 @@ ParseStatus = Literal[
 ]
 """What reading a reply gave: numbers from a tool call, numbers recovered from the text, nothing usable,
 numbers outside the declared frame's range (kept in ``values_raw``, never clamped, not used), no reply
-at all, a reply that declined to answer (``I'm unable to…``: unusable, not counted as a parse error), or
-an answer that the target is not on the screen (the ``not_present`` tool or a family's own form, read only
-when the trial offered it: ``offer_absent``; it ends the trial without a click, docs/absent.md)."""
+at all, a decline (``I'm unable to…``: unusable, not a parse error), or the answer that the target is not
+on the screen (read only when offered, ``offer_absent``; it ends the trial with no click, docs/absent.md)."""
 
 AnswerKind = Literal["offset", "point"]
 """What an answer's numbers are: an ``offset`` (``dx, dy``: a DVOC report) or a ``point`` (``x, y``: a
@@ -209,13 +208,11 @@ class TrialSpec:
     """Episode trials (MiniWoB tasks): the ``episode:`` knobs
     (``plan=oracle,scale=4,max_steps=12,wall_s=300``); ``-`` for every other trial (then not in the key)."""
     absent: Literal["off", "remove", "ask_missing"] = "off"
-    """The absent-target variant of the screen (``absent.variant``): ``off`` (the target is there),
-    ``remove`` (the target was taken off the screen before the screenshot) or ``ask_missing`` (the instruction
-    names an element the screen does not have). Part of the trial key only when not ``off``."""
+    """The screen's absent-target variant (``absent.variant``): ``off``, ``remove`` (the target taken off the
+    screen) or ``ask_missing`` (the instruction names an element it lacks). Keyed only when not ``off``."""
     offer_absent: bool = False
-    """Trials that call a model: whether the request offered a "not present" answer (the ``not_present``
-    tool, a family's own form, Set-of-Mark's ``none`` mark; ``absent.offer``). Part of the key only when
-    true."""
+    """Trials that call a model: the request offered a "not present" answer (``absent.offer``: the
+    ``not_present`` tool, a family's own form, Set-of-Mark's ``none`` mark). Keyed only when true."""
     simulated_assumptions: list[str] = dataclasses.field(default_factory=list)
     """Simulated models only: what this trial's result rests on beyond the profile's fit, one marker per
     knob the profile was not fitted for (``frame request assumed``, ``overlay effect assumed``, ``overlay
