@@ -240,3 +240,28 @@ def test_a_fitted_profile_on_an_absent_target_is_marked_assumed():
     assert "absent target assumed" in marks("remove")["sim-gemma-4-26b"]
     assert "absent target assumed" not in marks("off")["sim-gemma-4-26b"]
     assert marks("remove")["sim-ideal"] == []  # hand-set: no fit to rest on
+
+
+def test_the_report_shows_refusals_and_false_clicks(tmp_path):
+    from dvoc_bench.report import main as report
+    from dvoc_bench.runner.sweep import run_sweep
+
+    for variant in ("off", "remove"):
+        knobs = [f"absent.variant={variant}", "absent.offer=true", "starts=random:1", "methods=[oneshot]"]
+        setup = quick_setup(["models=[sim-ideal,sim-gemma-4-26b]", "tasks=[S1,S3]", *knobs])
+        run_sweep(setup, tmp_path / variant)
+    out = tmp_path / "report"
+    assert (
+        report([str(tmp_path / "off"), str(tmp_path / "remove"), "--out", str(out), "--n-boot", "200"]) == 0
+    )
+    text = (out / "report.md").read_text()
+    assert "### Absent targets: refusals and false clicks" in text
+    rows = [r for r in text.splitlines() if r.startswith("| sim-") and "| oneshot | synthetic |" in r]
+    ideal = next(r for r in rows if r.startswith("| sim-ideal") and "| remove |" in r)
+    fitted = next(r for r in rows if r.startswith("| sim-gemma-4-26b") and "| remove |" in r)
+    cells = [c.strip() for c in ideal.split("|")]
+    assert cells[-3].startswith("100.0 % [") and cells[-2].startswith("0.0 % [")  # refusal, false click
+    cells = [c.strip() for c in fitted.split("|")]
+    assert "absent target assumed" in fitted
+    assert cells[-3].startswith("0.0 %") and cells[-2].startswith("100.0 %")  # never refuses
+    assert any(p.name.endswith("_absent.png") for p in (out / "figures").iterdir())

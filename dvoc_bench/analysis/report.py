@@ -221,7 +221,7 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
 
 def _absent_section(rep: Report, t: Any) -> None:
     """Refusals and false clicks on absent targets beside the hit rate on present ones (docs/absent.md)."""
-    from dvoc_bench.analysis import absent
+    from dvoc_bench.analysis import absent, honest
     from dvoc_bench.analysis.markdown import label_models, md_table
 
     if not absent.has_absent(t):
@@ -232,7 +232,7 @@ def _absent_section(rep: Report, t: Any) -> None:
         f"Rule: {absent.RULE_TEXT}. Over the trials that ran; interval: {absent.INTERVAL}. `offer_absent`: "
         "whether the request offered the not-present answer (a model never offered it cannot refuse)."
     )
-    rep.table(md_table(label_models(absent.table_view(tab))))
+    rep.table(md_table(label_models(honest.with_assumed(absent.table_view(tab), t, absent.KEYS))))
     rep.fig(absent.figure(tab), "absent", f"refusal and false-click rates with {absent.INTERVAL} intervals")
 
 
