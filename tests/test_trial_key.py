@@ -105,6 +105,8 @@ SWEPT: dict[str, tuple[str, ...]] = {
     "episode.max_steps": ("episode.max_steps=5",),
     "episode.wall_s": ("episode.wall_s=60",),
     "detector": ("detector=cv",),
+    "absent.variant": ("absent.variant=ask_missing",),
+    "absent.offer": ("absent.offer=true",),
 }
 """Every keyed leaf of the settings schema and an override that changes it."""
 

@@ -149,6 +149,7 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
         _dataset_section(rep, t, rule)
     if "episode" in t and bool(t["episode"].notna().any()):  # MiniWoB pages and GTK programs alike
         _episodes_section(rep, t)
+    _absent_section(rep, t)
 
     rep.h(3, "The same trials under every rule")
     rep.table(md_table(label_models(honest.rules_side_by_side(t, by=by)), {k: pct for k in RULES}))
@@ -216,6 +217,23 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
         rep.table(md_table(label_models(low), {"reported_usd": usd, "charged_usd": usd}))
 
     rep.blocks(equal_cost.blocks(t, s, rule, by, curve=curve, seed=seed, n_boot=n_boot))
+
+
+def _absent_section(rep: Report, t: Any) -> None:
+    """Refusals and false clicks on absent targets beside the hit rate on present ones (docs/absent.md)."""
+    from dvoc_bench.analysis import absent, honest
+    from dvoc_bench.analysis.markdown import label_models, md_table
+
+    if not absent.has_absent(t):
+        return
+    tab = absent.absent_table(t)
+    rep.h(3, "Absent targets: refusals and false clicks")
+    rep.p(
+        f"Rule: {absent.RULE_TEXT}. Over the trials that ran; interval: {absent.INTERVAL}. `offer_absent`: "
+        "whether the request offered the not-present answer (a model never offered it cannot refuse)."
+    )
+    rep.table(md_table(label_models(honest.with_assumed(absent.table_view(tab), t, absent.KEYS))))
+    rep.fig(absent.figure(tab), "absent", f"refusal and false-click rates with {absent.INTERVAL} intervals")
 
 
 def _dataset_section(rep: Report, t: Any, rule: str) -> None:

@@ -150,3 +150,6 @@ drawn
 register_assumed_knob("points", "two-point answers assumed", fitted_key="points", default_fitted=("one",))
 """Two-point (drag) tasks: the profiles were fitted on one-point answers; a drag's one-call answer and each
 end's grounding rest on the simulator's assumptions."""
+register_assumed_knob("absent", "absent target assumed", fitted_key="absents", default_fitted=("off",))
+"""An absent target (``absent.variant``, docs/absent.md): no record has one, so where a fitted profile aims
+is an assumption (where the target was, or the target an ``ask_missing`` instruction replaced)."""

@@ -29,7 +29,8 @@ class EpisodeStepRecord:
     """0-based step index."""
     action: str
     """``click | hover | type | select | drag | scroll | key``
-    (:data:`dvoc_bench.scenes.miniwob.planners.Action`; desktop: :data:`dvoc_bench.scenes.desktop.gtk_tasks.Action`)."""
+    (:data:`dvoc_bench.scenes.miniwob.planners.Action`;
+    desktop: :data:`dvoc_bench.scenes.desktop.gtk_tasks.Action`)."""
     instruction: str
     """The step in words, as the method was asked it (a drag's first point)."""
     target: str | None = None

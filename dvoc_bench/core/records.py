@@ -49,6 +49,7 @@ StopReason = Literal[
     "error",  # a call failed for good
     "skipped",  # the trial never ran
     "episode",  # an episode ran to its end (how: ``episode.end``; its verdict: ``episode_success``)
+    "not_present",  # the model answered that the target is not on the screen (no click; docs/absent.md)
 ]
 """How a trial ended."""
 
@@ -80,10 +81,13 @@ StepKind = Literal["verify", "click", "select", "baseline", "plan"]
 """``verify``: a DVOC step; ``click``: a one-shot attempt; ``select``: a Set-of-Mark pick; ``plan``: a
 model choosing an episode's next step (``episode.plan=model``)."""
 
-ParseStatus = Literal["ok", "text_fallback", "parse_error", "out_of_frame", "call_error", "refusal"]
+ParseStatus = Literal[
+    "ok", "text_fallback", "parse_error", "out_of_frame", "call_error", "refusal", "not_present"
+]
 """What reading a reply gave: numbers from a tool call, numbers recovered from the text, nothing usable,
 numbers outside the declared frame's range (kept in ``values_raw``, never clamped, not used), no reply
-at all, or a reply that declined to answer (``I'm unable to…``: unusable, not counted as a parse error)."""
+at all, a decline (``I'm unable to…``: unusable, not a parse error), or the answer that the target is not
+on the screen (read only when offered, ``offer_absent``; it ends the trial with no click, docs/absent.md)."""
 
 AnswerKind = Literal["offset", "point"]
 """What an answer's numbers are: an ``offset`` (``dx, dy``: a DVOC report) or a ``point`` (``x, y``: a
@@ -204,6 +208,12 @@ class TrialSpec:
     episode_knobs: str = "-"
     """Episode trials (MiniWoB tasks): the ``episode:`` knobs
     (``plan=oracle,scale=4,max_steps=12,wall_s=300``); ``-`` for every other trial (then not in the key)."""
+    absent: Literal["off", "remove", "ask_missing"] = "off"
+    """The screen's absent-target variant (``absent.variant``): ``off``, ``remove`` (the target taken off the
+    screen) or ``ask_missing`` (the instruction names an element it lacks). Keyed only when not ``off``."""
+    offer_absent: bool = False
+    """Trials that call a model: the request offered a "not present" answer (``absent.offer``: the
+    ``not_present`` tool, a family's own form, Set-of-Mark's ``none`` mark). Keyed only when true."""
     simulated_assumptions: list[str] = dataclasses.field(default_factory=list)
     """Simulated models only: what this trial's result rests on beyond the profile's fit, one marker per
     knob the profile was not fitted for (``frame request assumed``, ``overlay effect assumed``, ``overlay
@@ -497,6 +507,9 @@ class TrialOutcome:
     for one-point tasks and when the trial gave no end point."""
     episode: EpisodeRecord | None = None
     """Episode trials: the episode's steps and the page's verdict; ``None`` for every other trial."""
+    refused: bool = False
+    """The trial ended on the model's "not present" answer (``stop_reason`` ``not_present``; no click, no
+    ``final_point``): a correct refusal when the target is absent, a miss when it is there."""
 
 
 @dataclass(kw_only=True)
@@ -670,7 +683,8 @@ class TrialRecord(TrialOutcome, TrialSpec):
                 to_dist_px=None if e.final_dist_px is None else round(e.final_dist_px, 3),
                 to_element=end_probe.hit_element if end_probe else None,
             )
-        both = (lambda a, b: a and b) if drag is not None else (lambda a, b: a)
+        present = spec.absent == "off"  # an absent target is never hit: a click there is a false click
+        both = (lambda a, b: a and b and present) if drag is not None else (lambda a, b: a and present)
         return cls(
             **{f.name: getattr(spec, f.name) for f in dataclasses.fields(TrialSpec)},
             **result.outcome(),

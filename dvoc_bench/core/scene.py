@@ -53,6 +53,12 @@ class SceneTruth:
     each a one-point task of its own id (``<id>:from``, ``<id>:to``) on the same screen; this truth's target
     is the first. Empty for a one-point task."""
 
+    absent: str | None = None
+    """The absent-target variant this screen is (``remove``: the target was taken off it; ``ask_missing``:
+    the instruction names an element it does not have; docs/absent.md); ``None``: the target is there.
+    ``target_box`` then keeps where the target was (``remove``) or the original target (``ask_missing``),
+    for the record; no rule counts a click there as a hit."""
+
     @property
     def aim(self) -> Point:
         """:attr:`target_aim`, else the target box's centre."""

@@ -351,3 +351,17 @@ def error_result(steps: list[Step], err: ModelCallError, final: Point | None, it
             steps=steps,
         )
     )
+
+
+def refused_result(steps: list[Step], iterations: int) -> TrialResult:
+    """A trial ended by the model's "not present" answer (docs/absent.md): no click, ``refused``."""
+    return finish(
+        TrialResult(
+            status="ok",
+            stop_reason="not_present",
+            final_point=None,
+            iterations=iterations,
+            steps=steps,
+            refused=True,
+        )  # fmt: skip
+    )

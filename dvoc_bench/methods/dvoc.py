@@ -8,6 +8,7 @@ back before the correction."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from dvoc_bench.core import control
 from dvoc_bench.core.control import Report
@@ -23,11 +24,14 @@ from dvoc_bench.methods.common import (
     checked,
     error_result,
     finish,
+    refused_result,
     to_pixels,
     to_screen,
 )
 from dvoc_bench.methods.registry import method
-from dvoc_bench.protocol import HistoryEntry, get_protocol, tools_for
+from dvoc_bench.models.base import Reply
+from dvoc_bench.protocol import HistoryEntry, absent, get_protocol, parse_reply, tools_for
+from dvoc_bench.protocol.parse import Parsed
 
 
 @method(
@@ -56,6 +60,11 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
         st.index += len(first.steps)
     loop.steps = first.steps + loop.steps
     return finish(loop)
+
+
+def _reader(kind: AnswerKind) -> Callable[[Reply], Parsed]:
+    """The reader of a DVOC reply that may be the ``not_present`` tool."""
+    return absent.tool_reader(lambda reply: parse_reply(reply, kind))
 
 
 async def refine(
@@ -106,8 +115,11 @@ async def refine(
             labels=spec.label_placement,
             mapping=mapping,
         )
-        req = env.request(shown, text, tools_for(kind), call_seed(spec.seed, i))
-        out = await call_model(env, req, kind)
+        tools = tools_for(kind)
+        if spec.offer_absent:  # the "not present" answer (docs/absent.md)
+            text, tools = f"{text}\n\n{absent.TOOL_SENTENCE}", absent.offer_tools(tools)
+        req = env.request(shown, text, tools, call_seed(spec.seed, i))
+        out = await call_model(env, req, kind, parser=_reader(kind) if spec.offer_absent else None)
         rule = env.rule_for(spec.coord_frame)
         step = base_step(
             spec,
@@ -125,6 +137,8 @@ async def refine(
         if out.error is not None:
             return error_result(steps, out.error, draft, i + 1)
         assert out.parsed is not None
+        if out.parsed.status == "not_present":
+            return refused_result(steps, i + 1)
         if protocol.checks_offset_range:  # an answer outside its frame is recorded, never clamped
             value = to_screen(checked(step, out.parsed, kind, rule, req.image_size), view)
         else:  # the authors' harness moved by whatever it read

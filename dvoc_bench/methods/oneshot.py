@@ -25,11 +25,12 @@ from dvoc_bench.methods.common import (
     checked,
     error_result,
     finish,
+    refused_result,
     to_screen,
 )
 from dvoc_bench.methods.registry import method
-from dvoc_bench.protocol import get_protocol, tools_for
-from dvoc_bench.protocol.native import native_prompt, point_parser
+from dvoc_bench.protocol import absent, get_protocol, tools_for
+from dvoc_bench.protocol.native import native_prompt, native_text, point_parser
 
 
 @method(
@@ -50,6 +51,12 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     frame = env.rule_for(spec.coord_frame)
     style = env.prompt_style if spec.protocol in ("v1", "-") else "tool_call"
     parser = point_parser(style, frame)
+    if spec.offer_absent:  # the "not present" answer, in the tool list or the family's own form
+        parser = (
+            absent.tool_reader(parser)
+            if style == "tool_call"
+            else absent.native_reader(style, parser, native_text)
+        )
     steps = []
     for i in range(spec.max_attempts):
         shown_previous = None if previous is None else view.to_sent(previous)
@@ -63,11 +70,15 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
                 mapping=frame.mapping,
             )
             tools = tools_for("point")
+            if spec.offer_absent:
+                text, tools = f"{text}\n\n{absent.TOOL_SENTENCE}", absent.offer_tools(tools)
         else:
             text = native_prompt(
                 style, instruction=snap.instruction, seen=view.sent, rule=frame, previous=shown_previous
             )
             tools = []
+            if spec.offer_absent:
+                text = f"{text}\n{absent.native_sentence(style)}"
         req = env.request(shown, text, tools, call_seed(spec.seed, i))
         out = await call_model(env, req, "point", parser=parser)
         step = base_step(
@@ -77,6 +88,8 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
         if out.error is not None:
             return error_result(steps, out.error, previous, i + 1)
         assert out.parsed is not None
+        if out.parsed.status == "not_present":
+            return refused_result(steps, i + 1)
         answer = to_screen(checked(step, out.parsed, "point", frame, req.image_size), view)
         if not isinstance(answer, Point):
             if not protocol.missing_answer_is_zero:
@@ -87,7 +100,7 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
         step.next_draft = previous.as_list()
         s = score(previous, box, spec.epsilon, spec.hit_radius_min)
         step.true_dist_px = round(s.final_dist_px, 3) if s.final_dist_px is not None else None
-        if getattr(s, rule):
+        if getattr(s, rule) and snap.truth.absent is None:  # an absent target is never hit: "missed"
             return finish(
                 TrialResult(
                     status="ok",

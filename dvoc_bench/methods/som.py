@@ -44,8 +44,8 @@ from dvoc_bench.methods.common import (
     to_screen,
 )
 from dvoc_bench.methods.registry import method
-from dvoc_bench.models.base import ModelCallError, ModelRequest
-from dvoc_bench.protocol import get_protocol, tools_for
+from dvoc_bench.models.base import ModelCallError, ModelRequest, Reply
+from dvoc_bench.protocol import Parsed, absent, get_protocol, parse_reply, tools_for
 from dvoc_bench.protocol.som import parse_select, som_fallback_prompt, som_tools
 
 _UNKNOWN_ID_RE = re.compile(r"unknown_id:(\d+)")
@@ -60,11 +60,15 @@ class Selection:
     point: Point | None
     """Centre of the chosen mark, ``None`` when there is none."""
     stop_reason: StopReason
-    """``selected | no_valid_id | grounding_error | error``."""
+    """``selected | no_valid_id | not_present | grounding_error | error``."""
     call_error: ModelCallError | None = None
     """The failed call, when the model call failed."""
     grounding_error: str | None = None
     """Why no marks were shown (then no call was made yet: the method falls back)."""
+
+
+def _point(reply: Reply) -> Parsed:
+    return parse_reply(reply, "point")
 
 
 def no_marks_error(boxes: int, marked: int) -> str:
@@ -77,8 +81,12 @@ def no_marks_error(boxes: int, marked: int) -> str:
     )
 
 
-async def _call(env: TrialEnv, req: ModelRequest, valid_ids: set[int]) -> CallOutcome:
-    """One select call; a transport/provider failure is returned, never raised."""
+async def _call(env: TrialEnv, req: ModelRequest, valid_ids: set[int], offer: bool = False) -> CallOutcome:
+    """One select call (``offer``: the ``none`` mark is a valid answer, read as not present); a
+    transport/provider failure is returned, never raised."""
+    if offer:
+        ids = valid_ids | {absent.NONE_MARK}
+        return await call_model(env, req, parser=absent.som_reader(lambda reply: parse_select(reply, ids)))
     return await call_model(env, req, parser=lambda reply: parse_select(reply, valid_ids))
 
 
@@ -123,9 +131,11 @@ async def select(spec: TrialSpec, env: TrialEnv) -> Selection:
     text = get_protocol(spec.protocol).som_prompt(
         instruction=snap.instruction, size=view.sent, frame=frame, marks=drawn
     )
+    if spec.offer_absent:  # the ``none`` mark (docs/absent.md)
+        text = f"{text}\n\n{absent.SOM_SENTENCE}"
     req = env.request(shown, text, som_tools(), call_seed(spec.seed, 0))
     by_id = {m.id: m for m in marks}
-    out = await _call(env, req, set(by_id))
+    out = await _call(env, req, set(by_id), spec.offer_absent)
     step: Step = base_step(
         spec, 0, "select", req, out, shown.sha, env.model_identity, view, rule=env.rule_for(spec.coord_frame)
     )
@@ -133,6 +143,9 @@ async def select(spec: TrialSpec, env: TrialEnv) -> Selection:
     if out.error is not None:
         return Selection(res, None, "error", out.error)
     assert out.parsed is not None
+    if out.parsed.status == "not_present":
+        som.chosen_id, som.chosen_valid = absent.NONE_MARK, True
+        return Selection(res, None, "not_present")
     if out.parsed.values is not None:
         som.chosen_id = int(out.parsed.values["id"])
         step.values_raw = {**(step.values_raw or {}), "id": som.chosen_id}
@@ -173,6 +186,7 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     if sel.grounding_error is not None:
         return await fallback_click(spec, env, res, sel.grounding_error)
     res.stop_reason = sel.stop_reason
+    res.refused = sel.stop_reason == "not_present"
     res.final_point = sel.point.as_list() if sel.point is not None else None
     res.iterations = len(res.steps)
     return finish(res)
@@ -185,8 +199,13 @@ async def fallback_click(spec: TrialSpec, env: TrialEnv, res: TrialResult, error
     shown = await env.clean_frame(view)
     frame = Frame(spec.coord_frame)
     text = som_fallback_prompt(instruction=snap.instruction, size=view.sent, frame=frame, error=error)
-    req = env.request(shown, text, tools_for("point"), call_seed(spec.seed, 0))
-    out = await call_model(env, req, "point")
+    tools = tools_for("point")
+    if spec.offer_absent:  # the ``not_present`` tool in place of the ``none`` mark
+        text, tools = f"{text}\n\n{absent.TOOL_SENTENCE}", absent.offer_tools(tools)
+    req = env.request(shown, text, tools, call_seed(spec.seed, 0))
+    out = await call_model(
+        env, req, "point", parser=absent.tool_reader(_point) if spec.offer_absent else None
+    )
     step = base_step(
         spec, 0, "click", req, out, shown.sha, env.model_identity, view, rule=env.rule_for(spec.coord_frame)
     )
@@ -194,6 +213,9 @@ async def fallback_click(spec: TrialSpec, env: TrialEnv, res: TrialResult, error
     if out.error is not None:
         return finish(set_error(res, out.error.error_class, str(out.error)))
     assert out.parsed is not None
+    if out.parsed.status == "not_present":
+        res.stop_reason, res.refused = "not_present", True
+        return finish(res)
     answer = to_screen(
         checked(step, out.parsed, "point", env.rule_for(spec.coord_frame), req.image_size), view
     )

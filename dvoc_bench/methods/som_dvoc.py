@@ -59,6 +59,9 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
         return finish(set_error(res, e.error_class, str(e)))
     if res.status == "error":
         return finish(res)
+    if sel.stop_reason == "not_present":  # the ``none`` mark: no click, no loop
+        res.stop_reason, res.refused, res.iterations = "not_present", True, len(res.steps)
+        return finish(res)
     if sel.point is not None:
         start, res.som.start_source = sel.point, "som"
     else:
@@ -72,6 +75,7 @@ async def run(spec: TrialSpec, env: TrialEnv) -> TrialResult:
     res.steps = res.steps + loop.steps
     res.status, res.stop_reason, res.final_point = loop.status, loop.stop_reason, loop.final_point
     res.iterations, res.error_class, res.error = loop.iterations, loop.error_class, loop.error
+    res.refused = loop.refused
     if sel.grounding_error is not None and loop.status == "ok":
         res.som.fallback_stop_reason, res.stop_reason = loop.stop_reason, "grounding_error"
     return finish(res)

@@ -14,7 +14,9 @@ The final point is the last usable answer (clamped to the screen), scored like e
 ``zoom_dvoc`` runs the same rounds, then the DVOC loop on the last crop (the crosshair drawn on the crop as
 sent, the draft clamped to the screen) from the last answer, up to ``loop.max_iterations`` more calls. A round
 without a usable answer ends the trial there (``abort_stuck``, the last usable point kept; ``protocol=paper``
-reads a missing answer as (0, 0) of the image sent, as the authors' harness did). The prompt of every
+reads a missing answer as (0, 0) of the image sent, as the authors' harness did). With ``offer_absent`` the
+first round (the whole screen) also offers ``not_present`` (docs/absent.md), which ends the trial without a
+click; the crops do not (a crop may leave the target out). The prompt of every
 round is the protocol's one-shot question about the image sent, with one sentence saying it is an
 enlarged part of the screen.
 """
@@ -33,14 +35,20 @@ from dvoc_bench.methods.common import (
     checked,
     error_result,
     finish,
+    refused_result,
     to_screen,
 )
 from dvoc_bench.methods.dvoc import refine
 from dvoc_bench.methods.registry import method
-from dvoc_bench.protocol import get_protocol, tools_for
+from dvoc_bench.models.base import Reply
+from dvoc_bench.protocol import Parsed, absent, get_protocol, parse_reply, tools_for
 
 ZOOMED_NOTE = "This image is an enlarged part of the screen around the element; it shows only that part."
 """The sentence added to the prompt of every round after the first (our wording)."""
+
+
+def _point(reply: Reply) -> Parsed:
+    return parse_reply(reply, "point")
 
 
 def schedule(label: str) -> tuple[float, int, int]:
@@ -68,8 +76,12 @@ async def narrow(spec: TrialSpec, env: TrialEnv) -> tuple[list[Step], Point | No
         )
         if i > 0:
             text = f"{ZOOMED_NOTE}\n{text}"
-        req = env.request(shown, text, tools_for("point"), call_seed(spec.seed, i))
-        out = await call_model(env, req, "point")
+        tools = tools_for("point")
+        offer = spec.offer_absent and i == 0  # asked on the whole screen only: a crop may not show it
+        if offer:
+            text, tools = f"{text}\n\n{absent.TOOL_SENTENCE}", absent.offer_tools(tools)
+        req = env.request(shown, text, tools, call_seed(spec.seed, i))
+        out = await call_model(env, req, "point", parser=absent.tool_reader(_point) if offer else None)
         rule = env.rule_for(spec.coord_frame)
         step = base_step(
             spec,
@@ -86,6 +98,8 @@ async def narrow(spec: TrialSpec, env: TrialEnv) -> tuple[list[Step], Point | No
         if out.error is not None:
             return steps, point, view, error_result(steps, out.error, point, i + 1)
         assert out.parsed is not None
+        if out.parsed.status == "not_present":
+            return steps, point, view, refused_result(steps, i + 1)
         answer = to_screen(checked(step, out.parsed, "point", rule, req.image_size), view)  # never clamped
         if not isinstance(answer, Point):
             if not protocol.missing_answer_is_zero:

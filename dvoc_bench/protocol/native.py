@@ -54,7 +54,9 @@ from dvoc_bench.core.geometry import Frame, Point, Size
 from dvoc_bench.models.base import Reply
 from dvoc_bench.protocol.parse import MAX_MAGNITUDE, Parsed, parse_reply
 
-__all__ = ["FORMS", "NATIVE_STYLES", "native_prompt", "parse_native", "point_parser", "refusal"]
+__all__ = [
+    "FORMS", "NATIVE_STYLES", "native_prompt", "native_text", "parse_native", "point_parser", "refusal"
+]  # fmt: skip
 
 NATIVE_STYLES: tuple[str, ...] = tuple(s for s in PROMPT_STYLES if s != "tool_call")
 """The prompt styles of :func:`native_prompt` (every style but the tool call)."""
@@ -358,6 +360,13 @@ def call_text(reply: Reply) -> str:
                 continue
         parts.append(f'<tool_call>{{"name": {json.dumps(str(name))}, "arguments": {args}}}</tool_call>')
     return "\n".join(parts)
+
+
+def native_text(reply: Reply) -> str:
+    """The text a family reader reads: the reply's text and its parsed tool calls written back."""
+    calls = call_text(reply)
+    text = (reply.text or "")[:_MAX_TEXT]
+    return f"{text}\n{calls}" if calls else text
 
 
 def parse_native(reply: Reply, style: str, rule: FrameRule) -> Parsed:

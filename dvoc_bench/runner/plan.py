@@ -165,6 +165,7 @@ def _assumptions(
     scene_kind: SceneKind,
     labels: str = NA,
     points: str = NA,
+    absent: str = "off",
 ) -> list[str]:
     """The assumption markers of a simulated profile's trial (none for real models): the registered knobs
     of :mod:`dvoc_bench.core.assumptions`, with zoom crops and the kind of screen."""
@@ -174,7 +175,7 @@ def _assumptions(
 
     sim = model.sim
     extra = {"crops": "zoom" if crops else "none", "scene": scene_kind, "label_placement": labels,
-             "points": points}  # fmt: skip
+             "points": points, "absent": absent}  # fmt: skip
     return assumed_knobs(sim, protocol=protocol, overlay=overlay, default_style=default_style, extra=extra)
 
 
@@ -282,13 +283,17 @@ def build_plan(
                     retry_rule=_retry_rule(s.oneshot.retry_rule, protocol),
                     verify_click=verify.get(scene_kind, False),
                     model_config=setup.model_changes.get(model.name, NA) if info.calls_model else NA,
+                    absent=s.absent.variant,  # the screen's variant; off: not in the key (TrialSpec.key)
+                    offer_absent=s.absent.offered and info.calls_model,
                 )
                 spec = TrialSpec(trial_key="", experiment=setup.experiment, seed=0, **fields)
                 key = spec.key()
                 crops = "zoom" in uses  # crops: no simulated profile was fitted on them
                 drawn = NA if overlay in (NA, "none") else labels
                 two = "two" if task in drags else NA
-                assumed = _assumptions(model, protocol, overlay, default_style, crops, scene_kind, drawn, two)
+                assumed = _assumptions(
+                    model, protocol, overlay, default_style, crops, scene_kind, drawn, two, s.absent.variant
+                )
                 specs.setdefault(
                     key,
                     dataclasses.replace(

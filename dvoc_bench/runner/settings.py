@@ -69,6 +69,26 @@ class Dvoc(Declared):
     from a point when not ``source``."""
 
 
+class Absent(Declared):
+    """Absent targets (docs/absent.md): the screen without its target, or an instruction naming an element
+    the screen does not have, and a "not present" answer offered to the model."""
+
+    variant: Literal["off", "remove", "ask_missing"] = "off"
+    """``off``: the target is there (every key as before). ``remove``: the target is taken off the screen
+    before the screenshot (synthetic scenes drawn without it; web pages with it hidden in the DOM; other
+    sources fail their trials with the reason). ``ask_missing``: the instruction names an element the
+    screen does not have, built by a rule and checked against the measured layout."""
+    offer: bool | None = None
+    """Offer the model a "not present" answer (the ``not_present`` tool, the family's own form,
+    Set-of-Mark's ``none`` mark). ``None``: offered exactly when ``variant`` is not ``off``; set ``true`` on
+    the present run of a comparison, so both halves are asked the same way."""
+
+    @property
+    def offered(self) -> bool:
+        """Whether the requests offer a "not present" answer."""
+        return self.offer if self.offer is not None else self.variant != "off"
+
+
 class Run(Declared):
     """How the sweep runs (free to change on resume)."""
 
@@ -222,6 +242,8 @@ class Settings(Declared):
     """Iterative zoom."""
     dvoc: Dvoc = Dvoc()
     """The DVOC loop on two-point (drag) tasks (``dvoc.drag_start``)."""
+    absent: Absent = Absent()
+    """Absent targets: ``absent.variant=off|remove|ask_missing``, ``absent.offer`` (docs/absent.md)."""
     overlay_style: OverlayStyle = OverlayStyle()
     """Colours and sizes of the overlay."""
     overlay: OverlayOptions = OverlayOptions()

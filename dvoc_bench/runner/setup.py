@@ -133,6 +133,7 @@ def setup_from_settings(s: Settings, experiment: str, model_choice: str | None =
                 "gtk_episodes": (s.episode, s.desktop),
             },
             max_side=s.scenes.max_side,
+            absent=s.absent.variant,
         )
         tasks = check_list("task" if s.task else "tasks", [s.task] if s.task else s.tasks, registry.ids())
     if s.model and not model_choice:  # model.<key>=V with models=[...]: it would change no model
@@ -255,7 +256,7 @@ def dataset_registry(s: Settings, scenes_dir: Path) -> SceneRegistry:
     fmt = s.dataset.format
     assert fmt is not None
     sources = build_sources({fmt: options}, names=[fmt])
-    return SceneRegistry(scenes_dir, sources=sources, max_side=s.scenes.max_side)
+    return SceneRegistry(scenes_dir, sources=sources, max_side=s.scenes.max_side, absent=s.absent.variant)
 
 
 def _check_budget(models: Sequence[ModelConfig], methods: Sequence[str]) -> None:

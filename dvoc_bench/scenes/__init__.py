@@ -28,8 +28,9 @@ from dvoc_bench.core.geometry import Point
 from dvoc_bench.core.records import Probe, SceneKind
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
 from dvoc_bench.scenes import sources as registry
+from dvoc_bench.scenes.absent import absent_variant
 from dvoc_bench.scenes.sources import FolderTasks, SceneFolder, TaskSource, natural_key
-from dvoc_bench.scenes.synthetic import DEFAULT_MAX_SIDE, render_synthetic_file
+from dvoc_bench.scenes.synthetic import DEFAULT_MAX_SIDE, render_synthetic_file, render_without_target_file
 
 __all__ = [
     "DEFAULT_MAX_SIDE",
@@ -47,7 +48,7 @@ __all__ = [
 
 @registry.source("synthetic", kind="synthetic")
 def _synthetic_source(options: Any) -> SceneFolder:
-    return SceneFolder("*.yaml", render_synthetic_file, kind="synthetic")
+    return SceneFolder("*.yaml", render_synthetic_file, kind="synthetic", remove=render_without_target_file)
 
 
 @registry.source("web", kind="web")
@@ -128,6 +129,7 @@ class SceneRegistry:
         sources: Mapping[str, Source] | None = None,
         options: Mapping[str, Any] | None = None,
         max_side: int = DEFAULT_MAX_SIDE,
+        absent: str = "off",
     ) -> None:
         """``root``: the scenes directory the folder sources glob in. ``sources`` replaces the registered
         ones (:func:`build_sources`); ``options`` maps a source name to its options: its validated settings
@@ -138,6 +140,8 @@ class SceneRegistry:
         """The scenes directory."""
         self.max_side = max_side
         """Largest canvas side a scene may have (``scenes.max_side``); checked before rendering."""
+        self.absent = absent
+        """The absent-target variant every task is rendered as (``absent.variant``; ``off``: as it is)."""
         if sources is None:
             sources = build_sources(options or {})
         self._sources: dict[str, TaskSource] = {
@@ -181,7 +185,9 @@ class SceneRegistry:
         with self._lock:
             if scene_id in self._snapshots:
                 return self._snapshots[scene_id]
-            snap = self._source_of(scene_id).snapshot(scene_id)
+            src = self._source_of(scene_id)
+            off = self.absent == "off"
+            snap = src.snapshot(scene_id) if off else absent_variant(src, scene_id, self.absent)
             self._snapshots[scene_id] = snap
             return snap
 

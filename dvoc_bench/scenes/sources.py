@@ -90,6 +90,9 @@ class SceneFolder:
     it the registry answers from the element boxes (:func:`box_probe`)."""
     close: Callable[[], None] | None = None
     """Optional: release live resources (the browser); a later call may start them again."""
+    remove: Callable[[Path, int], Snapshot] | None = None
+    """Optional: renders one definition file with its target taken off the screen (``absent.variant=
+    remove``, :mod:`dvoc_bench.scenes.absent`); ``None``: the source cannot."""
     extra: Mapping[str, Path] = field(default_factory=dict)
     """Scenes defined outside the subfolder (bring-your-own tasks): scene id -> the path given to ``load``."""
     backend: Any = None
@@ -143,6 +146,13 @@ class FolderTasks:
             said = snap.scene_id
             raise ValueError(f"{path}: defines scene id {said!r}, expected the file stem {task_id!r}")
         return snap
+
+    def without_target(self, task_id: str) -> Snapshot | None:
+        """The task rendered with its target taken off the screen, ``None`` when the folder's source cannot
+        (:attr:`SceneFolder.remove`)."""
+        if self.spec.remove is None:
+            return None
+        return self.spec.remove(self.paths()[task_id], self.max_side)
 
     def meta(self, task_id: str) -> dict[str, Any] | None:
         return None

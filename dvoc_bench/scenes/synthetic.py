@@ -32,6 +32,7 @@ hidden default. A ``text`` element's box is the bounding box of its drawn text, 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -285,6 +286,42 @@ def render_synthetic_file(path: str | Path, max_side: int = DEFAULT_MAX_SIDE) ->
     return render_synthetic(load_spec(path, max_side), max_side)
 
 
+def render_without_target(spec: Mapping[str, Any], max_side: int = DEFAULT_MAX_SIDE) -> Snapshot:
+    """The scene drawn without its target (``absent.variant=remove``, docs/absent.md): the target element
+    and every element drawn inside its box (a label written on it) are left out; the other pixels are
+    the scene's. The truth keeps the target's box as where it was, lists only what was drawn, and says
+    ``absent="remove"``."""
+    spec = validate_spec(spec, source=f"<spec {spec.get('id', '?')}>", max_side=max_side)
+    full = render_synthetic(spec, max_side)
+    gone = full.truth.target_box
+    kept = [
+        e for e in spec["elements"]
+        if e["id"] != spec["target"] and not _inside(Box.from_list(_drawn_box(e, full)), gone)
+    ]  # fmt: skip
+    width, height = spec["size"]
+    img = Image.new("RGB", (width, height), spec["background"])
+    draw = ImageDraw.Draw(img)
+    elements = tuple(_draw_element(draw, e) for e in kept)
+    image = np.array(img, dtype=np.uint8)
+    image.flags.writeable = False
+    truth = dataclasses.replace(full.truth, elements=elements, absent="remove")
+    return Snapshot(truth=truth, image=image, content_hash=content_hash(image, truth, absent="remove"))
+
+
+def render_without_target_file(path: str | Path, max_side: int = DEFAULT_MAX_SIDE) -> Snapshot:
+    """:func:`render_without_target` of one spec file."""
+    return render_without_target(load_spec(path, max_side), max_side)
+
+
+def _drawn_box(e: Mapping[str, Any], full: Snapshot) -> list[float]:
+    """The box an element was drawn in (a text element's measured one, from the full scene's truth)."""
+    return next(x.box.as_list() for x in full.truth.elements if x.id == e["id"])
+
+
+def _inside(inner: Box, outer: Box) -> bool:
+    return outer.x0 <= inner.x0 and outer.y0 <= inner.y0 and inner.x1 <= outer.x1 and inner.y1 <= outer.y1
+
+
 def _draw_element(draw: ImageDraw.ImageDraw, e: Mapping[str, Any]) -> Element:
     """Draw one element (box, then its text) and return its ground truth."""
     box = e["box"]
@@ -302,9 +339,10 @@ def _draw_element(draw: ImageDraw.ImageDraw, e: Mapping[str, Any]) -> Element:
     )
 
 
-def content_hash(image: np.ndarray, truth: SceneTruth) -> str:
-    """sha256 (first 16 hex digits) over the pixels, size, instruction, target id and every element."""
-    meta = {
+def content_hash(image: np.ndarray, truth: SceneTruth, absent: str | None = None) -> str:
+    """sha256 (first 16 hex digits) over the pixels, size, instruction, target id and every element (and
+    the absent-target variant, when there is one: a scene's hash is unchanged without it)."""
+    meta: dict[str, Any] = {
         "shape": list(image.shape),
         "size": truth.size.as_list(),
         "instruction": truth.instruction,
@@ -320,6 +358,8 @@ def content_hash(image: np.ndarray, truth: SceneTruth) -> str:
             for e in truth.elements
         ],
     }
+    if absent is not None:
+        meta["absent"] = absent
     h = hashlib.sha256(json.dumps(meta, sort_keys=True, separators=(",", ":")).encode("utf-8"))
     h.update(np.ascontiguousarray(image, dtype=np.uint8).tobytes())
     return h.hexdigest()[:16]

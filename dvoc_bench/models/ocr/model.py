@@ -11,6 +11,10 @@ id or its truth). Per call: read the target's label from the instruction (:mod:`
 - ``select_element``: the mark (listed in the Set-of-Mark prompt) whose box contains the match's centre
   (the smallest such; none contains it: the nearest mark).
 
+When the request offers a "not present" answer (the ``not_present`` tool, or Set-of-Mark's ``none`` mark,
+docs/absent.md) and no word read matches the label at ``min_score`` (or the prompt names no label), it
+gives that answer instead of the centre guess: its own matcher's verdict, never the scene's truth.
+
 Answers are in the frame the prompt asks for (``use pixel coordinates`` / ``normalised to 0-1000`` /
 ``0-1``), else pixels. The confidence is the fuzzy score / 100. With no label or no match it answers the
 image centre (or the mark nearest it) with confidence 0.05 and says ``no match for '<label>'``. The reply
@@ -43,6 +47,12 @@ from dvoc_bench.models.simulator.reading import (
     requested_frame,
     tool_names,
 )
+
+NOT_PRESENT_TOOL = "not_present"
+"""The harness's "not present" tool (:data:`dvoc_bench.protocol.absent.NOT_PRESENT_TOOL`)."""
+
+NONE_MARK_PHRASE = "with id 0 (none)"
+"""How a Set-of-Mark prompt offers the ``none`` mark (:data:`dvoc_bench.protocol.absent.SOM_SENTENCE`)."""
 
 __all__ = ["NO_MATCH_CONFIDENCE", "OcrModel", "ocr_model_from_config"]
 
@@ -107,7 +117,15 @@ class OcrModel:
         frame = requested_frame(req.text) or "pixel"
         if DRAG_TOOL in names:
             return self._drag(req, image, size, frame)
-        point, conf, evidence, select = self._aim(req, image, size)
+        point, conf, matched, evidence, select = self._aim(req, image, size)
+        if NOT_PRESENT_TOOL in names and not matched:  # offered, and nothing read matches: say so
+            call = ToolCall(NOT_PRESENT_TOOL, json.dumps({"reason": evidence}))
+            return self._reply(evidence + " Not present.", call)
+        if NONE_MARK_PHRASE in req.text and not matched and "select_element" in names:
+            args = {"id": 0, "confidence": 1.0}
+            return self._reply(
+                evidence + " Not present: mark 0.", ToolCall("select_element", json.dumps(args))
+            )
         if "report_offset" in names:
             return self._offset(req, image, size, point, conf, frame, evidence)
         if "click_at" in names:
@@ -120,11 +138,12 @@ class OcrModel:
 
     def _aim(
         self, req: ModelRequest, image: np.ndarray | None, size: Size
-    ) -> tuple[Point, float, str, Callable[[], Reply]]:
-        """``(target point in pixels of the image sent, confidence, evidence, select)``: ``select()`` is the
+    ) -> tuple[Point, float, bool, str, Callable[[], Reply]]:
+        """``(target point in pixels of the image sent, confidence, matched, evidence, select)``:
+        ``matched`` when the label was found (else the point is a guess), ``select()`` the
         ``select_element`` reply (how this model picks a mark). The parse model overrides this alone."""
         point, conf, matched, evidence = self.locate(req.text, image, size)
-        return point, conf, evidence, lambda: self._select(req, size, point, conf, matched, evidence)
+        return point, conf, matched, evidence, lambda: self._select(req, size, point, conf, matched, evidence)
 
     def locate(self, prompt: str, image: np.ndarray | None, size: Size) -> tuple[Point, float, bool, str]:
         """Where the target is, from the prompt's label and the words read: ``(point in pixels of the image
@@ -154,7 +173,7 @@ class OcrModel:
         pairs, confs, notes = [], [], []
         for part in parts:
             one = dataclasses.replace(req, text=f"Instruction: {part}")
-            point, conf, evidence, _ = self._aim(one, image, size)
+            point, conf, _, evidence, _ = self._aim(one, image, size)
             p = point_from_pixels(point, Frame(frame), size)
             pairs.append([_round(p.x, frame), _round(p.y, frame)])
             confs.append(conf)

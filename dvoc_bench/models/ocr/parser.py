@@ -106,12 +106,12 @@ class ParseModel(OcrModel):
 
     def _aim(
         self, req: ModelRequest, image: np.ndarray | None, size: Size
-    ) -> tuple[Point, float, str, Callable[[], Reply]]:
+    ) -> tuple[Point, float, bool, str, Callable[[], Reply]]:
         """The element the label is in (its centre; the screen centre when nothing was detected), and its
         mark by overlap (:meth:`_select_mark`)."""
-        el, conf, _, evidence = self.find(req.text, image, size)
+        el, conf, matched, evidence = self.find(req.text, image, size)
         point = el.centre if el is not None else size.centre
-        return point, conf, evidence, lambda: self._select_mark(req, size, el, point, conf, evidence)
+        return point, conf, matched, evidence, lambda: self._select_mark(req, size, el, point, conf, evidence)
 
     def _select_mark(
         self, req: ModelRequest, size: Size, el: Element | None, point: Point, conf: float, evidence: str

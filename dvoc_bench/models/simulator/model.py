@@ -50,6 +50,13 @@ from dvoc_bench.models.simulator.reading import (
     truth_in_image,
 )
 
+NOT_PRESENT_TOOL = "not_present"
+"""The harness's "not present" tool (:data:`dvoc_bench.protocol.absent.NOT_PRESENT_TOOL`; this floor cannot
+import it)."""
+
+NONE_MARK_PHRASE = "with id 0 (none)"
+"""How a Set-of-Mark prompt offers the ``none`` mark (:data:`dvoc_bench.protocol.absent.SOM_SENTENCE`)."""
+
 __all__ = ["NOT_SUPPORTED", "NO_TOOL_TEXT", "SimulatedModel"]
 
 NOT_SUPPORTED = "not supported by the simulator"
@@ -149,6 +156,9 @@ class SimulatedModel:
             return self._reply(NO_TOOL_TEXT, None)
         size = req.image_size
         scene = self.truth(req.scene_id)
+        refusal = self._refuse(req, scene, names, mode)
+        if refusal is not None:
+            return refusal
         truth = truth_in_image(scene, size, req.crop)
         prof = for_canvas(prof, scene.size)
         rng = self.situation_rng(req, prof, mode, truth, rng)
@@ -160,6 +170,26 @@ class SimulatedModel:
         if mode == "select":
             return self._select(truth, marks, centre, aimed, rng)
         return self._offset(req, truth, size, centre, aimed, rng, prof)
+
+    def _refuse(self, req: ModelRequest, scene: SceneTruth, names: set[str], mode: str) -> Reply | None:
+        """The "not present" answer, with probability ``refuses_absent``, when the target is absent and the
+        request offers the answer (a generator of its own: the other draws are untouched); else ``None``."""
+        p = self.profile.refuses_absent
+        if scene.absent is None or p <= 0:
+            return None
+        if mode == "select":
+            if NONE_MARK_PHRASE not in req.text:
+                return None
+        elif NOT_PRESENT_TOOL not in names:
+            return None
+        if p < 1:
+            h = hashlib.sha256(self._identity + b"|absent|" + req.text.encode() + image_digest(req))
+            if np.random.default_rng(int.from_bytes(h.digest()[:16], "big")).random() >= p:
+                return None
+        if mode == "select":
+            return self._reply(None, ToolCall("select_element", json.dumps({"id": 0, "confidence": 1.0})))
+        args = {"reason": "no element on the screenshot matches the instruction"}
+        return self._reply(None, ToolCall(NOT_PRESENT_TOOL, json.dumps(args)))
 
     def situation_rng(
         self, req: ModelRequest, prof: SimProfile, mode: str, truth: SceneTruth, rng: np.random.Generator

@@ -499,6 +499,13 @@ class SimProfile(Declared):
     frame mixture. The authors' prompts asked for pixels and got mostly 0-1000 answers (that behaviour is
     the fitted ``frames``); an explicit request was never tried, so the default 0 assumes it changes
     nothing, and every result under ``protocols=[v1]`` is marked ``frame request assumed``."""
+    refuses_absent: Prob = 0.0
+    """Probability that a call answers "not present" when the screen's target is absent (the scene truth
+    says so: ``absent.variant``) and the request offers that answer (the ``not_present`` tool, Set-of-Mark's
+    ``none`` mark); docs/absent.md. The authors' records hold no absent target, so a fitted profile keeps 0
+    (it never refuses: every absent trial of it is a false click); ``sim-ideal`` sets 1 (it knows the
+    truth). Drawn from a generator of its own and left out of the digest: the other answers stay as they
+    were."""
     fitted_for: FittedFor | None = None
     """The knobs the parameters were fitted for (written by the calibration); ``None`` for a hand-set
     profile, whose results carry no assumption marker beyond ``[SIMULATED]``."""
@@ -531,6 +538,7 @@ class SimProfile(Declared):
         if self.som == SomSpec():
             d.pop("som")
         d.pop("fitted_for")  # a label, not behaviour
+        d.pop("refuses_absent")  # drawn apart, on absent screens only: every other answer stays
         if self.obeys_requested_frame == 0:
             d.pop("obeys_requested_frame")
         for noise in [d["noise"], *(c["noise"] for c in d["canvas"] if c.get("noise"))]:

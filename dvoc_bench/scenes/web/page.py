@@ -109,6 +109,10 @@ class WebTask:
     """Selector scrolled into view before the snapshot."""
     origins: tuple[str, ...] = ()
     """Loopback origins the page may load from (``web.allow_origins``, normalised)."""
+    hide_target: bool = False
+    """The absent-target variant ``remove`` (docs/absent.md): the target is measured, then hidden
+    (``visibility: hidden``, so nothing else moves and a point there reaches what lies under it) before the
+    screenshot, in the kept page and in the page of verifying clicks."""
 
     @property
     def url(self) -> str:
@@ -295,9 +299,7 @@ def _faces(raw: Any) -> tuple[tuple[str, str, str, str], ...]:
     return tuple((f[0], f[1], f[2], f[3]) for f in raw)
 
 
-def prepare(
-    live: LivePage, task: WebTask
-) -> tuple[dict[str, float], tuple[tuple[str, str, str, str], ...]]:
+def prepare(live: LivePage, task: WebTask) -> tuple[dict[str, float], tuple[tuple[str, str, str, str], ...]]:
     """(Re)load the task in ``live`` as a user would see it: loaded, network idle (bounded), fonts pinned
     and loaded, ``wait_for`` visible, set-up done, ``scroll_to`` in view. Every call is bounded.
 
@@ -494,13 +496,16 @@ def render(session: Session, task: WebTask, keep: bool = True) -> tuple[PageRend
         elements, target, index = measure(live, task)
         timings["measure"] = time.perf_counter() - t
         t = time.perf_counter()
+        _hide(live, task, index, True)
         with _step(task, "screenshot", live.timeout_ms / 1000):
             image = screenshot(live.page, task.image_size, live.timeout_ms)
         timings["screenshot"] = time.perf_counter() - t
+        _hide(live, task, index, False)  # measured visible, as it was measured before the screenshot
         # The DOM must not have moved while the screenshot was taken.
         again, _, _ = measure(live, task)
         if again != elements:
             raise PageError(f"{task.id}: the page layout changed between measuring and the screenshot")
+        _hide(live, task, index, True)
         if not _same_document(live.page.url, task.url):
             raise PageError(f"{task.id}: the page navigated away from {task.url} to {live.page.url}")
         with _step(task, "keeping the target", live.timeout_ms / 1000):
@@ -553,6 +558,27 @@ def css_point(p: Point, scale: float = 1.0) -> tuple[float, float]:
     return (p.x + 0.5) / scale, (p.y + 0.5) / scale
 
 
+_HIDE_JS = """([el, hide]) => {
+  if (hide) el.style.setProperty('visibility', 'hidden', 'important');
+  else el.style.removeProperty('visibility');
+  return true;
+}"""
+
+
+def _hide(live: LivePage, task: WebTask, index: int, hide: bool) -> None:
+    """Hide (or show again) match ``index`` of the target's selector when ``task.hide_target``; else
+    nothing."""
+    if not task.hide_target:
+        return
+    ms = live.timeout_ms
+    with _step(task, "hiding the target" if hide else "showing the target", ms / 1000):
+        handle = _locate(live.page, task.selector, task, "selector").nth(index).element_handle(timeout=ms)
+        try:
+            evaluate(live.page, _HIDE_JS, [handle, hide], ms)
+        finally:
+            handle.dispose()
+
+
 def hit_test(live: LivePage, task: WebTask, p: Point) -> tuple[str | None, bool]:
     """``(description of the element under p, whether it is the target or inside it)``."""
     x, y = css_point(p, task.scale)
@@ -576,6 +602,7 @@ def verify_click(live: LivePage, task: WebTask, p: Point, index: int = 0) -> tup
             raise PageError(f"{task.id}: selector {task.selector!r} matches nothing after set-up")
         handle = loc.nth(index).element_handle(timeout=ms)
         evaluate(live.page, ARM_CLICK_JS, handle, ms)
+        _hide(live, task, index, True)
         x, y = css_point(p, task.scale)
         live.page.mouse.click(x, y)
         fired = bool(evaluate(live.page, CLICKED_JS, None, ms)["clicked"])

@@ -35,6 +35,7 @@ listener fired. A page that fails (hangs, navigates away, crashes, no valid targ
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -365,6 +366,7 @@ class WebScenes:
             lambda path, _max_side: self.load(path),
             probe=self.probe,
             close=self.close,
+            remove=lambda path, _max_side: self.load_without_target(path),
             extra=dict(self.extra),
             backend=self,
             kind="web",
@@ -387,6 +389,19 @@ class WebScenes:
         A page that cannot be a scene raises :class:`SceneError`; the failure is remembered, so the
         sweep's every trial of it gets the same error at once instead of rendering it again."""
         task = self.task(path)
+        failed = self._failed.get(task.id)
+        if failed is not None:
+            raise failed
+        try:
+            return self.render(task).snapshot
+        except SceneError as e:
+            self._failed[task.id] = e
+            raise
+
+    def load_without_target(self, path: Path) -> Snapshot:
+        """:meth:`load` with the target hidden before the screenshot (``absent.variant=remove``): the
+        registry of such a run renders each page this way only."""
+        task = dataclasses.replace(self.task(path), hide_target=True)
         failed = self._failed.get(task.id)
         if failed is not None:
             raise failed
@@ -486,7 +501,9 @@ class WebScenes:
 
 def _snapshot(task: WebTask, r: PageRender) -> Snapshot:
     elements = tuple(
-        Element(id=e.id, label=e.label, box=e.box, role=e.role, interactive=True) for e in r.elements
+        Element(id=e.id, label=e.label, box=e.box, role=e.role, interactive=True)
+        for e in r.elements
+        if not (task.hide_target and e.is_target)  # a hidden target is not on the screen
     )
     truth = SceneTruth(
         scene_id=task.id,
@@ -496,6 +513,7 @@ def _snapshot(task: WebTask, r: PageRender) -> Snapshot:
         target_box=r.target.box,
         elements=elements,
         target_full_box=r.target.dom_box if r.target.dom_box not in (None, r.target.box) else None,
+        absent="remove" if task.hide_target else None,
     )
     return Snapshot(truth=truth, image=r.image, content_hash=content_hash(r.image, truth))
 
