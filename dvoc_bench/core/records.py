@@ -203,6 +203,10 @@ class TrialSpec:
     episode_knobs: str = "-"
     """Episode trials (MiniWoB tasks): the ``episode:`` knobs
     (``plan=oracle,scale=4,max_steps=12,wall_s=300``); ``-`` for every other trial (then not in the key)."""
+    device: str = "-"
+    """Web trials shown on a phone (``web.device``): the Playwright device name (``Pixel 7``) or the custom
+    device's numbers (``custom:412x839@2.625,mobile,touch``); ``-`` for a desktop window and every other
+    kind of scene (then not in the key)."""
     simulated_assumptions: list[str] = dataclasses.field(default_factory=list)
     """Simulated models only: what this trial's result rests on beyond the profile's fit, one marker per
     knob the profile was not fitted for (``frame request assumed``, ``overlay effect assumed``, ``overlay

@@ -18,6 +18,7 @@ from dvoc_bench.methods.registry import method_info
 from dvoc_bench.models.config import ModelConfig
 from dvoc_bench.protocol.protocols import get_protocol
 from dvoc_bench.runner.setup import SweepSetup
+from dvoc_bench.scenes.web.devices import device_label
 
 PAPER_STARTS: tuple[Point, ...] = (
     Point(194, 92),
@@ -268,6 +269,8 @@ def build_plan(
                 scene_kind = (kinds or {}).get(task, "synthetic")
                 if scene_kind == "miniwob":  # an episode's knobs (in the key only on its trials)
                     fields["episode_knobs"] = s.episode.label()
+                if scene_kind == "web" and s.web.device is not None:  # a phone (in the key only then)
+                    fields["device"] = device_label(s.web.device, s.web.custom_device)
                 # every setting that can change what a trial sends, how its answer is read or what its
                 # record holds is a spec field; at its default it leaves the key as it was (TrialSpec.key)
                 fields.update(
