@@ -69,3 +69,29 @@ def test_the_box_grows_by_a_fifth_not_the_aitw_two_fifths():
     wide = Box(0, 1000, 999, 1199)  # centre (499.5, 1099.5), half width 499.5; x1.2: 599.4; x1.4: 699.3
     assert android_control(Point(499.5 + 590, 1099.5), wide, SCREEN).ac_grown is True
     assert android_control(Point(499.5 + 620, 1099.5), wide, SCREEN).ac_grown is False  # 620 > 599.4, > 96
+
+
+def test_the_report_table_counts_every_rule_and_the_taps_that_disagree():
+    import pandas as pd
+
+    from dvoc_bench.analysis.phones import table
+
+    rows = [
+        # task, device, hit, ac_box, ac_grown, ac_screen14, clicked_target
+        ("M1a", "Pixel 7", True, True, True, True, True),
+        ("M1b", "Pixel 7", False, False, True, True, False),
+        ("M1c", "Pixel 7", False, False, False, True, True),  # a tap that disagrees with the hit rule
+        ("W1", "-", True, None, None, None, True),  # a desktop trial: not a phone trial
+    ]
+    t = pd.DataFrame(
+        [
+            dict(task=a, device=d, hit=h, ac_box=b, ac_grown=g, ac_screen14=s, clicked_target=c,
+                 model="sim-ideal", simulated=True, method="oneshot", status="ok")
+            for a, d, h, b, g, s, c in rows
+        ]
+    )  # fmt: skip
+    (row,) = table(t).to_dict("records")
+    assert row["n"] == 3 and row["device"] == "Pixel 7"
+    assert (row["hit"], row["ac_box"], row["ac_grown"], row["ac_screen14"]) == (1 / 3, 1 / 3, 2 / 3, 1.0)
+    assert row["ac_screen14_lo"] < 1.0 and row["ac_screen14_hi"] == 1.0
+    assert (row["taps"], row["taps_agree"]) == (3, 2)

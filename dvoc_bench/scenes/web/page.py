@@ -420,7 +420,7 @@ def measure(live: LivePage, task: WebTask) -> tuple[tuple[MeasuredElement, ...],
         if task.device is not None and task.device.is_mobile:
             hint = (
                 f' on {task.device.name}: the page lays out wider than the phone (no <meta name="viewport" '
-                f'content="width=device-width, initial-scale=1">, or content wider than the screen), so '"
+                f'content="width=device-width, initial-scale=1">, or content wider than the screen), so '
                 f"the phone shows it zoomed out"
             )
         raise PageError(f"{task.id}: viewport is {vw}x{vh}, expected {task.viewport.as_list()}{hint}")
