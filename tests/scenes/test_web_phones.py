@@ -106,3 +106,18 @@ def test_a_tap_lands_where_the_hit_rule_says(phones, task, other):
     x0, y0, x1, y1 = (v * 4.5 for v in rect["rect"])
     miss = scenes.probe(task, Point((x0 + x1) / 2, (y0 + y1) / 2))
     assert miss.hit is False and miss.clicked_target is False
+
+
+def test_a_page_that_lays_out_wider_than_the_phone_fails_its_scene_saying_why(phones, tmp_path):
+    from dvoc_bench.scenes.sources import SceneError
+    from dvoc_bench.scenes.web.source import load_task, on_device
+
+    page = tmp_path / "desk.html"  # no <meta name="viewport">: a phone lays it out at 980 CSS px
+    page.write_text('<!doctype html><html><body><button id="b">Go</button></body></html>')
+    (tmp_path / "desk.yaml").write_text("page: desk.html\nselector: '#b'\ninstruction: Tap Go\n")
+    scenes = phones["Pixel 7"]
+    task = on_device(load_task(tmp_path / "desk.yaml"), scenes.options.device)
+    with pytest.raises(SceneError) as e:
+        scenes.render(task)
+    msg = str(e.value)
+    assert "\n" not in msg and "expected [412, 839] on Pixel 7" in msg and 'name="viewport"' in msg
