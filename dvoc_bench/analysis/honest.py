@@ -270,6 +270,7 @@ SETTING_KNOBS = (
     "episode_knobs",
     "absent",
     "offer_absent",
+    "device",
 )
 """Spec fields that carry a settings block (:class:`dvoc_bench.core.records.TrialSpec`; ``-`` is the block at
 its defaults, or a trial the block does not apply to): two values anywhere in the runs split every table."""

@@ -150,6 +150,7 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
     if "episode" in t and bool(t["episode"].notna().any()):  # MiniWoB pages and GTK programs alike
         _episodes_section(rep, t)
     _absent_section(rep, t)
+    _phones_section(rep, t)
 
     rep.h(3, "The same trials under every rule")
     rep.table(md_table(label_models(honest.rules_side_by_side(t, by=by)), {k: pct for k in RULES}))
@@ -310,6 +311,26 @@ def _episodes_section(rep: Report, t: Any) -> None:
         rep.table(md_table(label_models(pairs[[c for c in cols if c in pairs]]), pf))
     if lines := episodes.failures(e):
         rep.p("Failed episodes (how each ended, the first step off target, why):\n\n" + "\n".join(lines))
+
+
+def _phones_section(rep: Report, t: Any) -> None:
+    """Phone trials: the hit rule beside AndroidControl's three conventions (:mod:`.phones`)."""
+    from dvoc_bench.analysis import phones
+    from dvoc_bench.analysis.markdown import label_models, md_table, pct
+
+    tab = phones.table(t)
+    if tab.empty:
+        return
+    rep.h(3, "Phones: the hit rule and AndroidControl's conventions")
+    rep.p(
+        "Trials on a phone (`web.device`), rates over trials that ran ok, each with its "
+        f"{phones.INTERVAL} interval [lo, hi]: "
+        + "; ".join(f"`{r}` = {phones.RULE_TEXT[r]}" for r in phones.RULES)
+        + ". taps = trials tapped for real (`web.verify_click`), taps_agree = those whose tap's verdict "
+        "(touch and click on the target) equals `hit`."
+    )
+    fmt = {k: pct for r in phones.RULES for k in (r, f"{r}_lo", f"{r}_hi")}
+    rep.table(md_table(label_models(tab), fmt))
 
 
 KEYS = ["model", "method"]

@@ -2,7 +2,8 @@
 between the image the harness sends and the image the model answers about (docs/frames.md).
 
 A model config writes it as ``coord_frame:``, either one word (``pixel``, ``norm1000``, ``norm999``,
-``norm1``: the units, axes x-y, no resize) or a mapping of :class:`FrameRule`. Everything here is pure.
+``norm1``, ``touch1000``: the units, axes x-y, no resize) or a mapping of :class:`FrameRule`. Everything
+here is pure.
 
 Resize rules (the size the model sees, given the size of the image sent):
 
@@ -154,7 +155,8 @@ class FrameRule(Declared):
 
     units: FrameName = "pixel"
     """``pixel`` (pixels of the image the model sees), ``norm1000`` (0–1000), ``norm999`` (0–999),
-    ``norm1`` (0–1)."""
+    ``norm1`` (0–1), ``touch1000`` (a phone agent's touch coordinates: ``pixel / (size - 1) * 1000``, one
+    decimal)."""
     axes: Axes = "xy"
     """Order of a point's two numbers in the model's own format: ``xy`` or ``yx`` (Gemini's ``[y, x]``).
     Named fields (``x=``, ``"x":``) are read by name whatever this says."""
@@ -202,6 +204,8 @@ class FrameRule(Declared):
             raise ValueError("max_long_edge: downscale needs max_long_edge or max_pixels")
         if self.resize in ("smart_resize", "downscale_pad") and self.max_long_edge is not None:
             raise ValueError("max_long_edge: only with resize: downscale")
+        if self.units == "touch1000" and self.mapping != "last_pixel":
+            raise ValueError("mapping: touch1000 is pixel / (size - 1) * 1000, mapping last_pixel only")
         if self.min_pixels is not None and self.max_pixels is not None and self.min_pixels > self.max_pixels:
             raise ValueError("min_pixels: above max_pixels")
         return self

@@ -7,6 +7,10 @@ Conversion rule for the normalised frames: a frame coordinate ``u`` maps to pixe
 ``x_px = u * (W - 1) / scale`` (``scale`` = 1000 for ``norm1000``, 999 for ``norm999``, 1 for
 ``norm1``), so 0 is the first pixel column and ``scale`` the last one. Offsets are differences of two
 points, so they use the same factor with no translation term: ``dx_px = du * (W - 1) / scale``.
+``touch1000`` is the phone agent's touch frame (the Set-of-Mark seed's ``touch_gesture`` coordinates):
+the same ``u * (W - 1) / 1000`` mapping, a pixel first clamped to ``[0, W - 1]``, and every number written
+with one decimal (:func:`to_touch1000`), so 1000.0 is the last pixel and one decimal is a tenth of a unit
+(at most 0.39 px of a 3840-pixel side).
 (Gemini's and Qwen's documentation describe ``u * W / 1000``; the difference is ``u / scale`` pixels, at
 most one, and the (W - 1) form keeps ``scale`` on the last pixel instead of one past it.) This is the
 harness's own frame; a model config whose family maps ``u * W / scale`` declares ``coord_frame.mapping:
@@ -20,10 +24,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from enum import StrEnum
 from typing import Literal, get_args
 
-FrameName = Literal["pixel", "norm1000", "norm999", "norm1"]
+FrameName = Literal["pixel", "norm1000", "norm999", "norm1", "touch1000"]
 """The values of :class:`Frame`, for settings and model configs."""
 NormMapping = Literal["last_pixel", "edge"]
 """How a normalised ``u`` in 0–``top`` becomes a pixel: ``u * (W - 1) / top`` or ``u * W / top``."""
@@ -37,11 +42,18 @@ class Frame(StrEnum):
     NORM1000 = "norm1000"
     NORM999 = "norm999"
     NORM1 = "norm1"
+    TOUCH1000 = "touch1000"
 
     @property
     def scale(self) -> float | None:
         """Full-scale value of the normalised frame, ``None`` for pixels."""
-        return {Frame.PIXEL: None, Frame.NORM1000: 1000.0, Frame.NORM999: 999.0, Frame.NORM1: 1.0}[self]
+        return {
+            Frame.PIXEL: None,
+            Frame.NORM1000: 1000.0,
+            Frame.NORM999: 999.0,
+            Frame.NORM1: 1.0,
+            Frame.TOUCH1000: 1000.0,
+        }[self]
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +191,8 @@ def frame_factors(frame: Frame | str, size: Size, mapping: NormMapping = "last_p
     scale = Frame(frame).scale
     if scale is None:
         return 1.0, 1.0
+    if mapping == "edge" and Frame(frame) is Frame.TOUCH1000:
+        raise ValueError("touch1000 is pixel / (size - 1) * 1000: its mapping is last_pixel")
     if mapping == "edge":
         return size.width / scale, size.height / scale
     if mapping != "last_pixel":
@@ -208,6 +222,31 @@ def offset_from_pixels(o: Offset, frame: Frame, size: Size, mapping: NormMapping
     """Convert a pixel offset to ``frame``."""
     fx, fy = frame_factors(frame, size, mapping)
     return Offset(o.dx / fx, o.dy / fy)
+
+
+TOUCH_DECIMALS = 1
+"""Digits after the point of a ``touch1000`` number (the seed's "one decimal")."""
+
+
+def round_half_up(v: float, decimals: int) -> float:
+    """``v`` rounded to ``decimals`` digits, halves away from zero on the decimal value written (Python's
+    ``round`` works on the binary float: ``round(0.25, 1) == 0.2``)."""
+    q = Decimal(1).scaleb(-decimals)
+    return float(Decimal(repr(float(v))).quantize(q, rounding=ROUND_HALF_UP)) + 0.0
+
+
+def to_touch1000(p: Point, size: Size) -> Point:
+    """A pixel point in touch coordinates, as the phone agent reports them: each axis clamped to
+    ``[0, size - 1]``, then ``pixel / (size - 1) * 1000``, one decimal (half up)."""
+    c = clamp_point(p, size)
+    fx, fy = frame_factors(Frame.TOUCH1000, size)
+    return Point(round_half_up(c.x / fx, TOUCH_DECIMALS), round_half_up(c.y / fy, TOUCH_DECIMALS))
+
+
+def from_touch1000(t: Point, size: Size) -> Point:
+    """A touch point in pixels, ``t * (size - 1) / 1000`` (the inverse of :func:`to_touch1000` within
+    half a tenth of a unit, ``(size - 1) / 20000`` px)."""
+    return point_to_pixels(t, Frame.TOUCH1000, size)
 
 
 def clamp_point(p: Point, size: Size) -> Point:

@@ -25,10 +25,10 @@ from typing import Any, Literal, get_args
 
 from dvoc_bench.core.control import Decision, LoopConfig
 from dvoc_bench.core.episode_records import EpisodeRecord
-from dvoc_bench.core.geometry import Box, Point
+from dvoc_bench.core.geometry import Box, Point, Size
 from dvoc_bench.core.sample_records import DragRecord as DragRecord
 from dvoc_bench.core.sample_records import SampleMeta as SampleMeta
-from dvoc_bench.core.scoring import score
+from dvoc_bench.core.scoring import android_control, score
 
 Status = Literal["ok", "error", "skipped"]
 """``ok``: the method ran to a stop reason. ``error``: a model call (or the scene, the detector, the
@@ -214,6 +214,10 @@ class TrialSpec:
     offer_absent: bool = False
     """Trials that call a model: the request offered a "not present" answer (``absent.offer``: the
     ``not_present`` tool, a family's own form, Set-of-Mark's ``none`` mark). Keyed only when true."""
+    device: str = "-"
+    """Web trials shown on a phone (``web.device``): the Playwright device name (``Pixel 7``) or the custom
+    device's numbers (``custom:412x839@2.625,mobile,touch``); ``-`` for a desktop window and every other
+    kind of scene (then not in the key)."""
     simulated_assumptions: list[str] = dataclasses.field(default_factory=list)
     """Simulated models only: what this trial's result rests on beyond the profile's fit, one marker per
     knob the profile was not fitted for (``frame request assumed``, ``overlay effect assumed``, ``overlay
@@ -641,6 +645,15 @@ class TrialRecord(TrialOutcome, TrialSpec):
     episode_success: bool | None = None
     """Episode trials: the page's own verdict (done with a raw reward above 0, its time penalty ignored);
     ``None`` for every other trial."""
+    ac_box: bool | None = None
+    """Phone trials (``web.device``): AndroidControl's box rule, the final point inside the target box
+    (:func:`dvoc_bench.core.scoring.android_control`); ``None`` for every other trial."""
+    ac_grown: bool | None = None
+    """Phone trials: inside the box scaled ×1.2 about its centre, or within ``0.04 * max(W, H)`` px of
+    its centre (Qwen2.5-VL's AndroidControl evaluation); ``None`` otherwise."""
+    ac_screen14: bool | None = None
+    """Phone trials: within 0.14 of the target centre in screen-normalised coordinates (AITW's tap
+    threshold, used on AndroidControl by OS-Atlas and UI-TARS); ``None`` otherwise."""
 
     @classmethod
     def build(
@@ -655,11 +668,13 @@ class TrialRecord(TrialOutcome, TrialSpec):
         target_full: Box | None = None,
         sample: SampleMeta | None = None,
         drop: tuple[Box, Probe | None] | None = None,
+        screen: Size | None = None,
     ) -> TrialRecord:
         """Score ``result`` against ``target`` under every rule. ``probe`` (what the scene says lies under
         the final point) decides ``hit`` when it carries a DOM verdict; ``hit_box`` keeps the box rule.
         ``drop``: a two-point task's end target and the probe of ``result.drop_point`` (each rule then
-        holds when it holds for both points, :class:`DragRecord`)."""
+        holds when it holds for both points, :class:`DragRecord`). ``screen``: a phone's screenshot size,
+        which adds AndroidControl's three conventions (``ac_*``)."""
         final = Point(*result.final_point) if result.final_point is not None else None
         s = score(final, target, spec.epsilon, spec.hit_radius_min)
         dom = probe is not None and probe.hit is not None
@@ -685,6 +700,7 @@ class TrialRecord(TrialOutcome, TrialSpec):
             )
         present = spec.absent == "off"  # an absent target is never hit: a click there is a false click
         both = (lambda a, b: a and b and present) if drag is not None else (lambda a, b: a and present)
+        phone = android_control(final, target, screen) if screen is not None else None
         return cls(
             **{f.name: getattr(spec, f.name) for f in dataclasses.fields(TrialSpec)},
             **result.outcome(),
@@ -708,6 +724,9 @@ class TrialRecord(TrialOutcome, TrialSpec):
             sample=sample,
             drag=drag,
             episode_success=result.episode.success if result.episode is not None else None,
+            ac_box=phone.ac_box if phone is not None else None,
+            ac_grown=phone.ac_grown if phone is not None else None,
+            ac_screen14=phone.ac_screen14 if phone is not None else None,
         )
 
 

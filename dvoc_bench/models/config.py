@@ -119,8 +119,8 @@ class ModelConfig(Declared):
     provider: str
     """Provider (rate gate) name."""
     coord_frame: FrameName
-    """Declared answer units (``pixel``, ``norm1000``, ``norm999``, ``norm1``). The file may write
-    ``coord_frame:`` as a mapping (:class:`~dvoc_bench.core.frames.FrameRule`: units, axes, resize); its
+    """Declared answer units (``pixel``, ``norm1000``, ``norm999``, ``norm1``, ``touch1000``). The file may
+    write ``coord_frame:`` as a mapping (:class:`~dvoc_bench.core.frames.FrameRule`: units, axes, resize); its
     units land here and the whole rule in :attr:`frame_rule`."""
     frame_rule: FrameRule | None = None
     """The full answer frame when the file wrote ``coord_frame:`` as a mapping (set by

@@ -92,7 +92,7 @@ def _previous(previous: Point | None, rule: FrameRule, seen: Size) -> str:
         return ""
     q = rule.from_pixels(previous, seen)
     a, b = (q.x, q.y) if rule.axes == "xy" else (q.y, q.x)
-    digits = 3 if rule.units == "norm1" else 0
+    digits = {"norm1": 3, "touch1000": 1}.get(rule.units, 0)
     return f" Your last answer, ({a:.{digits}f}, {b:.{digits}f}), was not on the element; look again."
 
 

@@ -30,6 +30,7 @@ from dvoc_bench.core.geometry import (
     Size,
     offset_from_pixels,
     point_from_pixels,
+    round_half_up,
 )
 
 Overlay = Literal["full", "crosshair", "none"]
@@ -76,11 +77,12 @@ _UNITS: dict[Frame, _Units] = {
     Frame.NORM1000: _Units("in 0-1000 units", "/1000", 0, "0-1000 units"),
     Frame.NORM999: _Units("in 0-999 units", "/999", 0, "0-999 units"),
     Frame.NORM1: _Units("in 0-1 units", "/1", 3, "0-1 units"),
+    Frame.TOUCH1000: _Units("in touch units", "touch", 1, "touch units"),
 }
 
 CROSSHAIR_LINE_RE = re.compile(
     r"^Crosshair position: \((-?\d+(?:\.\d+)?), (-?\d+(?:\.\d+)?)\) "
-    r"(px|in 0-1000 units|in 0-999 units|in 0-1 units)$",
+    r"(px|in 0-1000 units|in 0-999 units|in 0-1 units|in touch units)$",
     re.MULTILINE,
 )
 """Matches the machine-readable crosshair line: groups x, y, unit text."""
@@ -98,6 +100,8 @@ def format_number(v: float, frame: Frame) -> str:
     decimals = _UNITS[Frame(frame)].decimals
     if decimals == 0:
         return str(_round_half_away(v))
+    if Frame(frame) is Frame.TOUCH1000:  # the seed's rule: one decimal, halves up on the decimal value
+        return f"{round_half_up(v, decimals):.{decimals}f}"
     return f"{round(v, decimals) + 0.0:.{decimals}f}"  # + 0.0 turns -0.0 into 0.0
 
 
@@ -141,6 +145,12 @@ def frame_statement(frame: Frame, size: Size) -> str:
         return (
             f"Use pixel coordinates of this screenshot: x goes from 0 at the left edge to {w - 1} at the "
             f"right edge, y goes from 0 at the top edge to {h - 1} at the bottom edge."
+        )
+    if frame is Frame.TOUCH1000:
+        return (
+            "Use touch coordinates: on each axis a pixel is written as pixel / (size - 1) × 1000 with one "
+            "decimal, so (0.0, 0.0) is the top-left pixel and (1000.0, 1000.0) the bottom-right pixel "
+            "whatever the aspect ratio; x grows to the right and y grows downward. Do not answer in pixels."
         )
     top = f"{frame.scale:g}"
     extra = " Write coordinates with three decimals." if frame is Frame.NORM1 else ""

@@ -8,7 +8,8 @@ holding the seed's ``grounding`` object: the element list with the spec's fields
 
 ordered as the marks are numbered (by detector score). Numbers are in the **model's coordinate frame**
 : pixels with one decimal, 0-1000 units (``pixel / (size - 1) x 1000``, one decimal: on a
-1920-wide screenshot pixel 960 is 500.3) or 0-1 units (three decimals). The pixel values are the mark's
+1920-wide screenshot pixel 960 is 500.3), touch coordinates (the same numbers, named as the phone agent's
+tap takes them) or 0-1 units (three decimals). The pixel values are the mark's
 box (the detector's numbers, see :mod:`dvoc_bench.draw.som_render`), clamped to ``[0, size - 1]`` first, so no
 value leaves the frame's range; rounding is half up on the decimal value. The model answers
 ``select_element(id, confidence)``.
@@ -30,10 +31,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Mapping, Sequence
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from dvoc_bench.core.geometry import Frame, Size
+from dvoc_bench.core.geometry import Frame, Size, round_half_up
 from dvoc_bench.core.records import ParseStatus
 from dvoc_bench.draw.som_render import Mark
 from dvoc_bench.models.base import Reply
@@ -62,8 +62,11 @@ ELEMENTS_PREFIX = "Grounding: "
 UNITS_PREFIX = "Element list units: "
 """Start of the line naming the units of the list."""
 
-_UNIT_WORDS = {Frame.PIXEL: "pixels", Frame.NORM1000: "0-1000", Frame.NORM999: "0-999", Frame.NORM1: "0-1"}
-_DECIMALS = {Frame.PIXEL: 1, Frame.NORM1000: 1, Frame.NORM999: 1, Frame.NORM1: 3}
+_UNIT_WORDS = {
+    Frame.PIXEL: "pixels", Frame.NORM1000: "0-1000", Frame.NORM999: "0-999", Frame.NORM1: "0-1",
+    Frame.TOUCH1000: "touch coordinates",
+}  # fmt: skip
+_DECIMALS = {Frame.PIXEL: 1, Frame.NORM1000: 1, Frame.NORM999: 1, Frame.NORM1: 3, Frame.TOUCH1000: 1}
 
 
 def som_tools() -> list[dict[str, Any]]:
@@ -72,8 +75,7 @@ def som_tools() -> list[dict[str, Any]]:
 
 
 def _round(v: float, decimals: int) -> float:
-    q = Decimal(1).scaleb(-decimals)
-    return float(Decimal(repr(float(v))).quantize(q, rounding=ROUND_HALF_UP)) + 0.0
+    return round_half_up(v, decimals)
 
 
 def to_frame_value(v: float, extent: int, frame: Frame) -> float:
@@ -134,6 +136,12 @@ def _units_sentence(frame: Frame, size: Size) -> str:
         return (
             f"{UNITS_PREFIX}pixels. x counts from 0 at the left edge to {w - 1} at the right edge, y from 0 "
             f"at the top edge to {h - 1} at the bottom edge."
+        )
+    if frame is Frame.TOUCH1000:  # the seed's phone agent: the numbers a tap takes
+        return (
+            f"{UNITS_PREFIX}{_UNIT_WORDS[frame]}, the numbers a tap takes: x = pixel column / {w - 1} "
+            f"x 1000, y = pixel row / {h - 1} x 1000, one decimal, so (0.0, 0.0) is the top-left pixel and "
+            f"(1000.0, 1000.0) the bottom-right pixel; a center can be tapped as it is."
         )
     top = f"{frame.scale:g}"
     return (

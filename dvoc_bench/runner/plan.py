@@ -19,6 +19,7 @@ from dvoc_bench.models.config import ModelConfig
 from dvoc_bench.protocol.protocols import get_protocol
 from dvoc_bench.runner.setup import SweepSetup
 from dvoc_bench.scenes.desktop.gtk_source import episode_label, is_desktop_episode
+from dvoc_bench.scenes.web.devices import device_label
 
 PAPER_STARTS: tuple[Point, ...] = (
     Point(194, 92),
@@ -272,6 +273,8 @@ def build_plan(
                     fields["episode_knobs"] = s.episode.label()
                 elif scene_kind == "desktop" and is_desktop_episode(setup.registry, task):
                     fields["episode_knobs"] = episode_label(s.episode)
+                if scene_kind == "web" and s.web.device is not None:  # a phone (in the key only then)
+                    fields["device"] = device_label(s.web.device, s.web.custom_device)
                 # every setting that can change what a trial sends, how its answer is read or what its
                 # record holds is a spec field; at its default it leaves the key as it was (TrialSpec.key)
                 fields.update(

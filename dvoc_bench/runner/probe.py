@@ -178,7 +178,7 @@ def expected_reading(units: str, resized: bool) -> str:
     """The candidate reading a frame declared in ``units`` predicts, the image sent being ``resized``."""
     if units == "pixel":
         return "pixel_sent" if resized else "pixel"
-    return "norm1000" if units == "norm999" else units
+    return "norm1000" if units in ("norm999", "touch1000") else units
 
 
 def classify(

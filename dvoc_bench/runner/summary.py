@@ -51,12 +51,15 @@ def summarise(trials: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 PIXEL_OFFSET_NOTE = 0.2
 """Share of pixel offsets in a simulated profile's native mix from which its offset rows get a note."""
 
-_FRAME_WORDS = {"norm1000": "0–1000", "norm999": "0–999", "norm1": "0–1"}
+_FRAME_WORDS = {
+    "norm1000": "0–1000", "norm999": "0–999", "norm1": "0–1", "touch1000": "touch 0–1000.0",
+}  # fmt: skip
 
 
 def frame_notes(trials: Iterable[dict[str, Any]], models: Iterable[Any]) -> list[str]:
     """One sentence per simulated model whose profile answers offsets in pixels often (at least
-    :data:`PIXEL_OFFSET_NOTE` of its native offset mix, ``sim.frames.pixel``) while its trials read them in
+    :data:`PIXEL_OFFSET_NOTE` of its native offset mix, ``sim.frames.pixel``, less the calls that obey the
+    frame the prompt states, ``sim.obeys_requested_frame``) while its trials read them in
     the 0–1000 or 0–1 frame its config declares: what its offset rows (``predict=relative``) then measure.
     ``models``: the run's :class:`~dvoc_bench.models.config.ModelConfig` objects."""
     trials = list(trials)
@@ -65,7 +68,8 @@ def frame_notes(trials: Iterable[dict[str, Any]], models: Iterable[Any]) -> list
         if m.kind != "simulator" or not isinstance(m.sim, dict):
             continue
         frames = m.sim.get("frames") or {}
-        share = float(frames.get("pixel") or 0.0)
+        obeys = float(m.sim.get("obeys_requested_frame") or 0.0)  # those answer in the stated frame
+        share = float(frames.get("pixel") or 0.0) * (1.0 - obeys)
         read = sorted(
             {t["coord_frame"] for t in trials if t["model"] == m.name and t.get("predict") == "relative"}
             & set(_FRAME_WORDS)

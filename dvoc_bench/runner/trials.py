@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from dvoc_bench.core.geometry import Box, Point
+from dvoc_bench.core.geometry import Box, Point, Size
 from dvoc_bench.core.records import (
     ErrorClass,
     Probe,
@@ -269,6 +269,16 @@ class TrialRunner:
             log.exception("trial %s: probing the drop point failed", spec.trial_key)
             return end.target_box, None
 
+    def phone_screen(self, spec: TrialSpec) -> Size | None:
+        """A phone trial's screenshot size (its AndroidControl scores need it); ``None`` for other trials
+        and for a scene that never rendered (its trial is an error without a point to score)."""
+        if spec.device == "-":
+            return None
+        try:
+            return self.registry.snapshot(spec.task).truth.size
+        except Exception:
+            return None
+
     def record(
         self,
         spec: TrialSpec,
@@ -290,6 +300,7 @@ class TrialRunner:
             target_full=target_full,
             sample=sample_meta(self.registry, spec.task),
             drop=drop,
+            screen=self.phone_screen(spec),
         )
         line = to_jsonable(record)
         self.store.append_trial(line, result.steps)

@@ -244,9 +244,12 @@ def gain_jitter(o: Offset, noise: NoiseSpec, rng: np.random.Generator) -> Offset
 
 
 def round_in_frame(v: float, frame: str) -> float | int:
-    """Rounding like real models: integers for pixel / norm1000 / mixed, 3 decimals for norm1."""
+    """Rounding like real models: integers for pixel / norm1000 / mixed, 3 decimals for norm1, one
+    decimal for touch1000 (the phone agent's touch coordinates)."""
     if frame == "norm1":
         return round(v, 3)
+    if frame == "touch1000":
+        return round(v, 1)
     return int(round(v))
 
 

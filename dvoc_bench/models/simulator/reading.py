@@ -43,6 +43,8 @@ _POS_LINE_RE = re.compile(r"^[ \t]*crosshair position:", re.IGNORECASE | re.MULT
 
 def _unit_frame(unit: str) -> Frame:
     u = unit.strip().lower().replace("\u2013", "-").replace("\u2212", "-")
+    if u.startswith("in touch units"):
+        return Frame.TOUCH1000
     if re.match(r"in 0\s*-\s*1000\b", u):
         return Frame.NORM1000
     if re.match(r"in 0\s*-\s*999\b", u):
@@ -63,6 +65,7 @@ def parse_crosshair_line(text: str, size: Size) -> Point | None:
 
 _REQUEST_RES = (
     ("pixel", re.compile(r"\buse pixel coordinates\b", re.IGNORECASE)),
+    ("touch1000", re.compile(r"\buse touch coordinates\b", re.IGNORECASE)),
     ("norm1000", re.compile(r"\bnormali[sz]ed to 0\s*-\s*1000\b", re.IGNORECASE)),
     ("norm999", re.compile(r"\bnormali[sz]ed to 0\s*-\s*999\b", re.IGNORECASE)),
     ("norm1", re.compile(r"\bnormali[sz]ed to 0\s*-\s*1\b(?!\d)", re.IGNORECASE)),

@@ -168,10 +168,13 @@ class Session:
     state: dict[str, Any] = field(default_factory=dict)
     """Per-browser state owned by callers (e.g. the live page of each scene); cleared on close."""
 
-    def new_context(self, viewport: tuple[int, int], guard: NetworkGuard, scale: float = 1.0) -> Any:
+    def new_context(
+        self, viewport: tuple[int, int], guard: NetworkGuard, scale: float = 1.0, **device: Any
+    ) -> Any:
         """A fresh, isolated context: ``scale`` device pixels per CSS pixel, reduced motion, no service
-        workers, guarded."""
+        workers, guarded; ``device``: a phone's ``is_mobile``, ``has_touch``, ``user_agent``."""
         ctx = self.browser.new_context(
+            **device,
             viewport={"width": viewport[0], "height": viewport[1]},
             device_scale_factor=scale,
             reduced_motion="reduce",

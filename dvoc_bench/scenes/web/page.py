@@ -32,6 +32,7 @@ import numpy as np
 
 from dvoc_bench.core.geometry import Box, Point, Size
 from dvoc_bench.scenes.web.browser import NetworkGuard, Session, origin_of
+from dvoc_bench.scenes.web.devices import Device
 from dvoc_bench.scenes.web.page_js import (
     ARM_CLICK_JS,
     CLICKED_JS,
@@ -113,6 +114,14 @@ class WebTask:
     """The absent-target variant ``remove`` (docs/absent.md): the target is measured, then hidden
     (``visibility: hidden``, so nothing else moves and a point there reaches what lies under it) before the
     screenshot, in the kept page and in the page of verifying clicks."""
+    device: Device | None = None
+    """The phone the page is shown on (``web.device``; its viewport and scale are ``viewport`` and
+    ``scale``); ``None``: a desktop browser window."""
+
+    @property
+    def touch(self) -> bool:
+        """Whether actions on the page are taps (a device with touch)."""
+        return self.device is not None and self.device.has_touch
 
     @property
     def url(self) -> str:
@@ -286,7 +295,8 @@ def new_task_page(session: Session, task: WebTask) -> LivePage:
         origins=task.origins,
         fulfil={f"{o}{FONT_PREFIX}{n}": p for o in task.origins for n, p in fonts.items()},
     )
-    ctx = session.new_context((task.viewport.width, task.viewport.height), guard, task.scale)
+    extra = task.device.context_options() if task.device is not None else {}
+    ctx = session.new_context((task.viewport.width, task.viewport.height), guard, task.scale, **extra)
     try:
         return LivePage(ctx, ctx.new_page(), guard, session.timeout_ms)
     except BaseException:
@@ -408,7 +418,14 @@ def measure(live: LivePage, task: WebTask) -> tuple[tuple[MeasuredElement, ...],
                 h.dispose()
     vw, vh = raw["viewport"]
     if (vw, vh) != (task.viewport.width, task.viewport.height):
-        raise PageError(f"{task.id}: viewport is {vw}x{vh}, expected {task.viewport.as_list()}")
+        hint = ""
+        if task.device is not None and task.device.is_mobile:
+            hint = (
+                f' on {task.device.name}: the page lays out wider than the phone (no <meta name="viewport" '
+                f'content="width=device-width, initial-scale=1">, or content wider than the screen), so '
+                f"the phone shows it zoomed out"
+            )
+        raise PageError(f"{task.id}: viewport is {vw}x{vh}, expected {task.viewport.as_list()}{hint}")
     matches, chosen = raw["matches"], raw["chosen"]
     sel = task.selector
     if not matches:
@@ -588,10 +605,11 @@ def hit_test(live: LivePage, task: WebTask, p: Point) -> tuple[str | None, bool]
 
 
 def verify_click(live: LivePage, task: WebTask, p: Point, index: int = 0) -> tuple[bool, tuple[str, ...]]:
-    """Reload the task in ``live`` (a page reserved for clicks), set it up, click ``p``.
+    """Reload the task in ``live`` (a page reserved for clicks), set it up, click ``p`` (on a touch
+    device: tap it, ``touchscreen.tap``).
 
     ``index``: which match of the selector is the target. Returns ``(the target's click listener fired,
-    URLs blocked during this reload and click)``.
+    URLs blocked during this reload and click)``; a tap counts only when its touch began on the target too.
     """
     before = len(live.guard.blocked)
     prepare(live, task)
@@ -604,8 +622,12 @@ def verify_click(live: LivePage, task: WebTask, p: Point, index: int = 0) -> tup
         evaluate(live.page, ARM_CLICK_JS, handle, ms)
         _hide(live, task, index, True)
         x, y = css_point(p, task.scale)
-        live.page.mouse.click(x, y)
-        fired = bool(evaluate(live.page, CLICKED_JS, None, ms)["clicked"])
+        if task.touch:
+            live.page.touchscreen.tap(x, y)
+        else:
+            live.page.mouse.click(x, y)
+        got = evaluate(live.page, CLICKED_JS, None, ms)
+        fired = bool(got["clicked"]) and (bool(got["touched"]) or not task.touch)
     return fired, tuple(live.guard.blocked[before:])
 
 

@@ -138,9 +138,13 @@ HIT_JS = (
 ARM_CLICK_JS = """
 (target) => {
   window.__dvocTargetClicked = false;
+  window.__dvocTargetTouched = false;
   // Capture phase on the target: runs for a click on the target or anything inside it, before any
   // handler of the page can stop the event.
   target.addEventListener('click', () => { window.__dvocTargetClicked = true; }, {capture: true});
+  // A tap (touch devices): its touch must begin on the target too, not only the click it makes.
+  target.addEventListener('touchstart', () => { window.__dvocTargetTouched = true; },
+                          {capture: true, passive: true});
   // Bubble phase on the window, after the page's own handlers: keep the default action (following a
   // link, submitting a form) from navigating the page away before the flag is read.
   window.addEventListener('click', e => e.preventDefault());
@@ -157,4 +161,6 @@ STYLE_JS = """
 }
 """
 
-CLICKED_JS = "() => ({clicked: window.__dvocTargetClicked === true})"
+CLICKED_JS = (
+    "() => ({clicked: window.__dvocTargetClicked === true, touched: window.__dvocTargetTouched === true})"
+)

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from dvoc_bench.core.declare import Declared, PosFloat
+from dvoc_bench.scenes.web.devices import check_device_name
 
 
 class WebCustom(Declared):
@@ -33,6 +34,21 @@ class WebCustom(Declared):
     """Selector scrolled into view before the snapshot."""
 
 
+class CustomDevice(Declared):
+    """The phone ``web.device=custom`` stands for (docs/phones.md)."""
+
+    width: int = Field(412, ge=200, le=2048)
+    """Viewport width, CSS pixels (portrait: narrower than high)."""
+    height: int = Field(839, ge=200, le=4096)
+    """Viewport height, CSS pixels."""
+    device_scale_factor: float = Field(2.625, ge=1.0, le=5.0)
+    """Screenshot pixels per CSS pixel."""
+    is_mobile: bool = True
+    """Honour the page's ``<meta name=viewport>`` as a phone does."""
+    has_touch: bool = True
+    """Touch events on; verifying clicks are taps."""
+
+
 class Web(Declared):
     """Web scenes W1-W5 and bring-your-own pages (docs/web.md)."""
 
@@ -48,6 +64,17 @@ class Web(Declared):
     """``task=custom web.custom.page=... web.custom.selector=... web.custom.instruction=...``."""
     allow_origins: list[str] = []
     """Loopback dev servers pages may load from, e.g. ``[http://127.0.0.1:8000]`` (anything else refused)."""
+    device: str | None = None
+    """Show every web page on this phone: a Playwright device name (``Pixel 7``, ``iPhone 13``, ``Galaxy
+    S9+``...) or ``custom`` (``web.custom_device``); its viewport, scale, touch and user agent replace the
+    task's viewport. ``None``: the task's own (desktop) viewport."""
+    custom_device: CustomDevice = CustomDevice()
+    """The phone of ``web.device=custom``."""
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, v: str | None) -> str | None:
+        return None if v is None else check_device_name(v)
 
     @field_validator("chromium")
     @classmethod

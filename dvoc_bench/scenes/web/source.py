@@ -52,6 +52,7 @@ from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
 from dvoc_bench.scenes.sources import SceneError, SceneFolder
 from dvoc_bench.scenes.synthetic import DIFFICULTIES, content_hash, read_task_yaml
 from dvoc_bench.scenes.web.browser import BrowserHung, WebBrowser, inside, origin_of, url_to_path
+from dvoc_bench.scenes.web.devices import Device, resolve_device
 from dvoc_bench.scenes.web.page import IDLE_S, PageError, PageRender, WebTask, setup_actions
 from dvoc_bench.scenes.web.settings import Web, WebCustom
 
@@ -245,6 +246,8 @@ class WebOptions:
     """The inline bring-your-own task (id ``custom``), if ``web.custom.page`` is set."""
     allow_origins: tuple[str, ...] = ()
     """Loopback dev-server origins pages may load from (and be served by), normalised."""
+    device: Device | None = None
+    """The phone every page is shown on (``web.device``), ``None`` for each task's own viewport."""
 
     @classmethod
     def from_settings(cls, settings: Web | Mapping[str, Any] | None, cwd: Path | None = None) -> WebOptions:
@@ -261,6 +264,10 @@ class WebOptions:
                 raise ConfigError(f"web.task_files[{i}]: file not found: {p}")
             task_files.append(p)
         origins = check_origins(s.allow_origins)
+        try:
+            device = resolve_device(s.device, s.custom_device)
+        except ValueError as e:
+            raise ConfigError(f"web.device: {e}") from e
         return cls(
             verify_click=s.verify_click,
             chromium=s.chromium.strip() if s.chromium else None,
@@ -268,7 +275,16 @@ class WebOptions:
             task_files=tuple(task_files),
             custom=_custom_task(s.custom, cwd, origins),
             allow_origins=origins,
+            device=device,
         )
+
+
+def on_device(task: WebTask, device: Device | None) -> WebTask:
+    """``task`` shown on ``device``: the phone's viewport and scale replace the task's own (the page
+    reflows and is measured again there, never scaled from another render)."""
+    if device is None:
+        return task
+    return dataclasses.replace(task, viewport=device.viewport, scale=device.scale, device=device)
 
 
 def _custom_task(custom: WebCustom, cwd: Path, origins: tuple[str, ...] = ()) -> WebTask | None:
@@ -377,11 +393,12 @@ class WebScenes:
     def task(self, path: Path) -> WebTask:
         """The task a registry path stands for (a pre-parsed bring-your-own task, or a YAML file)."""
         path = Path(path)
-        return (
+        task = (
             self._preparsed.get(path)
             or self._preparsed.get(path.resolve())
             or load_task(path, origins=self.options.allow_origins)
         )
+        return on_device(task, self.options.device)
 
     def load(self, path: Path) -> Snapshot:
         """Render a task once: load, pin fonts, set up, measure the DOM, screenshot; keep the page open.
