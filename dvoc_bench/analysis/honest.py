@@ -257,6 +257,7 @@ SETTING_KNOBS = (
     "model_config",
     "drag_start",
     "episode_knobs",
+    "variation",
 )
 """Spec fields that carry a settings block (:class:`dvoc_bench.core.records.TrialSpec`; ``-`` is the block at
 its defaults, or a trial the block does not apply to): two values anywhere in the runs split every table."""

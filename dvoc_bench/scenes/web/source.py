@@ -53,6 +53,7 @@ from dvoc_bench.scenes.synthetic import DIFFICULTIES, content_hash, read_task_ya
 from dvoc_bench.scenes.web.browser import BrowserHung, WebBrowser, inside, origin_of, url_to_path
 from dvoc_bench.scenes.web.page import IDLE_S, PageError, PageRender, WebTask, setup_actions
 from dvoc_bench.scenes.web.settings import Web, WebCustom
+from dvoc_bench.scenes.web.variation import WebVariation, vary_task
 
 log = logging.getLogger(__name__)
 
@@ -244,6 +245,8 @@ class WebOptions:
     """The inline bring-your-own task (id ``custom``), if ``web.custom.page`` is set."""
     allow_origins: tuple[str, ...] = ()
     """Loopback dev-server origins pages may load from (and be served by), normalised."""
+    variation: WebVariation = WebVariation()
+    """The variation axes every task is shown under (docs/variation.md)."""
 
     @classmethod
     def from_settings(cls, settings: Web | Mapping[str, Any] | None, cwd: Path | None = None) -> WebOptions:
@@ -267,6 +270,14 @@ class WebOptions:
             task_files=tuple(task_files),
             custom=_custom_task(s.custom, cwd, origins),
             allow_origins=origins,
+            variation=WebVariation(
+                zoom=s.zoom,
+                device_scale_factor=s.device_scale_factor,
+                viewport=(s.viewport[0], s.viewport[1]) if s.viewport else None,
+                orientation=s.orientation,
+                color_scheme=s.color_scheme,
+                font_scale=s.font_scale,
+            ),
         )
 
 
@@ -375,11 +386,12 @@ class WebScenes:
     def task(self, path: Path) -> WebTask:
         """The task a registry path stands for (a pre-parsed bring-your-own task, or a YAML file)."""
         path = Path(path)
-        return (
+        task = (
             self._preparsed.get(path)
             or self._preparsed.get(path.resolve())
             or load_task(path, origins=self.options.allow_origins)
         )
+        return task if self.options.variation == WebVariation() else vary_task(task, self.options.variation)
 
     def load(self, path: Path) -> Snapshot:
         """Render a task once: load, pin fonts, set up, measure the DOM, screenshot; keep the page open.
