@@ -29,6 +29,7 @@ from dvoc_bench.scenes.datasets import DatasetSettings
 from dvoc_bench.scenes.desktop.settings import Desktop
 from dvoc_bench.scenes.miniwob.settings import Episode
 from dvoc_bench.scenes.web.settings import Web
+from dvoc_bench.scenes.wording import Instruction
 
 STARTS = ("auto", "paper", "scaled", "centre", "oneshot")
 """Named start lists (besides ``random:N``)."""
@@ -248,6 +249,8 @@ class Settings(Declared):
     """Web scenes and bring-your-own pages."""
     desktop: Desktop = Desktop()
     """Desktop scenes and bring-your-own Tk apps."""
+    instruction: Instruction = Instruction()
+    """How the task is asked (``instruction.wording``; docs/variation.md)."""
     episode: Episode = Episode()
     """MiniWoB++ episodes (tasks ``miniwob.<name>``): plan, screenshot scale, step and wall-clock caps."""
     dataset: DatasetSettings = DatasetSettings()
