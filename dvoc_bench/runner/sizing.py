@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Size
 from dvoc_bench.core.jsonread import load_file
 from dvoc_bench.core.records import TrialSpec
 from dvoc_bench.core.rundir import TRIALS, read_jsonl
@@ -132,6 +133,19 @@ def quota_seconds(n: float, lim: ProviderLimits) -> float:
     return days * 86400.0 + max(0, n - 1) * spacing
 
 
+def _size_of(setup: SweepSetup, task: str) -> Size:
+    """A task's screen size; a scene that fails to build (its trials will fail or be skipped) has the size it
+    would have had, else 800x600, as the plan gave it."""
+    from dvoc_bench.runner.trials import scene_failure
+
+    try:
+        return setup.registry.snapshot(task).size
+    except Exception as e:
+        if scene_failure(e) is None:
+            raise
+        return getattr(e, "size", None) or Size(800, 600)
+
+
 def estimate(setup: SweepSetup, specs: list[TrialSpec]) -> tuple[list[ModelPlan], dict[str, ProviderLimits]]:
     """Per-model estimates of ``specs`` and the limits of each gate they pass."""
     from dvoc_bench.runner.gates import gate_key, provider_limits
@@ -143,7 +157,7 @@ def estimate(setup: SweepSetup, specs: list[TrialSpec]) -> tuple[list[ModelPlan]
     image = setup.settings.image
     plans: dict[str, ModelPlan] = {}
     limits: dict[str, ProviderLimits] = {}
-    sizes = {t: setup.registry.snapshot(t).size for t in {s.task for s in specs}}
+    sizes = {t: _size_of(setup, t) for t in {s.task for s in specs}}
     for s in specs:
         info = method_info(s.method)
         if not info.calls_model:

@@ -188,9 +188,9 @@ NO_SIZE = Size(0, 0)
 
 def relational(elements: Sequence[Element], target: Element, size: Size = NO_SIZE) -> Worded:
     """The target named by where it stands: among elements sharing its label, ``the “Edit” link in the
-    second row``; otherwise by an anchor with a label no other element has, ``the button to the right of
-    the “Cancel” button`` (the nearest anchor first); last, by the part of the screen (``size``) it is in,
-    ``the button in the top left of the screen``. Kept only when exactly one element fits."""
+    second row``; otherwise by an anchor whose label no other element of its role has, ``the button to the
+    right of the “Cancel” button`` (the nearest anchor first); last, by the part of the screen (``size``)
+    it is in, ``the button in the top left of the screen``. Kept only when exactly one element fits."""
     cands = _candidates(elements)
     if target not in cands:
         cands = [*cands, target]
@@ -206,11 +206,11 @@ def relational(elements: Sequence[Element], target: Element, size: Size = NO_SIZ
                     where = "the top row" if i == 0 else f"the {_ORDINALS[i]} row"
                     return Worded(f"Click {_named(target)} in {where}", discarded)
                 discarded += 1
-    counts: dict[str, int] = {}
+    counts: dict[tuple[str, str], int] = {}  # an anchor is named by its label and its role word
     for e in cands:
-        counts[_norm(e.label)] = counts.get(_norm(e.label), 0) + 1
-    anchors = [e for e in cands if e is not target and _norm(e.label) and counts[_norm(e.label)] == 1
-               and _norm(e.label) != label]  # fmt: skip
+        counts[_norm(e.label), role_word(e.role)] = counts.get((_norm(e.label), role_word(e.role)), 0) + 1
+    anchors = [e for e in cands if e is not target and _norm(e.label)
+               and counts[_norm(e.label), role_word(e.role)] == 1 and _norm(e.label) != label]  # fmt: skip
     options = []
     for a in anchors:
         for side in _SIDES:
