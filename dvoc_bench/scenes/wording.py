@@ -105,6 +105,15 @@ _NOUN_TAIL = re.compile(
 )
 
 
+_NOT_NAMES = frozenset(
+    ("small", "big", "little", "large", "top", "bottom", "left", "right", "middle", "last", "next")
+    + ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+    + ("red", "orange", "yellow", "green", "blue", "purple", "pink", "brown", "grey", "gray", "black")
+    + ("white",)
+)
+"""Words that describe an element rather than name it: ``the second radio button`` keeps its shape."""
+
+
 def paraphrase(instruction: str) -> str | None:
     """The given instruction rewritten by rules: its verb swapped for a synonym and ``the X button`` turned
     into ``the button “X”``; ``None`` when no rule applies (the sentence would come back unchanged)."""
@@ -114,7 +123,7 @@ def paraphrase(instruction: str) -> str | None:
         if low.startswith(verb + " "):
             rest = text[len(verb) + 1 :]
             m = _NOUN_TAIL.match(rest)
-            if m is not None and not m["name"].casefold().startswith(("small", "big", "little")):
+            if m is not None and m["name"].casefold().split()[0] not in _NOT_NAMES:
                 rest = f"the {m['noun']} “{m['name']}”{m['rest']}"
             out = f"{_VERBS[verb]} {rest}"
             return out if out.casefold() != text.casefold() else None
