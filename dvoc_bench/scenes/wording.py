@@ -272,9 +272,9 @@ def colour_name(rgb: Sequence[float]) -> str:
     r, g, b = (float(c) / 255.0 for c in rgb[:3])
     h, s, v = colorsys.rgb_to_hsv(r, g, b)
     hue = h * 360.0
-    if v < 0.2:
+    if v < 0.3:
         return "black"
-    if s < 0.18:
+    if s < 0.25:
         return "white" if v > 0.85 else "grey"
     if 15 <= hue < 45 and v < 0.6:
         return "brown"
@@ -293,38 +293,47 @@ def colour_name(rgb: Sequence[float]) -> str:
     return "pink"
 
 
-def _names(pixels: np.ndarray) -> dict[str, int]:
-    """Pixel counts per colour word of an ``Nx3`` array (quantised to 32 levels first, for speed)."""
+def _codes(pixels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct colours of an ``Nx3`` array quantised to 32 levels (as the RGB of each level's
+    middle) and their pixel counts."""
     q = (pixels // 8).astype(np.int64)
     codes, counts = np.unique(q[:, 0] * 1024 + q[:, 1] * 32 + q[:, 2], return_counts=True)
-    out: dict[str, int] = {}
-    for code, n in zip(codes.tolist(), counts.tolist(), strict=True):
-        rgb = ((code // 1024) * 8 + 4, (code // 32 % 32) * 8 + 4, (code % 32) * 8 + 4)
-        name = colour_name(rgb)
-        out[name] = out.get(name, 0) + n
-    return out
+    rgb = np.stack([(codes // 1024) * 8 + 4, (codes // 32 % 32) * 8 + 4, (codes % 32) * 8 + 4], axis=1)
+    return rgb, counts
+
+
+OWN_FILL = 12.0
+"""RGB distance from the colour around a box above which the box's commonest colour is its own fill."""
+TEXT_FROM_BACKGROUND = 60.0
+"""RGB distance from the background above which a pixel inside a box is the element's text or drawing."""
 
 
 def element_colour(image: np.ndarray, box: Box) -> str | None:
-    """The colour word an element is drawn in: the commonest colour inside its box, unless it is the
-    colour around the box (a text link on the page's background), then the commonest other colour covering
-    at least 5 % of the box; ``None`` for an empty box."""
+    """The colour word an element is drawn in: the commonest colour inside its box when it differs from
+    the colour around the box (a filled button, a white card on a grey page); otherwise (a text link on the
+    page's background) the commonest colour word among the pixels far from that background, when they
+    cover at least 2 % of the box. ``None`` for an empty box."""
     h, w = image.shape[:2]
     x0, y0 = max(int(box.x0), 0), max(int(box.y0), 0)
     x1, y1 = min(int(box.x1), w - 1), min(int(box.y1), h - 1)
     if x1 < x0 or y1 < y0:
         return None
-    inside = _names(image[y0 : y1 + 1, x0 : x1 + 1].reshape(-1, 3))
-    ranked = sorted(inside.items(), key=lambda kv: (-kv[1], kv[0]))
+    rgb, counts = _codes(image[y0 : y1 + 1, x0 : x1 + 1].reshape(-1, 3))
+    fill = rgb[int(np.argmax(counts))]
     ring = [image[max(y0 - 3, 0), x0 : x1 + 1], image[min(y1 + 3, h - 1), x0 : x1 + 1],
             image[y0 : y1 + 1, max(x0 - 3, 0)], image[y0 : y1 + 1, min(x1 + 3, w - 1)]]  # fmt: skip
-    around = _names(np.concatenate([r.reshape(-1, 3) for r in ring]))
-    background = max(around.items(), key=lambda kv: (kv[1], kv[0]))[0]
-    total = sum(inside.values())
-    if ranked[0][0] != background:
-        return ranked[0][0]
-    rest = [(n, c) for n, c in ranked[1:] if c >= 0.05 * total]
-    return rest[0][0] if rest else ranked[0][0]
+    ring_rgb, ring_counts = _codes(np.concatenate([r.reshape(-1, 3) for r in ring]))
+    around = ring_rgb[int(np.argmax(ring_counts))]
+    if float(np.linalg.norm(fill - around)) > OWN_FILL:
+        return colour_name(fill.tolist())
+    far = np.linalg.norm(rgb - fill, axis=1) > TEXT_FROM_BACKGROUND
+    names: dict[str, int] = {}
+    for c, n in zip(rgb[far].tolist(), counts[far].tolist(), strict=True):
+        names[colour_name(c)] = names.get(colour_name(c), 0) + n
+    best = max(names.items(), key=lambda kv: (kv[1], kv[0]), default=None)
+    if best is not None and best[1] >= 0.02 * int(counts.sum()):
+        return best[0]
+    return colour_name(fill.tolist())
 
 
 _EXTREMES = (("top", lambda b: b.y0), ("bottom", lambda b: -b.y1), ("left", lambda b: b.x0),
