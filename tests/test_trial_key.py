@@ -114,7 +114,7 @@ SWEPT: dict[str, tuple[str, ...]] = {
     "desktop.gtk_theme": ("desktop.gtk_theme=dark",),
     "desktop.gdk_scale": ("desktop.gdk_scale=2",),
     "desktop.gdk_dpi_scale": ("desktop.gdk_dpi_scale=1.5",),
-    "instruction.wording": ("instruction.wording=relational",),
+    "wording": ("wording=relational",),
 }
 """Every keyed leaf of the settings schema and an override that changes it."""
 

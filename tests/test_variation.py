@@ -28,7 +28,7 @@ from dvoc_bench.scenes.web.variation import WebVariation, vary_task, zoomed_side
      ({"web": {"color_scheme": "sepia"}}, "web.color_scheme"),
      ({"desktop": {"gdk_scale": 4}}, "desktop.gdk_scale"),
      ({"desktop": {"gdk_dpi_scale": 0.1}}, "desktop.gdk_dpi_scale"),
-     ({"instruction": {"wording": "poetic"}}, "instruction.wording")],
+     ({"wording": "poetic"}, "wording")],
 )  # fmt: skip
 def test_an_out_of_range_axis_is_one_line_naming_its_key(override, key):
     with pytest.raises(ConfigError) as e:
@@ -88,8 +88,8 @@ def test_an_axis_enters_the_key_only_off_its_default_and_only_on_its_kind_of_scr
     assert not {s.trial_key for s in zoomed} & {s.trial_key for s in base}
     assert {s.variation for s in _plan("web.zoom=1.5", kind="desktop")} == {"-"}
     assert {s.variation for s in _plan("desktop.gdk_scale=2", kind="desktop")} == {"desktop.gdk_scale=2"}
-    visual = {s.variation for s in _plan("instruction.wording=visual", kind="synthetic")}
-    assert visual == {'instruction.wording="visual"'}  # values as compact JSON, as every settings block
+    visual = {s.variation for s in _plan("wording=visual", kind="synthetic")}
+    assert visual == {'wording="visual"'}  # values as compact JSON, as every settings block
 
 
 def test_a_varied_trial_is_seeded_as_its_unvaried_twin():
@@ -131,10 +131,10 @@ def test_the_drop_is_the_paired_comparison_unvaried_minus_varied():
 
 def test_skipped_wordings_are_counted_per_variation_and_task():
     t = _trials()
-    why = "W0: instruction.wording=visual: no visual wording"
-    t.loc[len(t)] = dict(t.iloc[0]) | dict(trial_key="s1", variation="instruction.wording=visual",
+    why = "W0: wording=visual: no visual wording"
+    t.loc[len(t)] = dict(t.iloc[0]) | dict(trial_key="s1", variation="wording=visual",
                                            status="skipped", error_class="wording", valid=False, error=why)
     s = skipped(t)
     assert s.to_dict("records") == [
-        dict(variation="instruction.wording=visual", task="W0", trials=1, reason=why)
+        dict(variation="wording=visual", task="W0", trials=1, reason=why)
     ]

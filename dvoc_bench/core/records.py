@@ -66,7 +66,7 @@ ErrorClass = Literal[
     "scene",  # the scene could not be built (a web page hung, navigated away, crashed, had no valid target)
     "internal",  # a bug in the harness (logged with its traceback)
     "budget",  # skipped: starting it could have passed run.max_cost_usd (a resume with more budget runs it)
-    "wording",  # skipped: no instruction of the asked wording fits the target alone (instruction.wording)
+    "wording",  # skipped: no instruction of the asked wording fits the target alone (wording)
 ]
 """Class of a failed call or trial (``error_class`` of steps and trials)."""
 
@@ -206,7 +206,7 @@ class TrialSpec:
     (``plan=oracle,scale=4,max_steps=12,wall_s=300``); ``-`` for every other trial (then not in the key)."""
     variation: str = "-"
     """The variation axes set off their defaults that reach this trial's screen or words (docs/variation.md):
-    ``web.*`` on web pages, ``desktop.*`` on desktop programs, ``instruction.wording`` on drawn, web and
+    ``web.*`` on web pages, ``desktop.*`` on desktop programs, ``wording`` on drawn, web and
     desktop scenes, as ``name=value`` pairs (``web.zoom=1.5``); ``-`` for the unvaried scene (then not in
     the key). A varied trial's ``seed`` is its unvaried twin's, so the two pair on one seed."""
     simulated_assumptions: list[str] = dataclasses.field(default_factory=list)

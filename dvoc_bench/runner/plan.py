@@ -18,6 +18,7 @@ from dvoc_bench.methods.registry import method_info
 from dvoc_bench.models.config import ModelConfig
 from dvoc_bench.protocol.protocols import get_protocol
 from dvoc_bench.runner.setup import SweepSetup
+from dvoc_bench.scenes.wording import wording_variation
 
 PAPER_STARTS: tuple[Point, ...] = (
     Point(194, 92),
@@ -204,7 +205,7 @@ def variation_of(setup: SweepSetup, kind: str) -> str:
     if kind == "desktop":
         pairs |= s.desktop.variation()
     if kind in ("synthetic", "web", "desktop"):
-        pairs |= s.instruction.variation()
+        pairs |= wording_variation(s.wording)
     return changed(pairs)
 
 

@@ -230,7 +230,7 @@ def _composed_from(models_dir: Path, name: str) -> bool:
 def scene_registry(s: Settings, scenes_dir: Path, unvaried: bool = False) -> SceneRegistry:
     """The registry of the scene folders' tasks under the validated settings; ``unvaried``: with every
     variation axis at its default (the scenes a varied trial's twin runs on, docs/variation.md)."""
-    web, desktop, wording = s.web, s.desktop, s.instruction.wording
+    web, desktop, wording = s.web, s.desktop, s.wording
     if unvaried:
         web = web.model_copy(update={k.removeprefix("web."): getattr(type(web)(), k.removeprefix("web."))
                                      for k in web.variation()})  # fmt: skip
@@ -250,7 +250,7 @@ def scene_registry(s: Settings, scenes_dir: Path, unvaried: bool = False) -> Sce
 
 def varied(s: Settings) -> bool:
     """Whether any variation axis is off its default (docs/variation.md)."""
-    return bool(s.web.variation() or s.desktop.variation() or s.instruction.variation())
+    return bool(s.web.variation() or s.desktop.variation() or s.wording != "given")
 
 
 def dataset_registry(s: Settings, scenes_dir: Path) -> SceneRegistry:

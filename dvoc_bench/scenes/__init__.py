@@ -128,7 +128,7 @@ class SceneRegistry:
         block (``{"web": settings.web}``), or a plain mapping the block's model validates here
         (``ConfigError``). ``max_side``: the largest canvas side a scene may have
         (``scenes.max_side``), checked before rendering. ``wording``: how the drawn, web and desktop tasks
-        are asked (``instruction.wording``, :mod:`dvoc_bench.scenes.wording`)."""
+        are asked (``wording``, :mod:`dvoc_bench.scenes.wording`)."""
         self.root = Path(root)
         """The scenes directory."""
         self.max_side = max_side
@@ -140,7 +140,7 @@ class SceneRegistry:
             for name, src in sources.items()
         }
         self.wording = wording
-        """``instruction.wording`` of the drawn, web and desktop tasks (``given``: their own words)."""
+        """``wording`` of the drawn, web and desktop tasks (``given``: their own words)."""
         self._index: dict[str, TaskSource] | None = None
         self._snapshots: dict[str, Snapshot] = {}
         self._unworded: dict[str, Exception] = {}

@@ -1,6 +1,6 @@
 """Instruction wordings made by rules from the measured layout (docs/variation.md).
 
-``instruction.wording`` picks how a task is asked: ``given`` (the scene file's own words), ``paraphrase``
+``wording`` picks how a task is asked: ``given`` (the scene file's own words), ``paraphrase``
 (the given words rewritten by verb and phrase rules), ``relational`` (the target named by where it stands
 among the other elements: "the button to the right of the “Cancel” button", "the “Edit” link in the
 second row") or ``visual`` (named by its colour: "the green button"). The rules read only the scene's
@@ -27,29 +27,21 @@ from typing import Literal
 
 import numpy as np
 
-from dvoc_bench.core.declare import Declared
 from dvoc_bench.core.geometry import Box, Size
 from dvoc_bench.core.records import ErrorClass
 from dvoc_bench.core.scene import Element, SceneTruth, Snapshot
 from dvoc_bench.scenes.sources import SceneError
 
 Wording = Literal["given", "paraphrase", "relational", "visual"]
-"""How a task's instruction is worded (``instruction.wording``)."""
+"""How a task's instruction is worded (the ``wording`` knob)."""
 
 WORDINGS: tuple[str, ...] = ("given", "paraphrase", "relational", "visual")
 """Every wording, the default first."""
 
 
-class Instruction(Declared):
-    """How the task is asked (docs/variation.md)."""
-
-    wording: Wording = "given"
-    """``given``: the scene file's words; ``paraphrase``, ``relational``, ``visual``: made by rules from the
-    measured layout, each checked to fit the target alone (a scene without one: its trials are skipped)."""
-
-    def variation(self) -> dict[str, str]:
-        """``{"instruction.wording": ...}`` when not ``given`` (empty at the default)."""
-        return {} if self.wording == "given" else {"instruction.wording": self.wording}
+def wording_variation(wording: str) -> dict[str, str]:
+    """``{"wording": ...}`` when not ``given`` (empty at the default): the trial's ``variation`` pairs."""
+    return {} if wording == "given" else {"wording": wording}
 
 
 @dataclass(frozen=True)
@@ -403,7 +395,7 @@ def reword(truth: SceneTruth, image: np.ndarray, wording: str) -> Worded:
         return relational(truth.elements, target, truth.size)
     if wording == "visual":
         return visual(truth.elements, target, image)
-    raise ValueError(f"instruction.wording: unknown value {wording!r}; allowed: {', '.join(WORDINGS)}")
+    raise ValueError(f"wording: unknown value {wording!r}; allowed: {', '.join(WORDINGS)}")
 
 
 class WordingUnavailable(SceneError):
@@ -422,7 +414,7 @@ def worded_snapshot(snap: Snapshot, wording: str) -> Snapshot:
         return snap
     made = reword(snap.truth, snap.image, wording)
     if made.text is None:
-        err = WordingUnavailable(f"{snap.scene_id}: instruction.wording={wording}: {made.reason}")
+        err = WordingUnavailable(f"{snap.scene_id}: wording={wording}: {made.reason}")
         err.size = snap.size
         raise err
     truth = dataclasses.replace(snap.truth, instruction=made.text)
