@@ -126,7 +126,7 @@ def report_section(rep: Any, trials: pd.DataFrame, rule: str) -> None:
         "method, task, start index and repeat (and seed); drop = success unvaried - success varied, in "
         "points of the rate over the pairs; interval: Newcombe's paired 95 % interval clustered by sample; "
         "p: McNemar's exact test on the discordant pairs. Rows of a simulated model are SIMULATED; the "
-        "simulator does not read the instruction, so its wording rows measure the harness only."
+        "simulator does not model wording, so its wording rows measure the harness only."
     )
     if table.empty:
         rep.p("No varied trial pairs with an unvaried one.")
