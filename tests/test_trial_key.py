@@ -113,6 +113,16 @@ SWEPT: dict[str, tuple[str, ...]] = {
     "detector": ("detector=cv",),
     "absent.variant": ("absent.variant=ask_missing",),
     "absent.offer": ("absent.offer=true",),
+    "web.zoom": ("web.zoom=1.5",),
+    "web.device_scale_factor": ("web.device_scale_factor=2",),
+    "web.viewport": ("web.viewport=[800,600]",),
+    "web.orientation": ("web.orientation=portrait",),
+    "web.color_scheme": ("web.color_scheme=dark",),
+    "web.font_scale": ("web.font_scale=1.5",),
+    "desktop.gtk_theme": ("desktop.gtk_theme=dark",),
+    "desktop.gdk_scale": ("desktop.gdk_scale=2",),
+    "desktop.gdk_dpi_scale": ("desktop.gdk_dpi_scale=1.5",),
+    "wording": ("wording=relational",),
 }
 """Every keyed leaf of the settings schema and an override that changes it."""
 

@@ -271,6 +271,7 @@ SETTING_KNOBS = (
     "absent",
     "offer_absent",
     "device",
+    "variation",
 )
 """Spec fields that carry a settings block (:class:`dvoc_bench.core.records.TrialSpec`; ``-`` is the block at
 its defaults, or a trial the block does not apply to): two values anywhere in the runs split every table."""

@@ -192,6 +192,11 @@ def _runs_section(rep: Report, runs: Any, rule: str, seed: int, n_boot: int) -> 
         )
         rep.table(md_table(summary_view(honest.ablation(t, knob, rule, n_boot=n_boot, seed=seed))))
 
+    if "variation" in t and t["variation"].nunique(dropna=True) > 1:  # the variation axes (variation.md)
+        from dvoc_bench.analysis.variation import report_section
+
+        report_section(rep, t, rule)
+
     _audit(rep, s)
 
     rep.h(3, "Spend: calls, tokens and dollars")

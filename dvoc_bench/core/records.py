@@ -67,6 +67,7 @@ ErrorClass = Literal[
     "scene",  # the scene could not be built (a web page hung, navigated away, crashed, had no valid target)
     "internal",  # a bug in the harness (logged with its traceback)
     "budget",  # skipped: starting it could have passed run.max_cost_usd (a resume with more budget runs it)
+    "wording",  # skipped: no instruction of the asked wording fits the target alone (wording)
 ]
 """Class of a failed call or trial (``error_class`` of steps and trials)."""
 
@@ -218,6 +219,11 @@ class TrialSpec:
     """Web trials shown on a phone (``web.device``): the Playwright device name (``Pixel 7``) or the custom
     device's numbers (``custom:412x839@2.625,mobile,touch``); ``-`` for a desktop window and every other
     kind of scene (then not in the key)."""
+    variation: str = "-"
+    """The variation axes set off their defaults that reach this trial's screen or words (docs/variation.md):
+    ``web.*`` on web pages, ``desktop.*`` on desktop programs, ``wording`` on drawn, web and
+    desktop scenes, as ``name=value`` pairs (``web.zoom=1.5``); ``-`` for the unvaried scene (then not in
+    the key). A varied trial's ``seed`` is its unvaried twin's, so the two pair on one seed."""
     simulated_assumptions: list[str] = dataclasses.field(default_factory=list)
     """Simulated models only: what this trial's result rests on beyond the profile's fit, one marker per
     knob the profile was not fitted for (``frame request assumed``, ``overlay effect assumed``, ``overlay

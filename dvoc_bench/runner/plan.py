@@ -20,6 +20,7 @@ from dvoc_bench.protocol.protocols import get_protocol
 from dvoc_bench.runner.setup import SweepSetup
 from dvoc_bench.scenes.desktop.gtk_source import episode_label, is_desktop_episode
 from dvoc_bench.scenes.web.devices import device_label
+from dvoc_bench.scenes.wording import wording_variation
 
 PAPER_STARTS: tuple[Point, ...] = (
     Point(194, 92),
@@ -197,11 +198,26 @@ NONE_MODEL = ModelConfig(name="none", kind="none", model_id="none", provider="no
 """Stand-in model of the non-visual baselines."""
 
 
+def variation_of(setup: SweepSetup, kind: str) -> str:
+    """The ``variation`` field of a trial on a scene of ``kind``: the variation axes set off their defaults
+    that reach that kind of screen (docs/variation.md), or ``-``."""
+    s = setup.settings
+    pairs: dict[str, Any] = {}
+    if kind == "web":
+        pairs |= s.web.variation()
+    if kind == "desktop":
+        pairs |= s.desktop.variation()
+    if kind in ("synthetic", "web", "desktop"):
+        pairs |= wording_variation(s.wording)
+    return changed(pairs)
+
+
 def build_plan(
     setup: SweepSetup,
     scenes: dict[str, tuple[str, Size]],
     kinds: Mapping[str, SceneKind] | None = None,
     drags: Collection[str] = (),
+    unvaried: Mapping[str, str] | None = None,
 ) -> list[TrialSpec]:
     """Every trial of the sweep, deduplicated by key, in a stable order.
 
@@ -218,7 +234,8 @@ def build_plan(
     decides the frame answers are read in (``paper`` reads every answer as pixels, the paper's reading).
     ``kinds`` maps task id -> scene kind (for the simulated profiles' assumption markers; default
     ``synthetic``); ``drags``: the two-point tasks (a simulated profile's two-point answers are an
-    assumption unless it was fitted on them).
+    assumption unless it was fitted on them). ``unvaried``: task id -> the scene hash the task has without
+    the variation axes (:func:`variation_of`); a varied trial takes the seed of that unvaried twin.
     """
     s, swept, loop = setup.settings, setup.swept, setup.settings.loop
     det = setup.detector
@@ -288,9 +305,14 @@ def build_plan(
                     model_config=setup.model_changes.get(model.name, NA) if info.calls_model else NA,
                     absent=s.absent.variant,  # the screen's variant; off: not in the key (TrialSpec.key)
                     offer_absent=s.absent.offered and info.calls_model,
+                    variation=variation_of(setup, scene_kind),
                 )
                 spec = TrialSpec(trial_key="", experiment=setup.experiment, seed=0, **fields)
                 key = spec.key()
+                seed_key = key
+                if spec.variation != NA:  # the seed of the unvaried twin: the pair shares its randomness
+                    base = dataclasses.replace(spec, variation=NA, scene_hash=(unvaried or {}).get(task, ""))
+                    seed_key = base.key() if base.scene_hash else key
                 crops = "zoom" in uses  # crops: no simulated profile was fitted on them
                 drawn = NA if overlay in (NA, "none") else labels
                 two = "two" if task in drags else NA
@@ -300,7 +322,7 @@ def build_plan(
                 specs.setdefault(
                     key,
                     dataclasses.replace(
-                        spec, trial_key=key, seed=_seed_for(key), simulated_assumptions=assumed
+                        spec, trial_key=key, seed=_seed_for(seed_key), simulated_assumptions=assumed
                     ),
                 )
     return list(specs.values())

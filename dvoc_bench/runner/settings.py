@@ -29,6 +29,7 @@ from dvoc_bench.scenes.datasets import DatasetSettings
 from dvoc_bench.scenes.desktop.settings import Desktop
 from dvoc_bench.scenes.miniwob.settings import Episode
 from dvoc_bench.scenes.web.settings import Web
+from dvoc_bench.scenes.wording import Wording
 
 STARTS = ("auto", "paper", "scaled", "centre", "oneshot")
 """Named start lists (besides ``random:N``)."""
@@ -270,6 +271,10 @@ class Settings(Declared):
     """Web scenes and bring-your-own pages."""
     desktop: Desktop = Desktop()
     """Desktop scenes and bring-your-own Tk apps."""
+    wording: Wording = "given"
+    """How the task is asked: ``given`` (the scene file's words), or ``paraphrase``, ``relational``,
+    ``visual``, made by rules from the measured layout and checked to fit the target alone (a scene without
+    one: its trials are skipped); docs/variation.md."""
     episode: Episode = Episode()
     """MiniWoB++ episodes (tasks ``miniwob.<name>``): plan, screenshot scale, step and wall-clock caps."""
     dataset: DatasetSettings = DatasetSettings()

@@ -118,23 +118,16 @@ def setup_from_settings(s: Settings, experiment: str, model_choice: str | None =
     models_dir = Path(s.paths.models) if s.paths.models else default_conf_dir() / "model"
     scenes_dir = Path(s.paths.scenes) if s.paths.scenes else default_scenes_dir()
     dataset = s.dataset.format is not None
+    if s.absent.variant != "off" and s.wording != "given":  # two rewrites of one instruction
+        raise ConfigError(
+            f"wording: {s.wording} words the target the screen shows; with absent.variant={s.absent.variant} "
+            "it has none: set one of them to its default"
+        )
     if dataset:  # the dataset's (selected) samples are the tasks; tasks=[...] picks sample ids
         registry = dataset_registry(s, scenes_dir)
         tasks = registry.ids()
     else:
-        registry = SceneRegistry(
-            scenes_dir,
-            # validated: used as they are
-            options={
-                "web": s.web,
-                "desktop": s.desktop,
-                "apps": s.desktop,
-                "miniwob": s.episode,
-                "gtk_episodes": (s.episode, s.desktop),
-            },
-            max_side=s.scenes.max_side,
-            absent=s.absent.variant,
-        )
+        registry = scene_registry(s, scenes_dir)
         tasks = check_list("task" if s.task else "tasks", [s.task] if s.task else s.tasks, registry.ids())
     if s.model and not model_choice:  # model.<key>=V with models=[...]: it would change no model
         key = next(iter(s.model))
@@ -237,6 +230,39 @@ def _composed_from(models_dir: Path, name: str) -> bool:
     ``conf/model/`` wins Hydra's search path, ``paths.models`` is searched when that has no such file."""
     default = default_conf_dir() / "model"
     return models_dir.resolve() == default.resolve() or not (default / f"{name}.yaml").exists()
+
+
+def scene_registry(s: Settings, scenes_dir: Path, unvaried: bool = False) -> SceneRegistry:
+    """The registry of the scene folders' tasks under the validated settings; ``unvaried``: with every
+    variation axis at its default (the scenes a varied trial's twin runs on, docs/variation.md)."""
+    web, desktop, wording = s.web, s.desktop, s.wording
+    if unvaried:
+        web = web.model_copy(update={k.removeprefix("web."): getattr(type(web)(), k.removeprefix("web."))
+                                     for k in web.variation()})  # fmt: skip
+        desktop = desktop.model_copy(
+            update={k.removeprefix("desktop."): getattr(type(desktop)(), k.removeprefix("desktop."))
+                    for k in desktop.variation()}  # fmt: skip
+        )
+        wording = "given"
+    return SceneRegistry(
+        scenes_dir,
+        # validated: used as they are
+        options={
+            "web": web,
+            "desktop": desktop,
+            "apps": desktop,
+            "miniwob": s.episode,
+            "gtk_episodes": (s.episode, desktop),
+        },
+        max_side=s.scenes.max_side,
+        absent=s.absent.variant,
+        wording=wording,
+    )
+
+
+def varied(s: Settings) -> bool:
+    """Whether any variation axis is off its default (docs/variation.md)."""
+    return bool(s.web.variation() or s.desktop.variation() or s.wording != "given")
 
 
 def dataset_registry(s: Settings, scenes_dir: Path) -> SceneRegistry:

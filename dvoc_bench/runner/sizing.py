@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dvoc_bench.core.declare import ConfigError
+from dvoc_bench.core.geometry import Size
 from dvoc_bench.core.jsonread import load_file
 from dvoc_bench.core.records import TrialSpec
 from dvoc_bench.core.rundir import TRIALS, read_jsonl
@@ -196,6 +197,20 @@ def quota_seconds(n: float, lim: ProviderLimits) -> float:
     return days * 86400.0 + max(0, n - 1) * spacing
 
 
+def _scene_of(setup: SweepSetup, task: str) -> tuple[Size, int]:
+    """A task's screen size and its number of grounded ends (2 for a drag); a scene that fails to build
+    (its trials will fail or be skipped) has the size it would have had, else 800x600, and one end."""
+    from dvoc_bench.runner.trials import scene_failure
+
+    try:
+        snap = setup.registry.snapshot(task)
+    except Exception as e:
+        if scene_failure(e) is None:
+            raise
+        return getattr(e, "size", None) or Size(800, 600), 1
+    return snap.size, len(snap.truth.ends)
+
+
 def estimate(setup: SweepSetup, specs: list[TrialSpec]) -> tuple[list[ModelPlan], dict[str, ProviderLimits]]:
     """Per-model estimates of ``specs`` and the limits of each gate they pass."""
     from dvoc_bench.runner.gates import gate_key, provider_limits
@@ -207,10 +222,10 @@ def estimate(setup: SweepSetup, specs: list[TrialSpec]) -> tuple[list[ModelPlan]
     image = setup.settings.image
     plans: dict[str, ModelPlan] = {}
     limits: dict[str, ProviderLimits] = {}
-    snaps = {t: setup.registry.snapshot(t) for t in {s.task for s in specs}}
-    sizes = {t: snap.size for t, snap in snaps.items()}
-    ends = {t: len(snap.truth.ends) for t, snap in snaps.items()}
-    kinds = {t: setup.registry.kind(t) for t in snaps}
+    scenes = {t: _scene_of(setup, t) for t in {s.task for s in specs}}
+    sizes = {t: size for t, (size, _) in scenes.items()}
+    ends = {t: n for t, (_, n) in scenes.items()}
+    kinds = {t: setup.registry.kind(t) for t in scenes}
     for s in specs:
         info = method_info(s.method)
         if not info.calls_model:

@@ -22,7 +22,7 @@ from dvoc_bench.runner.gates import build_gates
 from dvoc_bench.runner.plan import build_plan
 from dvoc_bench.runner.runmeta import UNRENDERED, ResumeCheck, check_resume
 from dvoc_bench.runner.scheduler import RateGate
-from dvoc_bench.runner.setup import SweepSetup, model_options
+from dvoc_bench.runner.setup import SweepSetup, model_options, scene_registry, varied
 from dvoc_bench.runner.shard import check_shard, plan_digest, select, shard_budget
 from dvoc_bench.runner.shots import ShotSaver
 from dvoc_bench.runner.trials import ModelFactory, TrialRunner, scene_failure
@@ -49,7 +49,29 @@ def plan(setup: SweepSetup) -> list[TrialSpec]:
             log.warning("scene %s failed: %s", t, scene_failure(e))
             scenes[t] = (UNRENDERED, getattr(e, "size", None) or Size(800, 600))
     kinds = {t: setup.registry.kind(t) for t in setup.swept.tasks}
-    return build_plan(setup, scenes, kinds, drags)
+    return build_plan(setup, scenes, kinds, drags, unvaried_hashes(setup))
+
+
+def unvaried_hashes(setup: SweepSetup) -> dict[str, str]:
+    """Task id -> its scene hash with every variation axis at its default (rendered once more, in a registry
+    of its own that is closed at once), when the sweep varies any: a varied trial is seeded as its unvaried
+    twin (docs/variation.md). Empty when nothing is varied or the tasks are a dataset's."""
+    s = setup.settings
+    if not varied(s) or s.dataset.format is not None:
+        return {}
+    twin = scene_registry(s, setup.registry.root, unvaried=True)
+    out = {}
+    try:
+        for t in setup.swept.tasks:
+            try:
+                out[t] = twin.snapshot(t).content_hash
+            except Exception as e:
+                if scene_failure(e) is None:
+                    raise
+                log.warning("scene %s without variation failed: %s", t, scene_failure(e))
+    finally:
+        twin.close()
+    return out
 
 
 @dataclass

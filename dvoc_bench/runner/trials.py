@@ -165,7 +165,8 @@ class TrialRunner:
             failed = TrialResult(
                 status="error", stop_reason="error", final_point=None, error_class="scene", error=reason
             )
-            self.record(spec, failed, Box(0, 0, 0, 0), 0.0)
+            skip = getattr(e, "skip_class", None)  # no instruction of the asked wording: skipped, counted
+            self.record(spec, skipped_result(skip, reason) if skip else failed, Box(0, 0, 0, 0), 0.0)
             return
         info = method_info(spec.method)
         gate = self.gates.get(gate_key(self.by_name[spec.model])) if info.calls_model else None

@@ -130,12 +130,14 @@ class SceneRegistry:
         options: Mapping[str, Any] | None = None,
         max_side: int = DEFAULT_MAX_SIDE,
         absent: str = "off",
+        wording: str = "given",
     ) -> None:
         """``root``: the scenes directory the folder sources glob in. ``sources`` replaces the registered
         ones (:func:`build_sources`); ``options`` maps a source name to its options: its validated settings
         block (``{"web": settings.web}``), or a plain mapping the block's model validates here
         (``ConfigError``). ``max_side``: the largest canvas side a scene may have
-        (``scenes.max_side``), checked before rendering."""
+        (``scenes.max_side``), checked before rendering. ``wording``: how the drawn, web and desktop tasks
+        are asked (``wording``, :mod:`dvoc_bench.scenes.wording`)."""
         self.root = Path(root)
         """The scenes directory."""
         self.max_side = max_side
@@ -148,8 +150,11 @@ class SceneRegistry:
             name: FolderTasks(self.root / name, src, max_side) if isinstance(src, SceneFolder) else src
             for name, src in sources.items()
         }
+        self.wording = wording
+        """``wording`` of the drawn, web and desktop tasks (``given``: their own words)."""
         self._index: dict[str, TaskSource] | None = None
         self._snapshots: dict[str, Snapshot] = {}
+        self._unworded: dict[str, Exception] = {}
         self._held: dict[str, SceneTruth] = {}
         self._lock = threading.RLock()
 
@@ -185,9 +190,19 @@ class SceneRegistry:
         with self._lock:
             if scene_id in self._snapshots:
                 return self._snapshots[scene_id]
-            src = self._source_of(scene_id)
+            if scene_id in self._unworded:  # no wording of the kind asked: the same reason, not a render
+                raise self._unworded[scene_id]
+            source = self._source_of(scene_id)
             off = self.absent == "off"
-            snap = src.snapshot(scene_id) if off else absent_variant(src, scene_id, self.absent)
+            snap = source.snapshot(scene_id) if off else absent_variant(source, scene_id, self.absent)
+            if self.wording != "given" and source.kind in ("synthetic", "web", "desktop"):
+                from dvoc_bench.scenes.wording import WordingUnavailable, worded_snapshot
+
+                try:
+                    snap = worded_snapshot(snap, self.wording)
+                except WordingUnavailable as e:
+                    self._unworded[scene_id] = e
+                    raise
             self._snapshots[scene_id] = snap
             return snap
 

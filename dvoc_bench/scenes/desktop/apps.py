@@ -227,14 +227,14 @@ class AppSession:
         self.display = XDisplay(size, options.timeout_s)
         t0 = time.perf_counter()
         try:
-            env = self.display.env()
+            env = {**self.display.env(), **dict(options.program_env)}
         except (DesktopUnavailable, RuntimeError) as e:
             self.display.close()
             raise SceneError(f"{task.id}: {e}") from e
         self.display_s = time.perf_counter() - t0
         spec = {
             "command": list(task.command), "wait_for": task.wait_for, "timeout_s": options.timeout_s,
-            "screen": [size.width, size.height], "events": events,
+            "screen": [size.width // options.unit, size.height // options.unit], "events": events,
         }  # fmt: skip
         self.log_path = Path(str(self.display.tmp)) / "app.log"
         if stdout:
@@ -471,14 +471,15 @@ class AppScenes:
             self.timings.append(
                 dict(display_s=s.display_s, start_s=s.start_s, grab_s=t1 - t0, tree_s=t2 - t1)
             )
-            return snapshot(task, reply, image)
+            return snapshot(task, reply, image, self.options.base.unit)
 
     def probe(self, task_id: str, point: Point) -> Probe:
         """AT-SPI's hit test at ``point``; with ``verify_click`` also a real click in a fresh session."""
         x, y = math.floor(point.x), math.floor(point.y)
+        u = self.options.base.unit  # AT-SPI speaks the program's own pixels: GDK_SCALE device pixels each
         with self._lock:
             task = self._tasks[task_id]
-            hit = self._session(task).request({"op": "hit", "x": x, "y": y, "target": task.target})
+            hit = self._session(task).request({"op": "hit", "x": x // u, "y": y // u, "target": task.target})
             clicked_element, clicked = None, None
             if self.options.base.verify_click:
                 clicked_element, clicked = self.verify(task, x, y)
@@ -514,8 +515,18 @@ class AppScenes:
                 self._live.popitem()[1].close()
 
 
-def snapshot(task: AppTask, reply: dict[str, Any], image: Any) -> Snapshot:
-    """The frame and its truth; a target not on screen raises :class:`SceneError` with the nearest ids."""
+def device_box(box: Any, unit: int = 1) -> Box:
+    """An AT-SPI box (the program's own pixels, edges inclusive) in screen pixels: GTK 3 under
+    ``GDK_SCALE=unit`` reports application pixels, each ``unit`` x ``unit`` device pixels."""
+    x0, y0, x1, y1 = (float(v) for v in box)
+    if unit == 1:
+        return Box(x0, y0, x1, y1)
+    return Box(x0 * unit, y0 * unit, (x1 + 1) * unit - 1, (y1 + 1) * unit - 1)
+
+
+def snapshot(task: AppTask, reply: dict[str, Any], image: Any, unit: int = 1) -> Snapshot:
+    """The frame and its truth (boxes in screen pixels, :func:`device_box`); a target not on screen raises
+    :class:`SceneError` with the nearest ids."""
     box = reply["targets"].get(task.target)
     ids = [e["id"] for e in reply["elements"]]
     if box is None:
@@ -533,7 +544,8 @@ def snapshot(task: AppTask, reply: dict[str, Any], image: Any) -> Snapshot:
         )
     elements = tuple(
         Element(
-            id=e["id"], label=e["label"], box=Box(*e["box"]), role=e["role"], interactive=e["interactive"]
+            id=e["id"], label=e["label"], box=device_box(e["box"], unit), role=e["role"],
+            interactive=e["interactive"],
         )
         for e in reply["elements"]
     )
@@ -541,7 +553,7 @@ def snapshot(task: AppTask, reply: dict[str, Any], image: Any) -> Snapshot:
     h, w = image.shape[:2]
     truth = SceneTruth(
         scene_id=task.id, size=Size(w, h), instruction=task.instruction, target_id=target_id,
-        target_box=Box(*box), elements=elements,
+        target_box=device_box(box, unit), elements=elements,
     )  # fmt: skip
     image.setflags(write=False)
     return Snapshot(truth=truth, image=image, content_hash=content_hash(image, truth))

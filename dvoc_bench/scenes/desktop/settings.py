@@ -6,12 +6,18 @@ validated block into what the sources run with (inline tasks read, files resolve
 
 from __future__ import annotations
 
-from pydantic import field_validator
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
 
 from dvoc_bench.core.declare import Declared, PosFloat
 
 MIN_SIDE, MAX_SIDE = 200, 4096
 """Range of each side of the virtual screen, px."""
+
+VARIATION_KNOBS = ("gtk_theme", "gdk_scale", "gdk_dpi_scale")
+"""The ``desktop:`` knobs that vary a program's screen (docs/variation.md): a trial keys the ones set off
+their defaults (its ``variation`` field); the truth is read from AT-SPI again, never scaled."""
 
 
 class DesktopCustom(Declared):
@@ -56,6 +62,30 @@ class Desktop(Declared):
     desktop.app.instruction=...``."""
     app_files: list[str] = []
     """Your own application task YAMLs (schema of ``scenes/apps/A01.yaml``); use their ids in ``tasks=``."""
+    gtk_theme: Literal["default", "dark"] = "default"
+    """``dark``: GTK programs start with ``GTK_THEME=Adwaita:dark``; ``default``: their own theme."""
+    gdk_scale: int = Field(1, ge=1, le=3)
+    """``GDK_SCALE`` of GTK programs (1-3: whole-number window scaling); 1 leaves it unset."""
+    gdk_dpi_scale: float = Field(1.0, ge=0.5, le=3.0)
+    """``GDK_DPI_SCALE`` of GTK programs (0.5-3: text scaling); 1 leaves it unset."""
+
+    def variation(self) -> dict[str, Any]:
+        """The :data:`VARIATION_KNOBS` set off their defaults, ``{"desktop.gdk_scale": 2}`` (empty: none)."""
+        base = Desktop()
+        return {
+            f"desktop.{k}": getattr(self, k) for k in VARIATION_KNOBS if getattr(self, k) != getattr(base, k)
+        }
+
+    def program_env(self) -> dict[str, str]:
+        """The environment variables the variation knobs give a GTK program (empty at the defaults)."""
+        env = {}
+        if self.gtk_theme == "dark":
+            env["GTK_THEME"] = "Adwaita:dark"
+        if self.gdk_scale != 1:
+            env["GDK_SCALE"] = str(self.gdk_scale)
+        if self.gdk_dpi_scale != 1.0:
+            env["GDK_DPI_SCALE"] = f"{self.gdk_dpi_scale:g}"
+        return env
 
     @field_validator("size")
     @classmethod

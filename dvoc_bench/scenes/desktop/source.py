@@ -142,6 +142,14 @@ class DesktopOptions:
     """Bound on the display start, a scene becoming ready, and each query or click."""
     custom: DesktopTask | None = None
     """The inline bring-your-own app (id ``desktop_custom``), if ``desktop.custom.script`` is set."""
+    program_env: tuple[tuple[str, str], ...] = ()
+    """Environment variables of the variation axes a GTK program starts with (``GTK_THEME``,
+    ``GDK_SCALE``, ``GDK_DPI_SCALE``; docs/variation.md); empty at their defaults."""
+
+    @property
+    def unit(self) -> int:
+        """Screen pixels per pixel of a GTK program (its ``GDK_SCALE``; 1 unless set)."""
+        return int(dict(self.program_env).get("GDK_SCALE", "1"))
 
     @classmethod
     def from_settings(
@@ -153,7 +161,7 @@ class DesktopOptions:
         s = settings if isinstance(settings, Desktop) else validate(Desktop, settings, "desktop.")
         w, h = s.size or [DEFAULT_SIZE.width, DEFAULT_SIZE.height]
         inline = _custom(s.custom, cwd or Path.cwd()) if custom else None
-        return cls(Size(w, h), s.verify_click, s.timeout_s, inline)
+        return cls(Size(w, h), s.verify_click, s.timeout_s, inline, tuple(sorted(s.program_env().items())))
 
 
 def _custom(custom: DesktopCustom, cwd: Path) -> DesktopTask | None:

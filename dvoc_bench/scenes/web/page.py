@@ -36,6 +36,7 @@ from dvoc_bench.scenes.web.devices import Device
 from dvoc_bench.scenes.web.page_js import (
     ARM_CLICK_JS,
     CLICKED_JS,
+    FONT_SCALE_JS,
     HIT_JS,
     MEASURE_JS,
     SETTLE_JS,
@@ -117,6 +118,10 @@ class WebTask:
     device: Device | None = None
     """The phone the page is shown on (``web.device``; its viewport and scale are ``viewport`` and
     ``scale``); ``None``: a desktop browser window."""
+    color_scheme: str = "light"
+    """The ``prefers-color-scheme`` the page is shown (``web.color_scheme``)."""
+    font_scale: float = 1.0
+    """Factor on every element's computed font size, applied before the set-up (``web.font_scale``)."""
 
     @property
     def touch(self) -> bool:
@@ -298,7 +303,10 @@ def new_task_page(session: Session, task: WebTask) -> LivePage:
     extra = task.device.context_options() if task.device is not None else {}
     ctx = session.new_context((task.viewport.width, task.viewport.height), guard, task.scale, **extra)
     try:
-        return LivePage(ctx, ctx.new_page(), guard, session.timeout_ms)
+        page = ctx.new_page()
+        if task.color_scheme != "light":  # the context's own is light
+            page.emulate_media(color_scheme=task.color_scheme)
+        return LivePage(ctx, page, guard, session.timeout_ms)
     except BaseException:
         ctx.close()
         raise
@@ -340,6 +348,10 @@ def prepare(live: LivePage, task: WebTask) -> tuple[dict[str, float], tuple[tupl
     failed = [f for f in faces if f[3] not in ("loaded", "unloaded")]
     if failed or len(faces) != len(_FACES):
         raise PageError(f"{task.id}: pinned fonts did not load: {failed or faces}")
+    if task.font_scale != 1.0:
+        with _step(task, "scaling the fonts", s):
+            evaluate(page, FONT_SCALE_JS, task.font_scale, ms)
+            faces = _faces(evaluate(page, SETTLE_JS, None, ms))
     t = time.perf_counter()
     if task.wait_for:
         with _step(task, f"wait_for {task.wait_for!r}", s):

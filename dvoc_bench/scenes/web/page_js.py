@@ -164,3 +164,15 @@ STYLE_JS = """
 CLICKED_JS = (
     "() => ({clicked: window.__dvocTargetClicked === true, touched: window.__dvocTargetTouched === true})"
 )
+
+FONT_SCALE_JS = """
+(factor) => {
+  // Every element's computed font size times the factor, all read before any is written (no compounding).
+  const all = Array.from(document.querySelectorAll('*'));
+  const sizes = all.map(el => parseFloat(getComputedStyle(el).fontSize));
+  all.forEach((el, i) => {
+    if (sizes[i] > 0) el.style.setProperty('font-size', (sizes[i] * factor) + 'px', 'important');
+  });
+  return true;
+}
+"""

@@ -5,12 +5,16 @@ source runs with (task files resolved, the inline page read, origins normalised)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
 from dvoc_bench.core.declare import Declared, PosFloat
 from dvoc_bench.scenes.web.devices import check_device_name
+
+VARIATION_KNOBS = ("zoom", "device_scale_factor", "viewport", "orientation", "color_scheme", "font_scale")
+"""The ``web:`` knobs that vary a page's screen (docs/variation.md): a trial keys the ones set off their
+defaults (its ``variation`` field), and the truth is measured again on the varied page, never scaled."""
 
 
 class WebCustom(Declared):
@@ -75,6 +79,35 @@ class Web(Declared):
     @classmethod
     def _device(cls, v: str | None) -> str | None:
         return None if v is None else check_device_name(v)
+
+    zoom: float = Field(1.0, ge=0.5, le=2.0)
+    """Browser zoom (0.5-2 = 50-200 %), as Chromium's own page zoom does it: the CSS viewport is the window
+    divided by the zoom and every CSS pixel covers ``zoom`` times more device pixels, so the screenshot keeps
+    the window's size while the page reflows (media queries and all). Not CSS ``zoom``."""
+    device_scale_factor: float | None = Field(None, ge=0.5, le=4.0)
+    """Device pixels per CSS pixel of every page (0.5-4; ``null``: each task's own, 1 unless it says)."""
+    viewport: list[int] = []
+    """``[width, height]`` CSS pixels of every page (64-4096 each; ``[]``: each task's own)."""
+    orientation: Literal["task", "portrait", "landscape"] = "task"
+    """``portrait`` / ``landscape``: the viewport's sides swapped when needed so it is taller / wider than
+    wide / tall; ``task``: as the task (or ``web.viewport``) gives it."""
+    color_scheme: Literal["light", "dark"] = "light"
+    """The ``prefers-color-scheme`` the browser reports (Playwright's media emulation); a page with dark
+    styles draws them."""
+    font_scale: float = Field(1.0, ge=0.5, le=2.0)
+    """Every element's computed font size multiplied by this (0.5-2) before anything is measured."""
+
+    @field_validator("viewport")
+    @classmethod
+    def _viewport(cls, v: list[int]) -> list[int]:
+        if v and not (len(v) == 2 and all(64 <= side <= 4096 for side in v)):
+            raise ValueError(f"must be [width, height] in 64..4096, got {v!r}")
+        return v
+
+    def variation(self) -> dict[str, Any]:
+        """The :data:`VARIATION_KNOBS` set off their defaults, ``{"web.zoom": 1.5, ...}`` (empty: none)."""
+        base = Web()
+        return {f"web.{k}": getattr(self, k) for k in VARIATION_KNOBS if getattr(self, k) != getattr(base, k)}
 
     @field_validator("chromium")
     @classmethod

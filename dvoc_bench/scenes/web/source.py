@@ -55,6 +55,7 @@ from dvoc_bench.scenes.web.browser import BrowserHung, WebBrowser, inside, origi
 from dvoc_bench.scenes.web.devices import Device, resolve_device
 from dvoc_bench.scenes.web.page import IDLE_S, PageError, PageRender, WebTask, setup_actions
 from dvoc_bench.scenes.web.settings import Web, WebCustom
+from dvoc_bench.scenes.web.variation import WebVariation, vary_task
 
 log = logging.getLogger(__name__)
 
@@ -248,6 +249,8 @@ class WebOptions:
     """Loopback dev-server origins pages may load from (and be served by), normalised."""
     device: Device | None = None
     """The phone every page is shown on (``web.device``), ``None`` for each task's own viewport."""
+    variation: WebVariation = WebVariation()
+    """The variation axes every task is shown under (docs/variation.md)."""
 
     @classmethod
     def from_settings(cls, settings: Web | Mapping[str, Any] | None, cwd: Path | None = None) -> WebOptions:
@@ -276,6 +279,14 @@ class WebOptions:
             custom=_custom_task(s.custom, cwd, origins),
             allow_origins=origins,
             device=device,
+            variation=WebVariation(
+                zoom=s.zoom,
+                device_scale_factor=s.device_scale_factor,
+                viewport=(s.viewport[0], s.viewport[1]) if s.viewport else None,
+                orientation=s.orientation,
+                color_scheme=s.color_scheme,
+                font_scale=s.font_scale,
+            ),
         )
 
 
@@ -398,7 +409,8 @@ class WebScenes:
             or self._preparsed.get(path.resolve())
             or load_task(path, origins=self.options.allow_origins)
         )
-        return on_device(task, self.options.device)
+        shown = on_device(task, self.options.device)
+        return shown if self.options.variation == WebVariation() else vary_task(shown, self.options.variation)
 
     def load(self, path: Path) -> Snapshot:
         """Render a task once: load, pin fonts, set up, measure the DOM, screenshot; keep the page open.
