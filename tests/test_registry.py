@@ -67,6 +67,7 @@ def test_builtin_entries_and_their_declarations():
         "desktop": "desktop",
         "apps": "desktop",
         "miniwob": "miniwob",
+        "gtk_episodes": "desktop",
         **dict.fromkeys(
             ("screenspot", "screenspot_v2", "screenspot_pro", "manifest", "cuactspot", "precision_cua"),
             "dataset",

@@ -71,4 +71,4 @@ def test_only_the_ideal_profiles_know_the_crosshair():
         cfg = load_model_config(path.stem, models, check_key=False)
         if (cfg.sim or {}).get("perception", {}).get("knows_crosshair"):
             knows.add(path.stem)
-    assert knows == {"sim-ideal", "sim-ideal-1568"}
+    assert knows == {"sim-ideal", "sim-ideal-1568", "sim-ideal-touch"}

@@ -60,5 +60,5 @@ def test_an_outlier_is_not_pulled_back_into_the_target() -> None:
 
 def test_only_the_ideal_profile_bounds_its_noise() -> None:
     bounded = {p.stem for p in CONF.glob("sim-*.yaml") if load_profile(p).noise.within_target}
-    assert bounded == {"sim-ideal", "sim-ideal-1568"}
+    assert bounded == {"sim-ideal", "sim-ideal-1568", "sim-ideal-touch"}
     assert not SimProfile().noise.within_target

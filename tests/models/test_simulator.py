@@ -513,8 +513,9 @@ def test_profile_yaml_loads(path: Path) -> None:
     cfg = yaml.safe_load(path.read_text())
     assert cfg["kind"] == "simulator" and cfg["provider"] == "simulator" and cfg["api_base"] is None
     assert cfg["model_id"] == "sim/" + path.stem.removeprefix("sim-") and cfg["name"] == path.stem
-    ideal = path.stem in ("sim-ideal", "sim-ideal-1568")  # hand-set, pixel-native
-    assert cfg["coord_frame"] == ("pixel" if ideal else "norm1000")
+    ideal = path.stem in ("sim-ideal", "sim-ideal-1568", "sim-ideal-touch")  # hand-set
+    native = {"sim-ideal-touch": "touch1000"}.get(path.stem, "pixel")  # the phone agent speaks touch units
+    assert cfg["coord_frame"] == (native if ideal else "norm1000")
     assert "v0" in path.read_text() or ideal
     model = SimulatedModel.from_config(cfg, lambda scene_id: TRUTH)
     reply = model.respond(_req(_with_crosshair((100, 80)), _text()))
@@ -537,6 +538,7 @@ COMMITTED_DIGESTS = {
     "sim-gemma-4-31b": "ee7aba7735a4851d",
     "sim-ideal": "d13c0094f0d7b4fe",
     "sim-ideal-1568": "d13c0094f0d7b4fe",  # the same profile behind a 1568-px input limit
+    "sim-ideal-touch": "69e7f968eb238359",  # the same, answering in the touch frame it is asked for
 }
 
 

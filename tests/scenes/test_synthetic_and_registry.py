@@ -13,6 +13,7 @@ import yaml
 
 from dvoc_bench.core.geometry import Box, Point, Size
 from dvoc_bench.scenes import SceneFolder, SceneRegistry, TaskSource, default_scenes_dir
+from dvoc_bench.scenes.desktop.gtk_tasks import TASKS as GTK_TASKS
 from dvoc_bench.scenes.miniwob.planners import PLANNERS
 from dvoc_bench.scenes.synthetic import load_spec, render_synthetic, render_synthetic_file
 
@@ -40,6 +41,8 @@ AUTHORS_INSTRUCTIONS = {
 
 MINIWOB = sorted(f"miniwob.{n}" for n in PLANNERS)
 """The episode tasks every registry lists (no browser until one runs)."""
+GTK = sorted(f"gtk.{n}" for n in GTK_TASKS)
+"""The desktop episode tasks every registry lists (no program until one runs)."""
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +74,7 @@ def test_ids(registry: SceneRegistry) -> None:
         "D2",
         "D3",
         "D4",
+        *(f"M{i}{c}" for i in range(1, 6) for c in "abc"),  # the mobile-first pages (scenes/web)
         "S1",
         "S2",
         "S3",
@@ -82,6 +86,7 @@ def test_ids(registry: SceneRegistry) -> None:
         "W3",
         "W4",
         "W5",
+        *GTK,  # the GTK programs' episode tasks
         *MINIWOB,  # the MiniWoB tasks with an oracle planner (their pages come from the miniwob package)
     ]
 
@@ -343,7 +348,7 @@ def test_registry_pluggable_sources_and_natural_order(tmp_path: Path) -> None:
     (tmp_path / "web").mkdir()
     (tmp_path / "web" / "W1.html").write_text("<html></html>", encoding="utf-8")
     reg = SceneRegistry(tmp_path)
-    assert reg.ids() == ["S2", "S10", *MINIWOB]  # web/ has no source by default
+    assert reg.ids() == ["S2", "S10", *GTK, *MINIWOB]  # web/ has no source by default
     w1 = render_synthetic_file(SYNTHETIC / "S1.yaml")
     plugged = SceneRegistry(
         tmp_path,
