@@ -517,7 +517,8 @@ def load_runs(*paths: Path | str, text: bool = False, cache: bool = True) -> Run
 
 SPEC_DEFAULTS = {
     "adaptive": "-", "sampling": "-", "overlay_style": "-", "image": "-", "retry_rule": "hit",
-    "model_config": "-",
+    "model_config": "-", "drag_start": "source", "episode_knobs": "-", "absent": "off", "offer_absent": False,
+    "device": "-", "variation": "-",
 }  # fmt: skip
 """The settings blocks of the spec at their defaults (:class:`dvoc_bench.core.records.TrialSpec`): how a
 record made before they were spec fields is shown in a table (its real values are unknown: the pooling guard

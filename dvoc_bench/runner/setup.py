@@ -129,6 +129,8 @@ def setup_from_settings(s: Settings, experiment: str, model_choice: str | None =
     else:
         registry = scene_registry(s, scenes_dir)
         tasks = check_list("task" if s.task else "tasks", [s.task] if s.task else s.tasks, registry.ids())
+        gtk = [t for t in tasks if registry.kind(t) == "desktop" and t.startswith("gtk.")]
+        _check_desktop_episodes(s, gtk)
     if s.model and not model_choice:  # model.<key>=V with models=[...]: it would change no model
         key = next(iter(s.model))
         raise ConfigError(
@@ -258,6 +260,22 @@ def scene_registry(s: Settings, scenes_dir: Path, unvaried: bool = False) -> Sce
         absent=s.absent.variant,
         wording=wording,
     )
+
+
+def _check_desktop_episodes(s: Settings, gtk: list[str]) -> None:
+    """The GTK programs' episodes run their oracle's plan on the program as it starts: refuse the knobs they
+    would carry in their keys without honouring them (model planning, the variation axes and wordings)."""
+    if not gtk:
+        return
+    if s.episode.plan != "oracle":
+        raise ConfigError(
+            f"episode.plan: {s.episode.plan} plans MiniWoB pages only; {gtk[0]} plans by its oracle"
+        )
+    knobs = [*s.web.variation(), *s.desktop.variation(), *(["wording"] if s.wording != "given" else [])]
+    if knobs:
+        raise ConfigError(
+            f"{knobs[0]}: the desktop episodes ({gtk[0]}, ...) run unvaried; leave them out of tasks"
+        )
 
 
 def varied(s: Settings) -> bool:

@@ -128,6 +128,10 @@ def trial_shape_of(
     from dvoc_bench.scenes.miniwob.planners import family_of
 
     info = method_info(spec.method)
+    if spec.task.startswith("gtk.") and kinds.get(spec.task) == "desktop":  # a GTK program's episode
+        cap = setup.settings.episode.max_steps
+        note = f"a desktop episode: assumed {cap} groundings (episode.max_steps), a drag's two each"
+        return Shape(cap, 2 * cap, kind="episode", note=note)
     if kinds.get(spec.task) == "miniwob":
         cap = setup.settings.episode.max_steps
         most = cap * (2 if family_of(spec.task.removeprefix("miniwob.")) == "drag" else 1)

@@ -19,6 +19,7 @@ import numpy as np
 import psutil
 import pytest
 
+from dvoc_bench.core.declare import ConfigError
 from dvoc_bench.core.geometry import Box, Point
 from dvoc_bench.core.records import TrialResult, TrialSpec
 from dvoc_bench.methods.common import TrialEnv
@@ -240,3 +241,20 @@ def test_a_located_click_that_changes_nothing_is_located_not_interacted(monkeypa
     assert all(s.located and s.located_by == "accessible" and not s.interacted for s in rec.steps)
     assert rec.first_off_target is None
     assert gone_within(mark, 10) == []
+
+
+@pytest.mark.parametrize(
+    ("knob", "message"),
+    [
+        ("episode.plan=model", "episode.plan: model plans MiniWoB pages only; gtk.zenity-form plans by"),
+        ("desktop.gdk_scale=2", "desktop.gdk_scale: the desktop episodes (gtk.zenity-form, ...) run"),
+        ("wording=visual", "wording: the desktop episodes (gtk.zenity-form, ...) run unvaried"),
+    ],
+)
+def test_knobs_a_desktop_episode_would_not_honour_are_refused(knob: str, message: str) -> None:
+    """A GTK episode runs its oracle's plan on the program as it starts: a knob it would carry in its key
+    without honouring it is a config error, not a silently different record."""
+    with pytest.raises(ConfigError) as e:
+        quick_setup(["experiment=episodes", "tasks=[gtk.zenity-form,miniwob.click-test]", knob])
+    assert str(e.value).startswith(message) and "\n" not in str(e.value)
+    quick_setup(["experiment=episodes", "tasks=[miniwob.click-test]", knob])  # MiniWoB pages take them
