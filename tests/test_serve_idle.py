@@ -97,3 +97,22 @@ def test_the_serve_command_closes_its_browser_after_the_idle_time():
         text=True,
     )
     assert r.returncode == 2 and "--browser-idle" in r.stderr
+
+
+def test_the_scene_index_leaves_episodes_out_and_renders_no_page_or_program_for_them(monkeypatch):
+    """``serve`` indexes single screens for the simulator; an episode (a MiniWoB page, a GTK program) has a
+    screen per step, and rendering it would start every page and program at ``serve``'s start."""
+    from dvoc_bench.app.simserve.backend import SimBackend
+    from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
+
+    registry = SceneRegistry(
+        default_scenes_dir(), sources=build_sources(names=["synthetic", "miniwob", "gtk_episodes"])
+    )
+    asked: list[str] = []
+    real = registry.snapshot
+    monkeypatch.setattr(registry, "snapshot", lambda sid: asked.append(sid) or real(sid))
+    instr, _ = SimBackend(registry=registry)._scene_index()
+    ids = registry.ids()
+    assert any(i.startswith("miniwob.") for i in ids) and any(i.startswith("gtk.") for i in ids)
+    assert asked and all(registry.kind(s) == "synthetic" for s in asked), asked
+    assert set(instr) == {s for s in registry.ids() if s.startswith("S")}

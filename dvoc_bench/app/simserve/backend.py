@@ -171,8 +171,12 @@ class SimBackend:
     def _scene_index(self) -> tuple[dict[str, str], dict[str, str]]:
         with self._lock:
             if self._index is None:
+                from dvoc_bench.scenes.desktop.gtk_source import is_desktop_episode
+
                 instr, clean = {}, {}
                 for sid in self.registry.ids():
+                    if self.registry.kind(sid) == "miniwob" or is_desktop_episode(self.registry, sid):
+                        continue  # an episode's screens change with each step: no one screen to index
                     try:
                         snap = self.registry.snapshot(sid)
                     except ConfigError as e:  # a scene this machine cannot render (no Chromium, no Xvfb)
