@@ -76,6 +76,14 @@ def test_click_at_lands_on_the_label_and_the_reply_carries_evidence(s3, model) -
     )
     _, n = _args(model.respond(_req(s3, text_n, tools_for("point"))))
     assert abs(n["x"] - a["x"] / 800 * 1000) <= 1 and abs(n["y"] - a["y"] / 600 * 1000) <= 1
+    # the phone agent's touch frame: pixel / (size - 1) x 1000, written with one decimal as the seed does
+    text_t = prompts.oneshot_prompt(
+        instruction=s3.instruction, size=s3.size, frame=Frame.TOUCH1000, attempt=0, previous=None
+    )
+    _, t = _args(model.respond(_req(s3, text_t, tools_for("point"))))
+    assert abs(t["x"] - a["x"] / 799 * 1000) <= 1.3 and abs(t["y"] - a["y"] / 599 * 1000) <= 1.7
+    assert {round(t["x"], 1), round(t["y"], 1)} == {t["x"], t["y"]}
+    assert t["x"] != round(t["x"]) or t["y"] != round(t["y"])  # a tenth is kept, not rounded away
 
 
 def test_report_offset_is_measured_from_the_stated_crosshair(s3, model) -> None:

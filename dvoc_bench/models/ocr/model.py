@@ -85,7 +85,11 @@ class WordReader(Protocol):
 
 
 def _round(v: float, frame: str) -> float:
-    return round(v, 4) if frame == "norm1" else float(round(v))
+    """An answer's coordinate as its frame writes it: 4 decimals in 0-1, one in the touch frame (the phone
+    agent's ``touch1000``), whole units otherwise."""
+    if frame == "norm1":
+        return round(v, 4)
+    return round(v, 1) if frame == "touch1000" else float(round(v))
 
 
 class OcrModel:
