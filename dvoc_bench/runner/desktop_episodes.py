@@ -187,16 +187,9 @@ class DesktopEpisode(Episode):
         row.target, row.target_box = w.id, box.as_list()
         row.frame_before = self.shot(image)
         g = await self.ground(image, k, "", step.instruction, w.id, box)
-        row.calls, row.grounding_stop, row.ground_s = (
-            len(g.result.steps),
-            g.result.stop_reason,
-            round(g.seconds, 4),
-        )
-        if g.point is None:
-            if g.result.status == "error" and g.result.error_class is not None:
-                self.call_failure = g.result
+        if not self.took(row, g):
             return row, False
-        row.point = g.point.as_list()
+        assert g.point is not None  # took() saw it
         row.hit_element, row.located, row.located_by = await self.browser(
             self.locate, page, g.point, w.id, box, step
         )

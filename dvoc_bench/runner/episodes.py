@@ -107,6 +107,21 @@ class Episode:
         point = Point(*result.final_point) if result.final_point is not None else None
         return Grounded(point, result, time.perf_counter() - t)
 
+    def took(self, row: EpisodeStepRecord, g: Grounded) -> bool:
+        """Record a step's grounding on its row (calls, how it stopped, its seconds, its point); ``False``
+        when it gave no point (a failed model call is kept as the episode's :attr:`call_failure`)."""
+        row.calls, row.grounding_stop, row.ground_s = (
+            len(g.result.steps),
+            g.result.stop_reason,
+            round(g.seconds, 4),
+        )
+        if g.point is None:
+            if g.result.status == "error" and g.result.error_class is not None:
+                self.call_failure = g.result
+            return False
+        row.point = g.point.as_list()
+        return True
+
     def shot(self, image: Any) -> str:
         """Store a screenshot (content-addressed) and return its sha256."""
         return self.env.save_shot(encode_png(image))
@@ -216,16 +231,9 @@ class Episode:
             row.truth = "oracle" if step.call is not None else None
         row.frame_before = self.shot(image)
         g = await self.ground(image, k, "", step.instruction, row.target or "-", box)
-        row.calls, row.grounding_stop, row.ground_s = (
-            len(g.result.steps),
-            g.result.stop_reason,
-            round(g.seconds, 4),
-        )
-        if g.point is None:
-            if g.result.status == "error" and g.result.error_class is not None:
-                self.call_failure = g.result
+        if not self.took(row, g):
             return row, False
-        row.point = g.point.as_list()
+        assert g.point is not None  # took() saw it
         row.hit_element, row.located = await self.browser(page.hit, g.point, el.idx if el else -1)
         if el is None:
             row.located = None  # a model's target with no truth: not scored

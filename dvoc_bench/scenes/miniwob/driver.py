@@ -35,6 +35,9 @@ VIEWPORT_CSS = (500, 320)
 WHEEL_NOTCH_CSS = 40
 """CSS pixels one wheel notch scrolls (Playwright's ``mouse.wheel`` delta per notch of a ``scroll`` step)."""
 
+STILL_JS = "() => !window.jQuery || window.jQuery(':animated').length === 0"
+"""True once no jQuery animation runs on the page (MiniWoB's widgets are jQuery UI's)."""
+
 DRAG_MOVES = 12
 """Mouse moves between a drag's press and release (jQuery UI's draggable follows ``mousemove``)."""
 
@@ -112,9 +115,20 @@ class EpisodePage:
 
         return Dom.from_js(self._run(go))
 
+    def _still(self) -> None:
+        """Wait (on the browser thread, up to 2 s) until no jQuery animation runs: a datepicker or menu that
+        is fading out still covers what lies under it, so the page is read, captured and hit-tested only
+        once it has settled (the screenshot's ``animations="disabled"`` ends CSS animations, not jQuery's)."""
+        self._page.wait_for_function(STILL_JS, timeout=2000)
+
     def read(self) -> Dom:
-        """The page as it is now."""
-        return Dom.from_js(self._run(lambda s: self._page.evaluate(DOM_JS)))
+        """The page as it is now (once its animations have ended)."""
+
+        def go(s: Session) -> Any:
+            self._still()
+            return self._page.evaluate(DOM_JS)
+
+        return Dom.from_js(self._run(go))
 
     def evaluate(self, js: str, arg: Any = None) -> Any:
         """Run a JavaScript function on the page (tests use it to change a page's behaviour)."""
@@ -125,6 +139,7 @@ class EpisodePage:
         clip = {"x": 0, "y": 0, "width": TASK_CSS[0], "height": TASK_CSS[1]}
 
         def shot(s: Session) -> bytes:
+            self._still()
             return bytes(
                 self._page.screenshot(
                     type="png", clip=clip, scale="device", animations="disabled", caret="hide"
@@ -138,7 +153,12 @@ class EpisodePage:
     def hit(self, p: Point, target: int) -> tuple[str | None, bool]:
         """What lies under screenshot point ``p``, and whether it is element ``target`` or inside it."""
         x, y = css_point(p, self.scale)
-        out = self._run(lambda s: self._page.evaluate(HIT_JS, [x, y, target]))
+
+        def go(s: Session) -> Any:
+            self._still()
+            return self._page.evaluate(HIT_JS, [x, y, target])
+
+        out = self._run(go)
         return out[0], bool(out[1])
 
     def click(self, p: Point, hold: str | None = None) -> None:
