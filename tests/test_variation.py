@@ -129,6 +129,19 @@ def test_the_drop_is_the_paired_comparison_unvaried_minus_varied():
     assert len(fig.axes) == 1 and "points" in fig.axes[0].get_ylabel()
 
 
+def test_another_knob_the_run_varied_splits_the_drops_instead_of_emptying_them():
+    """A run that also swept the protocol: each protocol's trials pair with their own unvaried twins (before,
+    each side held two trials, no pair formed and the table came back empty)."""
+    a, b = _trials(), _trials()
+    b["protocol"], b["trial_key"] = "paper", "p" + b["trial_key"]
+    b.loc[b["variation"] != "-", "hit"] = True  # under paper the zoom costs nothing
+    d = drops(pd.concat([a, b], ignore_index=True))
+    assert sorted(d["method"]) == ["oneshot protocol=paper", "oneshot protocol=v1"]
+    assert dict(zip(d["method"], d["drop"])) == {"oneshot protocol=v1": pytest.approx(0.5),
+                                                 "oneshot protocol=paper": 0.0}  # fmt: skip
+    assert set(d["pairs"]) == {6}
+
+
 def test_skipped_wordings_are_counted_per_variation_and_task():
     t = _trials()
     why = "W0: wording=visual: no visual wording"

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from dvoc_bench.analysis import _layout as L
 from dvoc_bench.analysis.compare import method_pairs
+from dvoc_bench.analysis.honest import headline_keys
 
 PAIR_ON = ("model", "method", "task", "start_index", "rep", "variation")
 """What one trial of a variant is: a side of a pair has one trial per these."""
@@ -30,7 +31,8 @@ COLUMNS = ("model", "method", "variation", "pairs", "samples", "rate_unvaried", 
 
 
 def _split_variant(v: str) -> tuple[str, str]:
-    """``oneshot variation=web.zoom=0.5`` -> (``oneshot``, ``web.zoom=0.5``); no variation: ``-``."""
+    """``oneshot variation=web.zoom=0.5`` -> (``oneshot``, ``web.zoom=0.5``); no variation: ``-``. Other
+    knobs a run varied stay with the method (``oneshot protocol=paper``)."""
     method, _, rest = v.partition(" variation=")
     return method, rest or UNVARIED
 
@@ -44,9 +46,12 @@ def drops(trials: pd.DataFrame, rule: str = "hit") -> pd.DataFrame:
     # a job varying one kind of screen runs the other kind unvaried again; a program's screen can differ by
     # a pixel from launch to launch (another scene hash, another key): the first unvaried trial of each
     # pair key is the unvaried side
-    again = (t["variation"] == UNVARIED) & t.duplicated([*PAIR_ON], keep="first")
+    # every other knob the run varied makes variants too (a protocol, an alpha...): never pooled into a side;
+    # ``variation`` last, so a variant reads ``<method> <knob>=<v>... variation=<axes>``
+    others = [k for k in headline_keys(t)[2:] if k != "variation"]
+    again = (t["variation"] == UNVARIED) & t.duplicated([*PAIR_ON, *others], keep="first")
     t = t[~again]
-    pairs = method_pairs(t, rule, split=["variation"])
+    pairs = method_pairs(t, rule, split=[*others, "variation"])
     rows: list[dict[str, Any]] = []
     for _, p in pairs.iterrows():
         (ma, va), (mb, vb) = _split_variant(p["a"]), _split_variant(p["b"])
@@ -57,7 +62,8 @@ def drops(trials: pd.DataFrame, rule: str = "hit") -> pd.DataFrame:
         rate_v, rate_u = (p["rate_b"], p["rate_a"]) if flip else (p["rate_a"], p["rate_b"])
         v_only, u_only = (p["b_only"], p["a_only"]) if flip else (p["a_only"], p["b_only"])
         lo, hi = (p["lo"], p["hi"]) if flip else (-p["hi"], -p["lo"])
-        rows.append(dict(model=p["model"], method=ma, variation=varied, pairs=int(p["pairs"]),
+        grouped = "".join(f" {k}={p[k]}" for k in others if k in pairs.columns)  # what method_pairs grouped
+        rows.append(dict(model=p["model"], method=ma + grouped, variation=varied, pairs=int(p["pairs"]),
                          samples=int(p["samples"]), rate_unvaried=rate_u, rate_varied=rate_v,
                          drop=rate_u - rate_v, lo=lo, hi=hi, varied_only=int(v_only),
                          unvaried_only=int(u_only), mcnemar_p=p["mcnemar_p"], simulated=bool(p["simulated"]),
