@@ -137,7 +137,7 @@ def test_another_knob_the_run_varied_splits_the_drops_instead_of_emptying_them()
     b.loc[b["variation"] != "-", "hit"] = True  # under paper the zoom costs nothing
     d = drops(pd.concat([a, b], ignore_index=True))
     assert sorted(d["method"]) == ["oneshot protocol=paper", "oneshot protocol=v1"]
-    assert dict(zip(d["method"], d["drop"])) == {"oneshot protocol=v1": pytest.approx(0.5),
+    assert dict(zip(d["method"], d["drop"], strict=True)) == {"oneshot protocol=v1": pytest.approx(0.5),
                                                  "oneshot protocol=paper": 0.0}  # fmt: skip
     assert set(d["pairs"]) == {6}
 
