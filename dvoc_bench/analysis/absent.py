@@ -5,7 +5,7 @@ A trial's screen has its target (``absent`` = ``off``) or not (``remove``: taken
 outcome is a hit (rule ``hit``: the box, or the DOM / toolkit element under the point), and a "not present"
 answer (``refused``) is a miss; on an absent one there is nothing to hit: a refusal is the right answer and
 any click (a final point, ``final_x``) is a false click. A trial that ended with neither (every reply
-unusable) is counted in ``trials`` and in neither rate.
+unusable) is counted in ``trials`` and in both rates' denominators, in neither numerator.
 
 Every rate has the report's one interval (:func:`~dvoc_bench.analysis.clustered.sample_rate_interval`:
 Wilson 95 %, clustered by sample). Rows are per model, method, kind of screen, variant and whether the
