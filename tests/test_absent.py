@@ -265,3 +265,24 @@ def test_the_report_shows_refusals_and_false_clicks(tmp_path):
     assert "absent target assumed" in fitted
     assert cells[-3].startswith("0.0 %") and cells[-2].startswith("100.0 %")  # never refuses
     assert any(p.name.endswith("_absent.png") for p in (out / "figures").iterdir())
+
+
+@pytest.mark.parametrize("method", ["dvoc", "som", "zoom"])
+def test_a_drag_refused_at_its_start_is_refused_whole(monkeypatch, method: str) -> None:
+    """A "not present" answer for a drag's start ends the drag: its end is not grounded from the screen's
+    centre as if the start had landed there (one run, the refusal's stop reason, no points)."""
+    from types import SimpleNamespace
+
+    from dvoc_bench.methods import drag
+
+    monkeypatch.setattr(drag, "end_env", lambda env, i: env)  # the ends' truth does not matter here
+    runs: list[object] = []
+
+    async def refuse(spec: object, env: object) -> TrialResult:
+        runs.append(spec)
+        return TrialResult(status="ok", stop_reason="not_present", final_point=None)
+
+    info = SimpleNamespace(name=method, uses_start=method == "dvoc", run=refuse)
+    out = asyncio.run(drag.run_drag(info, make_spec(task="t", method=method), SimpleNamespace()))  # type: ignore[arg-type]
+    assert len(runs) == 1 and out.stop_reason == "not_present"
+    assert out.final_point is None and out.drop_point is None

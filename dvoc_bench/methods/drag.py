@@ -97,7 +97,7 @@ async def run_drag(info: MethodInfo, spec: TrialSpec, env: TrialEnv) -> TrialRes
     first = await info.run(spec, end_env(env, 0))
     for st in first.steps:
         st.drag_end = "from"
-    if first.status != "ok":
+    if first.status != "ok" or first.stop_reason == "not_present":  # a refused start refuses the drag
         return first
     to_spec = dataclasses.replace(spec, seed=end_seed(spec.seed))
     if info.uses_start:
