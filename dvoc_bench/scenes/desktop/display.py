@@ -339,27 +339,17 @@ class XDisplay:
     def click(self, x: int, y: int, action: str = "click") -> None:
         """Move the X pointer to pixel ``(x, y)`` and click button 1 there (XTest, via ``xdotool``);
         ``action="mousedown"`` only presses it, ``"mouseup"`` releases it."""
-        tool = shutil.which("xdotool")
-        if tool is None:
-            raise missing("xdotool for desktop.verify_click", XDOTOOL_PACKAGE)
-        argv = [tool, "mousemove", "--sync", str(x), str(y), action, "1"]
+        argv = ["mousemove", "--sync", str(x), str(y), action, "1"]
         if action == "mouseup":  # the pointer is there already (``--sync`` would wait for a move)
-            argv = [tool, "mouseup", "1"]
-        proc = spawn(argv, env=self.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            _, err = proc.communicate(timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
-            stop(proc)
-            raise RuntimeError(f"xdotool did not return within {self.timeout_s:g} s") from None
-        if proc.returncode != 0:
-            raise RuntimeError(f"xdotool failed: {err.decode(errors='replace').strip()[:200]}")
+            argv = ["mouseup", "1"]
+        self.xdo(argv, "desktop.verify_click")
 
-    def xdo(self, args: Sequence[str]) -> None:
+    def xdo(self, args: Sequence[str], needed_for: str = "desktop episodes") -> None:
         """Run ``xdotool ARGS`` on this display (real input through XTest: ``mousemove``, ``mousedown``,
         ``type``, ``key``, ``sleep`` ...); a failure or a hang raises ``RuntimeError`` in one line."""
         tool = shutil.which("xdotool")
         if tool is None:
-            raise missing("xdotool for desktop episodes", XDOTOOL_PACKAGE)
+            raise missing(f"xdotool for {needed_for}", XDOTOOL_PACKAGE)
         proc = spawn([tool, *args], env=self.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             _, err = proc.communicate(timeout=self.timeout_s)

@@ -417,20 +417,14 @@ class WebScenes:
 
         A page that cannot be a scene raises :class:`SceneError`; the failure is remembered, so the
         sweep's every trial of it gets the same error at once instead of rendering it again."""
-        task = self.task(path)
-        failed = self._failed.get(task.id)
-        if failed is not None:
-            raise failed
-        try:
-            return self.render(task).snapshot
-        except SceneError as e:
-            self._failed[task.id] = e
-            raise
+        return self._load(self.task(path))
 
     def load_without_target(self, path: Path) -> Snapshot:
         """:meth:`load` with the target hidden before the screenshot (``absent.variant=remove``): the
         registry of such a run renders each page this way only."""
-        task = dataclasses.replace(self.task(path), hide_target=True)
+        return self._load(dataclasses.replace(self.task(path), hide_target=True))
+
+    def _load(self, task: WebTask) -> Snapshot:
         failed = self._failed.get(task.id)
         if failed is not None:
             raise failed
