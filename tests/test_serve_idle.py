@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from dvoc_bench.scenes import SceneRegistry, default_scenes_dir
+from dvoc_bench.scenes import SceneRegistry, build_sources, default_scenes_dir
 from dvoc_bench.serve import SimBackend
 from tests.support import ROOT, body_for, chromium_or_skip
 
@@ -51,7 +51,8 @@ def chromium_pids(pid: int) -> set[int]:
 
 
 def test_the_browser_closes_when_idle_and_requests_are_still_answered():
-    backend = SimBackend(registry=SceneRegistry(default_scenes_dir()), browser_idle_s=1.0)
+    only = build_sources(names=["synthetic", "web"])  # the browser's scenes (not every program and page)
+    backend = SimBackend(registry=SceneRegistry(default_scenes_dir(), sources=only), browser_idle_s=1.0)
     me = psutil.Process().pid
     others = chromium_pids(me)  # browsers other tests of this process may still hold: not this one's
     try:

@@ -180,6 +180,13 @@ class Server:
 
     def hit(self, x: int, y: int, target: str) -> dict[str, Any]:
         w = self.root.winfo_containing(x, y)
+        deadline = time.monotonic() + 1.0
+        while w is None and time.monotonic() < deadline:
+            # a window of another client may still lie over ours (the fresh instance a verified click
+            # started, closed a moment ago; the X server unmaps it later under load): ask again briefly
+            time.sleep(0.02)
+            self.root.update()
+            w = self.root.winfo_containing(x, y)
         if w is None:
             return {"element": None, "hit": False}
         item = None
