@@ -124,32 +124,6 @@ class _Bool(_Column):
         return pd.arrays.BooleanArray(codes == 1, codes == _NULL_BOOL)
 
 
-class _Text(_Column):
-    def __init__(self) -> None:
-        self.v: list[Any] = []
-        self.shared: dict[str, str] = {}
-
-    def __len__(self) -> int:
-        return len(self.v)
-
-    def pad(self, n: int) -> None:
-        if n > len(self.v):
-            self.v.extend([None] * (n - len(self.v)))
-
-    def put(self, v: Any) -> None:
-        if len(self.shared) < SHARE_UP_TO:
-            v = self.shared.setdefault(v, v)
-        elif v in self.shared:
-            v = self.shared[v]
-        self.v.append(v)
-
-    def nbytes(self) -> int:
-        return len(self.v) * 8
-
-    def array(self) -> Any:
-        return pd.array(self.v, dtype="string")
-
-
 class _Other(_Column):
     """A column outside the schema (a Hydra job's ``override.*``): values as they are."""
 
@@ -168,6 +142,24 @@ class _Other(_Column):
 
     def nbytes(self) -> int:
         return len(self.v) * 8
+
+
+class _Text(_Other):
+    """A text column: each distinct value held once (up to :data:`SHARE_UP_TO` of them)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shared: dict[str, str] = {}
+
+    def put(self, v: Any) -> None:
+        if len(self.shared) < SHARE_UP_TO:
+            v = self.shared.setdefault(v, v)
+        elif v in self.shared:
+            v = self.shared[v]
+        self.v.append(v)
+
+    def array(self) -> Any:
+        return pd.array(self.v, dtype="string")
 
 
 def _empty(dtype: str, n: int) -> Any:

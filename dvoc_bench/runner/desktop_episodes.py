@@ -162,9 +162,7 @@ class DesktopEpisode(Episode):
             except LookupError:  # what the step should have changed is gone
                 row.interacted = False
             row.done_after = not after.alive
-            image = await self.browser(page.capture)
-            row.frame_after = self.shot(image)
-            row.harness_s = round(self.harness_s - h0, 4)
+            image = await self.after(row, page.capture, h0)
             view = after
         return "step_cap"  # unreachable: the loop returns at k == max_steps
 

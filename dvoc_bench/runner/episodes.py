@@ -122,6 +122,14 @@ class Episode:
         row.point = g.point.as_list()
         return True
 
+    async def after(self, row: EpisodeStepRecord, capture: Any, h0: float) -> Any:
+        """The screen after a step: captured, stored as the row's ``frame_after``, the step's harness
+        seconds counted from ``h0``; returned (the next step's screen)."""
+        image = await self.browser(capture)
+        row.frame_after = self.shot(image)
+        row.harness_s = round(self.harness_s - h0, 4)
+        return image
+
     def shot(self, image: Any) -> str:
         """Store a screenshot (content-addressed) and return its sha256."""
         return self.env.save_shot(encode_png(image))
@@ -200,9 +208,7 @@ class Episode:
             after: Dom = await self.browser(page.read)
             row.interacted = step.expect(dom, after) if step.expect is not None else dom.changed(after)
             row.done_after = after.done
-            image = await self.browser(page.capture)
-            row.frame_after = self.shot(image)
-            row.harness_s = round(self.harness_s - h0, 4)
+            image = await self.after(row, page.capture, h0)
             dom = after
         return "step_cap"  # unreachable: the loop returns at k == max_steps
 
