@@ -72,11 +72,18 @@ def test_gtk_axes_become_the_programs_environment_and_gdk_scale_the_unit_of_its_
     assert device_box([3, 4, 5, 6]).as_list() == [3, 4, 5, 6]
 
 
-def _plan(*overrides: str, kind: str = "web", unvaried: dict[str, str] | None = None):
+PLAIN = Size(800, 600)
+
+
+def _plan(*overrides: str, kind: str = "web", unvaried: dict[str, tuple[str, Size]] | None = None,
+          size: Size = PLAIN):  # fmt: skip
     setup = quick_setup(["models=[sim-ideal]", "tasks=[S1,S2]", "methods=[dvoc,oneshot]", "starts=random:2",
                          *overrides])  # fmt: skip
-    scenes = {t: (f"hash-{t}-{'v' if unvaried else 'u'}", Size(800, 600)) for t in setup.swept.tasks}
+    scenes = {t: (f"hash-{t}-{'v' if unvaried else 'u'}", size) for t in setup.swept.tasks}
     return build_plan(setup, scenes, dict.fromkeys(setup.swept.tasks, kind), (), unvaried)
+
+
+UNVARIED = {"S1": ("hash-S1-u", PLAIN), "S2": ("hash-S2-u", PLAIN)}
 
 
 def test_an_axis_enters_the_key_only_off_its_default_and_only_on_its_kind_of_screen():
@@ -94,12 +101,31 @@ def test_an_axis_enters_the_key_only_off_its_default_and_only_on_its_kind_of_scr
 
 def test_a_varied_trial_is_seeded_as_its_unvaried_twin():
     base = {(s.task, s.method, s.start_index, s.rep): s for s in _plan()}
-    varied = _plan("web.zoom=1.5", unvaried={"S1": "hash-S1-u", "S2": "hash-S2-u"})
+    varied = _plan("web.zoom=1.5", unvaried=UNVARIED)
     for s in varied:
         twin = base[(s.task, s.method, s.start_index, s.rep)]
         assert s.trial_key != twin.trial_key and s.seed == twin.seed
     alone = _plan("web.zoom=1.5")  # the twin's scene unknown: its own seed
     assert {s.seed for s in alone} != {s.seed for s in base.values()}
+
+
+@pytest.mark.parametrize(("axis", "size"), [("web.device_scale_factor=2", Size(1600, 1200)),
+                                             ("web.orientation=portrait", Size(600, 800))])  # fmt: skip
+def test_a_size_changing_axis_keeps_the_twins_seed_and_the_relative_start(axis, size):
+    """A DVOC trial on a screen of another size starts from the same relative point in the varied screen's
+    pixels, and is seeded as its twin started on the unvaried screen (the start is keyed: planned on the
+    varied size, the twin's key and seed were another's)."""
+    base = {(s.task, s.method, s.start_index, s.rep): s for s in _plan()}
+    varied = _plan(axis, unvaried=UNVARIED, size=size)
+    assert {s.method for s in varied} == {"dvoc", "oneshot"}
+    for s in varied:
+        twin = base[(s.task, s.method, s.start_index, s.rep)]
+        assert s.seed == twin.seed, (s.method, s.task, s.start_index)
+        if s.method == "dvoc":
+            assert s.start != twin.start  # the varied screen's own pixels
+            sides = zip(s.start, twin.start, (size.width, size.height), (800, 600), strict=True)
+            for v, u, side_v, side_u in sides:
+                assert abs(v / (side_v - 1) - u / (side_u - 1)) < 0.01  # the same relative point
 
 
 def _trials() -> pd.DataFrame:

@@ -217,7 +217,7 @@ def build_plan(
     scenes: dict[str, tuple[str, Size]],
     kinds: Mapping[str, SceneKind] | None = None,
     drags: Collection[str] = (),
-    unvaried: Mapping[str, str] | None = None,
+    unvaried: Mapping[str, tuple[str, Size]] | None = None,
 ) -> list[TrialSpec]:
     """Every trial of the sweep, deduplicated by key, in a stable order.
 
@@ -234,8 +234,10 @@ def build_plan(
     decides the frame answers are read in (``paper`` reads every answer as pixels, the paper's reading).
     ``kinds`` maps task id -> scene kind (for the simulated profiles' assumption markers; default
     ``synthetic``); ``drags``: the two-point tasks (a simulated profile's two-point answers are an
-    assumption unless it was fitted on them). ``unvaried``: task id -> the scene hash the task has without
-    the variation axes (:func:`variation_of`); a varied trial takes the seed of that unvaried twin.
+    assumption unless it was fitted on them). ``unvaried``: task id -> (scene hash, size) of the task
+    without the variation axes (:func:`variation_of`); a varied trial takes the seed of that unvaried twin,
+    whose start is planned on the twin's size (the same relative point as the varied trial's, in the
+    unvaried screen's pixels), so a size-changing axis keeps the shared seed.
     """
     s, swept, loop = setup.settings, setup.swept, setup.settings.loop
     det = setup.detector
@@ -260,6 +262,8 @@ def build_plan(
         for model, task, protocol, alpha, overlay, predict in combos:
             scene_hash, size = scenes[task]
             points = start_points(kind, n, size, task, s.seed)
+            twin = (unvaried or {}).get(task)
+            twin_points = start_points(kind, n, twin[1], task, s.seed) if twin is not None else points
             if not info.uses_start and (info.per_input or (kinds or {}).get(task) == "dataset"):
                 points = points[:1]  # the input is the unit: the start would change nothing it sends
             for (si, p), rep in itertools.product(enumerate(points, start=1), range(swept.repeats)):
@@ -310,9 +314,12 @@ def build_plan(
                 spec = TrialSpec(trial_key="", experiment=setup.experiment, seed=0, **fields)
                 key = spec.key()
                 seed_key = key
-                if spec.variation != NA:  # the seed of the unvaried twin: the pair shares its randomness
-                    base = dataclasses.replace(spec, variation=NA, scene_hash=(unvaried or {}).get(task, ""))
-                    seed_key = base.key() if base.scene_hash else key
+                if spec.variation != NA and twin is not None and twin[0]:
+                    # the seed of the unvaried twin, started on its own screen: the pair shares its randomness
+                    q = twin_points[si - 1] if spec.start is not None else None
+                    start = q.as_list() if q is not None else None
+                    base = dataclasses.replace(spec, variation=NA, scene_hash=twin[0], start=start)
+                    seed_key = base.key()
                 crops = "zoom" in uses  # crops: no simulated profile was fitted on them
                 drawn = NA if overlay in (NA, "none") else labels
                 two = "two" if task in drags else NA

@@ -49,13 +49,14 @@ def plan(setup: SweepSetup) -> list[TrialSpec]:
             log.warning("scene %s failed: %s", t, scene_failure(e))
             scenes[t] = (UNRENDERED, getattr(e, "size", None) or Size(800, 600))
     kinds = {t: setup.registry.kind(t) for t in setup.swept.tasks}
-    return build_plan(setup, scenes, kinds, drags, unvaried_hashes(setup))
+    return build_plan(setup, scenes, kinds, drags, unvaried_scenes(setup))
 
 
-def unvaried_hashes(setup: SweepSetup) -> dict[str, str]:
-    """Task id -> its scene hash with every variation axis at its default (rendered once more, in a registry
-    of its own that is closed at once), when the sweep varies any: a varied trial is seeded as its unvaried
-    twin (docs/variation.md). Empty when nothing is varied or the tasks are a dataset's."""
+def unvaried_scenes(setup: SweepSetup) -> dict[str, tuple[str, Size]]:
+    """Task id -> its scene hash and size with every variation axis at its default (rendered once more, in
+    a registry of its own that is closed at once), when the sweep varies any: a varied trial is seeded as
+    its unvaried twin, started on the twin's screen (docs/variation.md). Empty when nothing is varied or
+    the tasks are a dataset's."""
     s = setup.settings
     if not varied(s) or s.dataset.format is not None:
         return {}
@@ -64,7 +65,8 @@ def unvaried_hashes(setup: SweepSetup) -> dict[str, str]:
     try:
         for t in setup.swept.tasks:
             try:
-                out[t] = twin.snapshot(t).content_hash
+                snap = twin.snapshot(t)
+                out[t] = (snap.content_hash, snap.size)
             except Exception as e:
                 if scene_failure(e) is None:
                     raise
