@@ -49,6 +49,33 @@ def test_a_bad_later_job_is_found_before_any_job_runs(task, line, job):
         assert first_bad_job(_sweep("alphas=[decay],[adaptive]", "smoke=true"), "config") is None
 
 
+def test_the_check_renders_the_drawn_tasks_but_no_page_and_starts_nothing(monkeypatch):
+    """Issue 55: a multirun of variations checked its jobs by rendering every job's pages twice (the varied
+    screen and its unvaried twin) and left each job's browser running through the whole multirun. The
+    check renders the drawn tasks only (a canvas over scenes.max_side is still refused before job 0), no
+    page, and closes every job's registry."""
+    from dvoc_bench.scenes import SceneRegistry
+
+    rendered: list[tuple[int, str]] = []
+    closed: list[int] = []
+    snapshot, close = SceneRegistry.snapshot, SceneRegistry.close
+    monkeypatch.setattr(SceneRegistry, "snapshot",
+                        lambda self, t: rendered.append((id(self), t)) or snapshot(self, t))  # fmt: skip
+    monkeypatch.setattr(SceneRegistry, "close", lambda self: closed.append(id(self)) or close(self))
+    register_defaults()
+    with initialize_config_dir(config_dir=str(default_conf_dir()), version_base="1.3"):
+        ok = _sweep("tasks=[S1,W1]", "web.zoom=1,1.5,2", "web.device_scale_factor=2", "wording=given,visual",
+                    "models=[sim-ideal]", "starts=random:1")  # fmt: skip
+        assert first_bad_job(ok, "config") is None
+        assert {t for _, t in rendered} == {"S1"}  # the drawn task of each job, never the page
+        assert len({r for r, _ in rendered}) == 6 and {r for r, _ in rendered} <= set(closed)  # each closed
+        bad = first_bad_job(_sweep("tasks=[W1]", "web.zoom=1.5,3", "models=[sim-ideal]"), "config")
+        assert bad is not None and bad.startswith("web.zoom: ") and "(job 1: " in bad, bad
+        capped = _sweep("tasks=[S1]", "scenes.max_side=4096,100", "models=[sim-ideal]")
+        small = first_bad_job(capped, "config")
+        assert small is not None and "exceeds scenes.max_side = 100" in small and "(job 1: " in small, small
+
+
 @pytest.mark.parametrize(
     "overrides",
     [["task=S1", "tasks=[S2]"], ["models=[sim-ideal]", "model=sim-ideal"], ["+task=S1", "tasks=[S2]"]],

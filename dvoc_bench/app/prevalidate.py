@@ -4,9 +4,13 @@ Hydra's basic sweeper composes each job before launching it (an unknown key or g
 early), but the values are validated by the settings inside the job: ``-m alphas=[decay],[teleport]``
 ran job 0's 270 trials before job 1 said ``alphas: unknown value 'teleport'``. :class:`ValidateJobs`
 (a Hydra callback, ``conf/config.yaml``) expands the sweep as the basic sweeper does, composes each job's
-config and sets it up as the job will (settings, registries, model files, plan), with nothing written and
-no model called. The first bad job is the one line ``config error: <key>: <what> (job N: <overrides>)``
-and exit code 2; no job runs and no sweep folder is made.
+config and sets it up as the job will (settings, registries, model files, plan), with nothing written,
+no model called and no browser, display or program started: the plan renders the drawn tasks only (pages,
+programs and dataset samples are planned unrendered and without their unvaried twins,
+:func:`dvoc_bench.runner.sweep.plan` with ``check``), so a multirun of 13 variations on live pages does not
+render every page 26 times before its first job. The first bad job is the one line
+``config error: <key>: <what> (job N: <overrides>)`` and exit code 2; no job runs and no sweep folder is
+made.
 
 Hydra ignores an exception raised by a callback (it warns and goes on), so the refusal is a
 ``SystemExit``. Sweepers other than the basic one (``hydra/sweeper=optuna`` ...) choose their jobs as
@@ -64,7 +68,11 @@ def check_job(overrides: list[str], config_name: str | None, searchpath: list[st
     from dvoc_bench.runner.setup import setup_from_settings
     from dvoc_bench.runner.sweep import plan
 
-    plan(setup_from_settings(settings, experiment_name(choices), model_choice(choices)))
+    setup = setup_from_settings(settings, experiment_name(choices), model_choice(choices))
+    try:
+        plan(setup, check=True)  # pages and programs are not rendered here: the job renders its own
+    finally:
+        setup.registry.close()
 
 
 def first_bad_job(config: DictConfig, config_name: str | None) -> str | None:

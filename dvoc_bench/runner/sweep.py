@@ -32,12 +32,28 @@ log = logging.getLogger(__name__)
 
 
 
-def plan(setup: SweepSetup) -> list[TrialSpec]:
+PLACEHOLDER = Size(800, 600)
+"""The size a task is planned at when it is not rendered (a failed scene's without its own, a live scene in a
+check: :func:`plan` with ``check``)."""
+
+
+def plan(setup: SweepSetup, *, check: bool = False) -> list[TrialSpec]:
     """The sweep's trials. A scene that fails to build still gets its trials (they end ``error``/``scene``
-    when run); its size is the one it would have had."""
+    when run); its size is the one it would have had.
+
+    ``check``: the plan a multirun's pre-check makes of a job (:mod:`dvoc_bench.app.prevalidate`), every
+    value checked as the job checks it but no browser, display or program started: the drawn tasks are
+    rendered (in-process, milliseconds: a definition file's error or a canvas over ``scenes.max_side`` is
+    still found before the first job runs), pages, programs and dataset samples are planned unrendered at
+    :data:`PLACEHOLDER`, and no unvaried twin is rendered (its hash only seeds the varied
+    trials, which the job plans again). The job itself renders its scenes as before."""
     scenes = {}
     drags = set()
+    kinds = {t: setup.registry.kind(t) for t in setup.swept.tasks}
     for t in setup.swept.tasks:
+        if check and kinds[t] != "synthetic":
+            scenes[t] = (UNRENDERED, PLACEHOLDER)
+            continue
         try:
             snap = setup.registry.snapshot(t)
             scenes[t] = (snap.content_hash, snap.size)
@@ -47,9 +63,8 @@ def plan(setup: SweepSetup) -> list[TrialSpec]:
             if scene_failure(e) is None:
                 raise
             log.warning("scene %s failed: %s", t, scene_failure(e))
-            scenes[t] = (UNRENDERED, getattr(e, "size", None) or Size(800, 600))
-    kinds = {t: setup.registry.kind(t) for t in setup.swept.tasks}
-    return build_plan(setup, scenes, kinds, drags, unvaried_scenes(setup))
+            scenes[t] = (UNRENDERED, getattr(e, "size", None) or PLACEHOLDER)
+    return build_plan(setup, scenes, kinds, drags, {} if check else unvaried_scenes(setup))
 
 
 def unvaried_scenes(setup: SweepSetup) -> dict[str, tuple[str, Size]]:
