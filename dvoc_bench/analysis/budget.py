@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from dvoc_bench.analysis.clustered import INTERVAL, UNIT, sample_rate_interval
-from dvoc_bench.analysis.honest import RULES, assumed_of, check_rule, group_rng
+from dvoc_bench.analysis.honest import BOOT_CELLS, RULES, assumed_of, check_rule, group_rng
 from dvoc_bench.core.geometry import Box, Point
 from dvoc_bench.core.scoring import score
 
@@ -320,26 +320,46 @@ def cost_per_success(
              "tokens": tokens.to_numpy(), "usd": cost.to_numpy()}
         )  # fmt: skip
         per = frame.groupby("task", sort=True).sum(min_count=1)
-        rng = group_rng(seed, ("cost_per_success", *name))
-        idx = rng.integers(0, len(per), size=(n_boot, len(per)))
         row = dict(zip(keys, name, strict=True))
         row.update(simulated=bool(g["simulated"].any()), assumed=assumed_of(g), trials=len(g),
                    samples=len(per), successes=int(succ.sum()))  # fmt: skip
+        s = per["s"].to_numpy(dtype=float)
+        booted: dict[str, np.ndarray] = {}
         for col in ("calls", "tokens", "usd"):
-            v, s = per[col].to_numpy(dtype=float), per["s"].to_numpy(dtype=float)
+            v = per[col].to_numpy(dtype=float)
             known = bool(np.isfinite(v).all()) and (col == "calls" or not row["simulated"])
             row[f"{col}_per_success"] = _ratio(v.sum(), s.sum()) if known else math.nan
+            row[f"{col}_lo"] = row[f"{col}_hi"] = math.nan
             if known and s.sum() > 0:
-                boot = v[idx].sum(axis=1) / np.where(s[idx].sum(axis=1) > 0, s[idx].sum(axis=1), np.nan)
-                boot = np.where(np.isnan(boot), np.inf, boot)
+                booted[col] = v
+        if booted:
+            boot = _ratio_resamples(booted, s, group_rng(seed, ("cost_per_success", *name)), n_boot)
+            for col, b in boot.items():
                 with np.errstate(invalid="ignore"):  # resamples without a success are inf
-                    lo, hi = np.nan_to_num(np.quantile(boot, [0.025, 0.975]), nan=np.inf)
+                    lo, hi = np.nan_to_num(np.quantile(b, [0.025, 0.975]), nan=np.inf)
                 row[f"{col}_lo"], row[f"{col}_hi"] = float(lo), float(hi)
-            else:
-                row[f"{col}_lo"] = row[f"{col}_hi"] = math.nan
         row["rule"] = rule
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _ratio_resamples(
+    values: dict[str, np.ndarray], s: np.ndarray, rng: np.random.Generator, n_boot: int
+) -> dict[str, np.ndarray]:
+    """Per column of ``values``: the ratio sum(value) / sum(s) of ``n_boot`` resamples of the samples (one
+    draw of samples shared by every column; ``inf`` for a resample without a success). The resamples are
+    drawn :data:`~dvoc_bench.analysis.honest.BOOT_CELLS` indices at a time, in the generator's order, so
+    the ratios are those of drawing all ``n_boot x len(s)`` indices at once, in bounded memory."""
+    rows = max(1, BOOT_CELLS // len(s))
+    parts: dict[str, list[np.ndarray]] = {col: [] for col in values}
+    for i in range(0, n_boot, rows):
+        idx = rng.integers(0, len(s), size=(min(rows, n_boot - i), len(s)))
+        succ = s[idx].sum(axis=1)
+        succ = np.where(succ > 0, succ, np.nan)
+        for col, v in values.items():
+            ratio = v[idx].sum(axis=1) / succ
+            parts[col].append(np.where(np.isnan(ratio), np.inf, ratio))
+    return {col: np.concatenate(p) for col, p in parts.items()}
 
 
 def _ratio(v: float, s: float) -> float:

@@ -339,3 +339,44 @@ def test_the_evaluators_indented_log_is_one_document_read_whole(tmp_path):
     path.write_text(json.dumps({"metrics": {}}, indent=4))
     with pytest.raises(SchemaError, match=r"field `details`: missing"):
         list(read_records(path, "sspro"))
+
+
+@pytest.mark.parametrize("n", [3, 999, 4001])
+def test_the_cost_per_success_resamples_in_blocks_what_drawing_all_at_once_gives(monkeypatch, n):
+    """The cost per successful click's bootstrap drew n_boot x samples indices at once (2000 x 1,000,000
+    samples: 16 GB of indices, and as much again per gathered column); it draws whole resamples in
+    blocks of BOOT_CELLS indices, in the generator's order."""
+    import numpy as np
+
+    from dvoc_bench.analysis import budget, honest
+
+    sizes: list[int] = []
+
+    class Recording:  # the group's generator, recording how many draws each call asks for
+        def __init__(self, seed, key):
+            self.rng = honest.group_rng(seed, key)
+
+        def integers(self, lo, hi, size):
+            sizes.append(size[0] * size[1])
+            return self.rng.integers(lo, hi, size=size)
+
+    monkeypatch.setattr(budget, "BOOT_CELLS", 1000)
+    monkeypatch.setattr(budget, "group_rng", Recording)
+    r = np.random.default_rng(n)
+    t = pd.DataFrame({"model": "m", "method": "oneshot", "task": [f"s{i % n}" for i in range(2 * n)],
+                      "status": "ok", "valid": True, "hit": r.random(2 * n) < 0.3, "simulated": False,
+                      "model_calls": r.integers(1, 4, 2 * n), "tokens_in": 900.0, "tokens_out": 12.0,
+                      "cost_usd": r.random(2 * n) / 1000})  # fmt: skip
+    got = budget.cost_per_success(t, n_boot=301, seed=3).iloc[0]
+    assert max(sizes) <= max(n, 1000) and sum(sizes) == 301 * n  # one draw shared by the three columns
+    per = t.assign(s=t["hit"].astype(float), calls=t["model_calls"].astype(float), tokens=912.0,
+                   usd=t["cost_usd"]).groupby("task", sort=True)  # fmt: skip
+    per = per[["s", "calls", "tokens", "usd"]].sum()
+    idx = honest.group_rng(3, ("cost_per_success", "m", "oneshot")).integers(0, n, size=(301, n))
+    s = per["s"].to_numpy()[idx].sum(axis=1)
+    for col in ("calls", "tokens", "usd"):  # the interval as drawn all at once (301 x n indices held)
+        boot = per[col].to_numpy()[idx].sum(axis=1) / np.where(s > 0, s, np.nan)
+        with np.errstate(invalid="ignore"):  # a quantile between two infinite ratios is NaN: inf
+            want = np.quantile(np.where(np.isnan(boot), np.inf, boot), [0.025, 0.975])
+        want = np.nan_to_num(want, nan=np.inf)
+        assert np.allclose([got[f"{col}_lo"], got[f"{col}_hi"]], want, rtol=1e-13, atol=0), col
