@@ -244,8 +244,9 @@ def per_task(
     """:func:`summary` by task and model (for one method, by default DVOC). With simulated rows, a
     ``scene_check`` column carries ``per-scene not validated`` on a simulated model's rows of exactly the
     scenes the simulator's cross-validation rejects (:mod:`dvoc_bench.core.scene_check`)."""
-    t = trials if method is None else trials[trials["method"] == method]
-    out = summary(t, rule, by=("task", "model", *split), **kw)
+    by = ("task", "model", *split)
+    t = trials if method is None else _of_method(trials, method, rule, by)
+    out = summary(t, rule, by=by, **kw)
     if len(out) and bool(out["simulated"].any()):
         out["scene_check"] = [
             scene_check.marker(task, simulated=bool(sim))
@@ -427,7 +428,13 @@ def without_repeats(
 
 def ablation(trials: pd.DataFrame, knob: str, rule: str = "hit", **kw: Any) -> pd.DataFrame:
     """:func:`summary` of DVOC trials by model and one knob (alpha, overlay, predict, ...)."""
-    return summary(trials[trials["method"] == "dvoc"], rule, by=("model", knob), **kw)
+    return summary(_of_method(trials, "dvoc", rule, ("model", knob)), rule, by=("model", knob), **kw)
+
+
+def _of_method(trials: pd.DataFrame, method: str, rule: str, keys: Sequence[str]) -> pd.DataFrame:
+    """The trials of ``method``, with the columns :func:`summary` by ``keys`` reads."""
+    t = narrow(trials, "method", *keys, *_ROWS_COLUMNS, rule)
+    return t[t["method"] == method]
 
 
 def cost_table(
