@@ -342,6 +342,8 @@ def bench_import(rows: tuple[int, ...] = (100_000, 1_000_000), report: bool = Fa
                 got = json.loads(r.stdout.strip().splitlines()[-1])
                 out.update({f"{kind}_report_exit": float(got["exit"]), f"{kind}_report_s": got["s"],
                             f"{kind}_report_peak_rss_mb": got["peak_mb"]})  # fmt: skip
+            mine = " ".join(f"{k}={v:.4g}" for k, v in out.items() if k.startswith(f"{kind}_"))
+            print(mine, file=sys.stderr)  # as it is measured: a long run stopped keeps what it measured
             os.unlink(path)
     return out
 
