@@ -37,7 +37,15 @@ import numpy as np
 import pandas as pd
 
 from dvoc_bench.analysis.clustered import INTERVAL, UNIT, sample_rate_interval
-from dvoc_bench.analysis.honest import RULES, assumed_of, check_rule, group_rng
+from dvoc_bench.analysis.honest import (
+    ASSUMED_COLUMNS,
+    BOOT_CELLS,
+    RULES,
+    assumed_of,
+    check_rule,
+    group_rng,
+)
+from dvoc_bench.analysis.schema import narrow
 from dvoc_bench.core.geometry import Box, Point
 from dvoc_bench.core.scoring import score
 
@@ -60,8 +68,14 @@ def iterates(trials: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     cumulative ``tokens_in``, ``tokens_out``, ``cost_usd`` (NaN once a call's cost is unknown) and
     ``latency_s`` up to ``k``, and ``last`` (``k`` is the trial's whole run: the trial's own final point and
     verdict). Keyed by ``run_dir`` and ``trial_key``."""
-    t = trials[trials["valid"]].reset_index(drop=True)
-    s = steps.merge(t[["run_dir", "trial_key"]], on=["run_dir", "trial_key"], how="inner")
+    cols = ["run_dir", "trial_key", "start_x", "start_y", "final_x", "final_y", "model_calls", "epsilon",
+            "hit_radius_min", "target_x0", "target_y0", "target_x1", "target_y1", "final_dist_px",
+            *RULES]  # fmt: skip
+    t = narrow(trials, *cols, "valid", "tokens_in", "tokens_out", "cost_usd")
+    t = t[t["valid"]].reset_index(drop=True)
+    s = narrow(steps, "run_dir", "trial_key", "index", "next_x", "next_y", "tokens_in", "tokens_out",
+               "latency_s", "cost_usd")  # fmt: skip
+    s = s.merge(t[["run_dir", "trial_key"]], on=["run_dir", "trial_key"], how="inner")
     s = s.sort_values(["run_dir", "trial_key", "index"], kind="stable").reset_index(drop=True)
     g = s.groupby(["run_dir", "trial_key"], sort=False)
     has = s["next_x"].notna() & s["next_y"].notna()
@@ -83,9 +97,6 @@ def iterates(trials: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     keep = ["run_dir", "trial_key", "k", "_px", "_py", "_tokens_in", "_tokens_out", "_cost", "_latency_s"]
     it = s[keep].rename(columns=lambda c: c.lstrip("_") if c.startswith("_") else c)
     it = it.rename(columns={"px": "x", "py": "y", "cost": "cost_usd"})
-    cols = ["run_dir", "trial_key", "start_x", "start_y", "final_x", "final_y", "model_calls", "epsilon",
-            "hit_radius_min", "target_x0", "target_y0", "target_x1", "target_y1", "final_dist_px",
-            *RULES]  # fmt: skip
     it = it.merge(t[cols], on=["run_dir", "trial_key"], how="left")
     it["x"] = it["x"].fillna(it["start_x"])
     it["y"] = it["y"].fillna(it["start_y"])
@@ -170,7 +181,8 @@ def curve(
             name = name if isinstance(name, tuple) else (name,)
             rate, lo, hi = _rate(g[rule], g)
             row = dict(zip(keys, name, strict=True))
-            sel = trials[(trials[keys] == pd.Series(row)).all(axis=1)] if keys else trials
+            flags = narrow(trials, *ASSUMED_COLUMNS)
+            sel = flags[(trials[keys] == pd.Series(row)).all(axis=1)] if keys else flags
             simulated = bool(sel["simulated"].any())  # placeholder tokens, no cost: compared in calls
             row.update(
                 simulated=simulated,
@@ -269,7 +281,7 @@ def stop_rules(
         self_r = _rate(last[rule], last)
         orc_r = _rate(any_hit.reindex(last.index), last)
         row = dict(zip(keys, name, strict=True))
-        sel = trials[(trials[keys] == pd.Series(row)).all(axis=1)]
+        sel = narrow(trials, *ASSUMED_COLUMNS)[(trials[keys] == pd.Series(row)).all(axis=1)]
         row.update(
             simulated=bool(sel["simulated"].any()),
             assumed=assumed_of(sel),
@@ -307,7 +319,9 @@ def cost_per_success(
     cost is unknown, ``inf`` without a success. Over the trials that ran (an error costs and misses)."""
     check_rule(rule)
     keys = list(by)
-    ran = trials[trials["status"] != "skipped"]
+    t = narrow(trials, *keys, "status", "valid", rule, "model_calls", "tokens_in", "tokens_out", "cost_usd",
+               "task", *ASSUMED_COLUMNS)  # fmt: skip
+    ran = t[t["status"] != "skipped"]
     rows = []
     for name, g in ran.groupby(keys, dropna=False, sort=True):
         name = name if isinstance(name, tuple) else (name,)
@@ -320,26 +334,46 @@ def cost_per_success(
              "tokens": tokens.to_numpy(), "usd": cost.to_numpy()}
         )  # fmt: skip
         per = frame.groupby("task", sort=True).sum(min_count=1)
-        rng = group_rng(seed, ("cost_per_success", *name))
-        idx = rng.integers(0, len(per), size=(n_boot, len(per)))
         row = dict(zip(keys, name, strict=True))
         row.update(simulated=bool(g["simulated"].any()), assumed=assumed_of(g), trials=len(g),
                    samples=len(per), successes=int(succ.sum()))  # fmt: skip
+        s = per["s"].to_numpy(dtype=float)
+        booted: dict[str, np.ndarray] = {}
         for col in ("calls", "tokens", "usd"):
-            v, s = per[col].to_numpy(dtype=float), per["s"].to_numpy(dtype=float)
+            v = per[col].to_numpy(dtype=float)
             known = bool(np.isfinite(v).all()) and (col == "calls" or not row["simulated"])
             row[f"{col}_per_success"] = _ratio(v.sum(), s.sum()) if known else math.nan
+            row[f"{col}_lo"] = row[f"{col}_hi"] = math.nan
             if known and s.sum() > 0:
-                boot = v[idx].sum(axis=1) / np.where(s[idx].sum(axis=1) > 0, s[idx].sum(axis=1), np.nan)
-                boot = np.where(np.isnan(boot), np.inf, boot)
+                booted[col] = v
+        if booted:
+            boot = _ratio_resamples(booted, s, group_rng(seed, ("cost_per_success", *name)), n_boot)
+            for col, b in boot.items():
                 with np.errstate(invalid="ignore"):  # resamples without a success are inf
-                    lo, hi = np.nan_to_num(np.quantile(boot, [0.025, 0.975]), nan=np.inf)
+                    lo, hi = np.nan_to_num(np.quantile(b, [0.025, 0.975]), nan=np.inf)
                 row[f"{col}_lo"], row[f"{col}_hi"] = float(lo), float(hi)
-            else:
-                row[f"{col}_lo"] = row[f"{col}_hi"] = math.nan
         row["rule"] = rule
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _ratio_resamples(
+    values: dict[str, np.ndarray], s: np.ndarray, rng: np.random.Generator, n_boot: int
+) -> dict[str, np.ndarray]:
+    """Per column of ``values``: the ratio sum(value) / sum(s) of ``n_boot`` resamples of the samples (one
+    draw of samples shared by every column; ``inf`` for a resample without a success). The resamples are
+    drawn :data:`~dvoc_bench.analysis.honest.BOOT_CELLS` indices at a time, in the generator's order, so
+    the ratios are those of drawing all ``n_boot x len(s)`` indices at once, in bounded memory."""
+    rows = max(1, BOOT_CELLS // len(s))
+    parts: dict[str, list[np.ndarray]] = {col: [] for col in values}
+    for i in range(0, n_boot, rows):
+        idx = rng.integers(0, len(s), size=(min(rows, n_boot - i), len(s)))
+        succ = s[idx].sum(axis=1)
+        succ = np.where(succ > 0, succ, np.nan)
+        for col, v in values.items():
+            ratio = v[idx].sum(axis=1) / succ
+            parts[col].append(np.where(np.isnan(ratio), np.inf, ratio))
+    return {col: np.concatenate(p) for col, p in parts.items()}
 
 
 def _ratio(v: float, s: float) -> float:
@@ -350,9 +384,11 @@ def lacking(trials: pd.DataFrame, steps: pd.DataFrame) -> dict[str, list[str]]:
     """The models whose calls lack token counts (``tokens``) or a known cost (``cost``): every call of
     theirs, or every trial when the steps are absent, has none."""
     out: dict[str, list[str]] = {"tokens": [], "cost": []}
-    called = trials[trials["model_calls"].fillna(0) > 0]
+    t = narrow(trials, "model", "model_calls", "tokens_in", "cost_usd")
+    called = t[t["model_calls"].fillna(0) > 0]
+    calls = narrow(steps, "model", "tokens_in", "cost_usd")
     for model, g in called.groupby("model", sort=True):
-        s = steps[steps["model"] == model] if "model" in steps else steps.iloc[0:0]
+        s = calls[calls["model"] == model] if "model" in calls else calls.iloc[0:0]
         if len(s):
             no_tokens = bool(s["tokens_in"].isna().all())
             no_cost = bool(s["cost_usd"].isna().all())

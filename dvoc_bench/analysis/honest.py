@@ -32,7 +32,7 @@ from dvoc_bench.analysis.clustered import sample_rate_interval
 from dvoc_bench.analysis.intervals import PLAIN_INTERVAL, RATE_INTERVAL, Z95, rate_interval, wilson  # noqa: F401
 
 # the one interval function and its names, re-exported (``honest.wilson`` is the plain Wilson interval)
-from dvoc_bench.analysis.schema import record_columns
+from dvoc_bench.analysis.schema import narrow, record_columns
 from dvoc_bench.core import scene_check
 from dvoc_bench.core.assumptions import labels_of
 from dvoc_bench.core.records import TrialSpec
@@ -110,6 +110,17 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
 
 def _keys(by: Sequence[str] | str) -> list[str]:
     return [by] if isinstance(by, str) else list(by)
+
+
+CLUSTER_COLUMNS = ("task", "sample_file")
+"""The columns :func:`~dvoc_bench.analysis.clustered.cluster_keys` reads (the sample of a trial)."""
+ASSUMED_COLUMNS = ("simulated", "simulated_assumptions")
+"""The columns :func:`assumed_of` and a table's ``simulated`` flag read."""
+
+
+_ROWS_COLUMNS = ("status", "valid", "final_dist_px", "model_calls", "cost_usd", "tokens_in", "tokens_out",
+                 "iterations", "target_inferred", *ASSUMED_COLUMNS, *CLUSTER_COLUMNS)  # fmt: skip
+"""The trial columns :func:`_rows` reads (besides the rule's)."""
 
 
 def _rows(g: pd.DataFrame, rule: str, rng: np.random.Generator, n_boot: int) -> dict[str, Any]:
@@ -218,7 +229,8 @@ def summary(
     check_rule(rule)
     keys = _keys(by)
     rows = []
-    for name, g in trials.groupby(keys, dropna=False, sort=True):
+    t = narrow(trials, *keys, *_ROWS_COLUMNS, rule)
+    for name, g in t.groupby(keys, dropna=False, sort=True):
         name = name if isinstance(name, tuple) else (name,)
         row = dict(zip(keys, name, strict=True))
         row.update(_rows(g, rule, group_rng(seed, name), n_boot))
@@ -232,8 +244,9 @@ def per_task(
     """:func:`summary` by task and model (for one method, by default DVOC). With simulated rows, a
     ``scene_check`` column carries ``per-scene not validated`` on a simulated model's rows of exactly the
     scenes the simulator's cross-validation rejects (:mod:`dvoc_bench.core.scene_check`)."""
-    t = trials if method is None else trials[trials["method"] == method]
-    out = summary(t, rule, by=("task", "model", *split), **kw)
+    by = ("task", "model", *split)
+    t = trials if method is None else _of_method(trials, method, rule, by)
+    out = summary(t, rule, by=by, **kw)
     if len(out) and bool(out["simulated"].any()):
         out["scene_check"] = [
             scene_check.marker(task, simulated=bool(sim))
@@ -415,7 +428,13 @@ def without_repeats(
 
 def ablation(trials: pd.DataFrame, knob: str, rule: str = "hit", **kw: Any) -> pd.DataFrame:
     """:func:`summary` of DVOC trials by model and one knob (alpha, overlay, predict, ...)."""
-    return summary(trials[trials["method"] == "dvoc"], rule, by=("model", knob), **kw)
+    return summary(_of_method(trials, "dvoc", rule, ("model", knob)), rule, by=("model", knob), **kw)
+
+
+def _of_method(trials: pd.DataFrame, method: str, rule: str, keys: Sequence[str]) -> pd.DataFrame:
+    """The trials of ``method``, with the columns :func:`summary` by ``keys`` reads."""
+    t = narrow(trials, "method", *keys, *_ROWS_COLUMNS, rule)
+    return t[t["method"] == method]
 
 
 def cost_table(
@@ -578,7 +597,7 @@ def with_assumed(table: pd.DataFrame, trials: pd.DataFrame, keys: Sequence[str])
     simulated row keeps its ``[SIMULATED; ... assumed]`` label in every table."""
     if table.empty or "assumed" in table or not set(keys) <= set(table.columns):
         return table
-    groups = trials.groupby(list(keys), dropna=False)
+    groups = narrow(trials, *keys, *ASSUMED_COLUMNS).groupby(list(keys), dropna=False)
     marks = {k if isinstance(k, tuple) else (k,): assumed_of(g) for k, g in groups}
     out = table.copy()
     out["assumed"] = [marks.get(tuple(r), "") for r in out[list(keys)].itertuples(index=False)]
@@ -589,7 +608,8 @@ def rules_side_by_side(trials: pd.DataFrame, by: Sequence[str] | str = ("model",
     """Rate over valid trials under every rule at once (and the authors' stored ``paper_success`` where the
     records have it): how much of a result is the choice of rule."""
     keys = _keys(by)
-    v = trials[trials["valid"]]
+    t = narrow(trials, *keys, "valid", "paper_success", *RULES, "target_inferred", *ASSUMED_COLUMNS)
+    v = t[t["valid"]]
     rows = []
     for name, g in v.groupby(keys, dropna=False, sort=True):
         name = name if isinstance(name, tuple) else (name,)

@@ -207,6 +207,14 @@ TRIAL_TO_STEP = {
 """Trial columns copied onto every step (trial name -> step name)."""
 
 
+def narrow(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
+    """The named columns of ``frame`` that it has, in its own order: what a table groups or filters, so
+    the copies a group or a filter makes hold the columns the table reads, not every column of the schema
+    (~1 KB a trial, ~0.6 KB a call: an import of 1,000,000 trials copied whole for each group of a table)."""
+    want = set(columns)
+    return frame[[c for c in frame.columns if c in want]]
+
+
 def coerce(df: pd.DataFrame, columns: Mapping[str, str]) -> pd.DataFrame:
     """Give ``df`` every column of ``columns`` with its dtype (missing ones empty), schema columns first."""
     n = len(df)

@@ -18,7 +18,9 @@ assertions (docs/benchmarks.md).
   each) on a ``.jsonl`` of one valid row and one holding a 50 MB string (refused before it is parsed), then
   on each ``--rows`` count of valid one-call rows (default 100,000 and 1,000,000): what it said, wall
   seconds, the child's peak RSS (MB), the bytes per row of the trials' and the steps' frames, and the RSS of
-  the same child before it reads anything (interpreter, pandas, the analysis modules).
+  the same child before it reads anything (interpreter, pandas, the analysis modules); with ``--report``,
+  also the whole report on each count of rows (``report --import FILE --no-figures``, its own process):
+  exit code, wall seconds, peak RSS (MB).
 """
 
 from __future__ import annotations
@@ -278,6 +280,17 @@ took = time.perf_counter() - t0
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"said": said, "s": took, "peak_mb": peak, **per_row}))
 """
+_REPORT_CHILD = r"""
+import json, resource, sys, time
+from dvoc_bench.report import main
+t0 = time.perf_counter()
+code = main(["--import", sys.argv[1], "--no-figures", "--out", sys.argv[2]])
+took = time.perf_counter() - t0
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"exit": code, "s": took, "peak_mb": peak}))
+"""
+"""``report --import FILE --no-figures`` in a child of its own: the whole report on the rows (every table,
+its bootstraps at the default 2,000 resamples)."""
 _BASE_CHILD = (
     "import resource, pandas, dvoc_bench.analysis.export; print(resource.getrusage(0).ru_maxrss / 1024)"
 )
@@ -294,10 +307,12 @@ def _import_row(i: int, **more: object) -> str:
     return json.dumps(row) + "\n"
 
 
-def bench_import(rows: tuple[int, ...] = (100_000, 1_000_000)) -> dict[str, float]:
+def bench_import(rows: tuple[int, ...] = (100_000, 1_000_000), report: bool = False) -> dict[str, float]:
     """The 50 MB row, then each count of ``rows`` valid one-call rows, each file read in a child of its
     own: wall seconds, the child's peak RSS, what the frames hold per row (the schema's columns, texts
-    counted as references), and the child's RSS before reading anything."""
+    counted as references), and the child's RSS before reading anything; with ``report``, also the whole
+    report on each count of rows (``report --import FILE --no-figures``, a child of its own): exit code,
+    wall seconds, peak RSS."""
     import json
     import os
     import subprocess
@@ -321,6 +336,14 @@ def bench_import(rows: tuple[int, ...] = (100_000, 1_000_000)) -> dict[str, floa
             out.update({f"{kind}_file_mb": os.path.getsize(path) / 2**20, f"{kind}_s": got.pop("s"),
                         f"{kind}_peak_rss_mb": got.pop("peak_mb")})  # fmt: skip
             out.update({f"{kind}_{k}": v for k, v in got.items()})
+            if report and kind != "row50mb":
+                r = subprocess.run([sys.executable, "-c", _REPORT_CHILD, path, os.path.join(d, "report")],
+                                   capture_output=True, text=True)  # fmt: skip
+                got = json.loads(r.stdout.strip().splitlines()[-1])
+                out.update({f"{kind}_report_exit": float(got["exit"]), f"{kind}_report_s": got["s"],
+                            f"{kind}_report_peak_rss_mb": got["peak_mb"]})  # fmt: skip
+            mine = " ".join(f"{k}={v:.4g}" for k, v in out.items() if k.startswith(f"{kind}_"))
+            print(mine, file=sys.stderr)  # as it is measured: a long run stopped keeps what it measured
             os.unlink(path)
     return out
 
@@ -334,13 +357,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--rows", default="100000,1000000", help="valid rows of the long imports, comma-separated (import)"
     )
+    ap.add_argument(
+        "--report", action="store_true", help="also the whole report on each count of rows (import)"
+    )
     args = ap.parse_args(argv)
     fns = {
         "redact": lambda: bench_redact(args.n),
         "serve": lambda: bench_serve(args.slow, args.drip),
         "mark": bench_mark,
         "error-body": bench_error_body,
-        "import": lambda: bench_import(tuple(int(n) for n in args.rows.split(","))),
+        "import": lambda: bench_import(tuple(int(n) for n in args.rows.split(",")), args.report),
     }
     r = fns[args.which]()
     print(" ".join(f"{k}={v:.4g}" for k, v in r.items()))

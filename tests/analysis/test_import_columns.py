@@ -339,3 +339,90 @@ def test_the_evaluators_indented_log_is_one_document_read_whole(tmp_path):
     path.write_text(json.dumps({"metrics": {}}, indent=4))
     with pytest.raises(SchemaError, match=r"field `details`: missing"):
         list(read_records(path, "sspro"))
+
+
+@pytest.mark.parametrize("n", [3, 999, 4001])
+def test_the_cost_per_success_resamples_in_blocks_what_drawing_all_at_once_gives(monkeypatch, n):
+    """The cost per successful click's bootstrap drew n_boot x samples indices at once (2000 x 1,000,000
+    samples: 16 GB of indices, and as much again per gathered column); it draws whole resamples in
+    blocks of BOOT_CELLS indices, in the generator's order."""
+    import numpy as np
+
+    from dvoc_bench.analysis import budget, honest
+
+    sizes: list[int] = []
+
+    class Recording:  # the group's generator, recording how many draws each call asks for
+        def __init__(self, seed, key):
+            self.rng = honest.group_rng(seed, key)
+
+        def integers(self, lo, hi, size):
+            sizes.append(size[0] * size[1])
+            return self.rng.integers(lo, hi, size=size)
+
+    monkeypatch.setattr(budget, "BOOT_CELLS", 1000)
+    monkeypatch.setattr(budget, "group_rng", Recording)
+    r = np.random.default_rng(n)
+    t = pd.DataFrame({"model": "m", "method": "oneshot", "task": [f"s{i % n}" for i in range(2 * n)],
+                      "status": "ok", "valid": True, "hit": r.random(2 * n) < 0.3, "simulated": False,
+                      "model_calls": r.integers(1, 4, 2 * n), "tokens_in": 900.0, "tokens_out": 12.0,
+                      "cost_usd": r.random(2 * n) / 1000})  # fmt: skip
+    got = budget.cost_per_success(t, n_boot=301, seed=3).iloc[0]
+    assert max(sizes) <= max(n, 1000) and sum(sizes) == 301 * n  # one draw shared by the three columns
+    per = t.assign(s=t["hit"].astype(float), calls=t["model_calls"].astype(float), tokens=912.0,
+                   usd=t["cost_usd"]).groupby("task", sort=True)  # fmt: skip
+    per = per[["s", "calls", "tokens", "usd"]].sum()
+    idx = honest.group_rng(3, ("cost_per_success", "m", "oneshot")).integers(0, n, size=(301, n))
+    s = per["s"].to_numpy()[idx].sum(axis=1)
+    for col in ("calls", "tokens", "usd"):  # the interval as drawn all at once (301 x n indices held)
+        boot = per[col].to_numpy()[idx].sum(axis=1) / np.where(s > 0, s, np.nan)
+        with np.errstate(invalid="ignore"):  # a quantile between two infinite ratios is NaN: inf
+            want = np.quantile(np.where(np.isnan(boot), np.inf, boot), [0.025, 0.975])
+        want = np.nan_to_num(want, nan=np.inf)
+        assert np.allclose([got[f"{col}_lo"], got[f"{col}_hi"]], want, rtol=1e-13, atol=0), col
+
+
+# ------------------------------------------------------------------ the report's tables on an import
+
+
+def _one_call_rows(n: int):
+    for i in range(n):
+        yield {"schema_version": 1, "model": "their-model", "method": "oneshot", "task": f"s{i}",
+               "target_x0": 10, "target_y0": 10, "target_x1": 50, "target_y1": 30, "final_x": 10 + i % 60,
+               "final_y": 20, "calls": [{"index": 0, "kind": "click", "tokens_in": 900, "tokens_out": 12,
+                                         "cost_usd": 0.0004}]}  # fmt: skip
+
+
+def test_the_report_tables_copy_the_columns_they_read_not_the_schema(monkeypatch, tmp_path):
+    """The tables the report runs on our trials grouped and filtered whole frames (154 trial columns,
+    ~1 KB a trial, copied for each group) and drew their bootstraps at once: a table's memory grew with
+    the schema's width times the trials. Measured as the traced peak of the tables at 1,000 and 3,000
+    imported trials: what a further trial adds (the frames themselves are built before tracing)."""
+    import tracemalloc
+
+    from dvoc_bench.analysis import budget, honest, paper
+
+    monkeypatch.setattr(honest, "BOOT_CELLS", 20_000)
+    monkeypatch.setattr(budget, "BOOT_CELLS", 20_000)
+    by = ["model", "method"]
+
+    def peak(n: int) -> int:
+        runs = load_rows(tmp_path / f"{n}.jsonl", _one_call_rows(n))
+        t, s = runs.trials, runs.steps
+        tracemalloc.start()
+        try:  # the report's tables of our trials, as _runs_section and equal_cost.blocks call them
+            honest.summary(t, "hit", by=by, n_boot=500)
+            honest.rules_side_by_side(t, by=by)
+            honest.with_assumed(paper.table_4_1(t), t, by)
+            budget.curve(t, s, "hit", by=by)
+            budget.stop_rules(t, s, "hit", by=by)
+            budget.cost_per_success(t, "hit", by=by, n_boot=500)
+            budget.lacking(t, s)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    per_trial = (peak(3000) - peak(1000)) / 2000
+    # ~1 KB: the narrow copies and the iterates' frame; whole frames copied: ~3.6 KB; with the bootstraps'
+    # indices drawn at once as well: ~10 KB
+    assert per_trial < 2048, f"the report's tables hold {per_trial / 1024:.1f} KB per imported trial"
