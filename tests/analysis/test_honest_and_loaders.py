@@ -495,3 +495,9 @@ def test_a_reworded_instruction_leaves_has_task_unknown(tmp_path):
         r = load_runs(sweep(tmp_path / name, "tasks=[S1,S3]", "models=[sim-gemma-4-26b]",
                             "methods=[oneshot]", knob), cache=False)  # fmt: skip
         assert len(r.steps) and r.steps["has_task"].isna().all(), name
+    # the audit table of the report: known rows say yes, the unknown ones "-" (numpy's bool printed "True")
+    from dvoc_bench.analysis.markdown import md_table
+
+    table = md_table(honest.frame_audit_points(pd.concat([given.steps, r.steps], ignore_index=True)))
+    cells = {line.split("|")[3].strip() for line in table.splitlines()[2:]}
+    assert cells == {"yes", "-"}, cells
