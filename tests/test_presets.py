@@ -52,7 +52,7 @@ def test_preset_runs_offline_at_smoke_size(tmp_path, preset):
         write(tmp_path / "ds", "Canvas-b", [poly("R1", TARGET), poly("R2", DROP, rank="2")])
         extra.append(f"dataset.root={tmp_path / 'ds'}")
         extra.append("models=[sim-ideal]")  # the offline models' run: tests/scenes/test_cuactspot.py
-    if preset == "variation":  # its real model (the OCR) is run by experiment=variation, not at smoke size
+    if preset == "variation":  # its real models (OCR, parse) run in experiment=variation, not at smoke size
         extra.append("models=[sim-gemma-4-26b]")
     setup, specs, trials = run(tmp_path, f"experiment={preset}", "smoke=true", *extra)
     assert setup.experiment == preset

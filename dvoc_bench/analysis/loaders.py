@@ -51,7 +51,8 @@ from dvoc_bench.core.rundir import (
 log = logging.getLogger(__name__)
 
 CACHE_DIR = ".analysis_cache"
-CACHE_VERSION = 3
+CACHE_VERSION = 4
+"""Bumped when what a parse writes into the cache changes (4: has_task unknown under a rewritten prompt)."""
 RUN_DIR_ENV = "DVOC_RUN_DIR"
 """Environment variable naming the run directory notebooks read (else the newest under ``runs/``)."""
 
@@ -436,11 +437,18 @@ def _parse_run(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     steps = attach_trials(steps, trials)
     # has_task: the task instruction appears in the prompt (known for scenes with a definition file)
     instr = {t: scene_meta(str(t))[2] for t in trials["task"].dropna().unique()}
+    # a wording rule or an ask_missing variant prompts with a rewritten instruction (not recorded): unknown
+    reworded = pd.Series(False, index=trials.index)
+    if "variation" in trials:
+        reworded |= trials["variation"].astype("string").str.contains("wording=", regex=False).fillna(False)
+    if "absent" in trials:
+        reworded |= (trials["absent"].astype("string") == "ask_missing").fillna(False)
+    rewritten = set(trials.loc[reworded.astype(bool), "trial_key"])
     if len(steps):
         steps["has_task"] = pd.array(
             [
-                pd.NA if (p is pd.NA or instr.get(t) is None) else instr[t] in p
-                for p, t in zip(steps["prompt"], steps["task"], strict=True)
+                pd.NA if (p is pd.NA or instr.get(t) is None or k in rewritten) else instr[t] in p
+                for p, t, k in zip(steps["prompt"], steps["task"], steps["trial_key"], strict=True)
             ],
             dtype="boolean",
         )

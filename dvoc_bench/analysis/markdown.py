@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from dvoc_bench.analysis.honest import summary_keys
@@ -18,7 +19,7 @@ from dvoc_bench.analysis.paper import PAPER_LABELS
 def _default(v: Any) -> str:
     if v is None or v is pd.NA:
         return "-"
-    if isinstance(v, bool):
+    if isinstance(v, bool | np.bool_):  # numpy's in an object column (a boolean column holding <NA>)
         return "yes" if v else "no"
     if isinstance(v, float):
         if math.isnan(v):

@@ -389,7 +389,8 @@ def _audit(rep: Report, steps: Any, span_note: bool = False, upstream_tree: Path
         rep.p(
             "Every recorded absolute answer read as pixels, as 0–1000 units and as 0–1 units "
             "(`x * (W-1) / scale`). `as_recorded` = the reading the harness used. `has_task`: whether the "
-            "prompt carried the task instruction."
+            "prompt carried the task instruction (`<NA>`: unknown, a wording rule or `ask_missing` rewrote "
+            "it)."
         )
         fmt = {"hit": pct, "hit_radius": pct, "within_eps": pct, "median_err_px": px}
         rep.table(md_table(label_models(pts), fmt))

@@ -482,3 +482,22 @@ def test_the_newest_run_passes_over_a_run_whose_every_trial_failed(tmp_path, cap
     (good / "trials.jsonl").write_text(_json.dumps({"trial_key": "k", "status": "error"}) + "\n")
     _os.utime(good / "trials.jsonl", (1_000_000, 1_000_000))
     assert newest_run(tmp_path) == bad  # none finished: the newest, as before
+
+
+def test_a_reworded_instruction_leaves_has_task_unknown(tmp_path):
+    # issue 55: a trial under a wording rule (or ask_missing) is prompted with a rewritten instruction, not
+    # the definition file's, so "the prompt carries the task" cannot be read from it; it was recorded as
+    # False (the frame audit split every reworded answer off as task-less)
+    given = load_runs(sweep(tmp_path / "given", "tasks=[S1,S3]", "models=[sim-gemma-4-26b]",
+                            "methods=[oneshot]"), cache=False)  # fmt: skip
+    assert given.steps["has_task"].notna().all() and given.steps["has_task"].all()
+    for name, knob in (("rel", "wording=relational"), ("missing", "absent.variant=ask_missing")):
+        r = load_runs(sweep(tmp_path / name, "tasks=[S1,S3]", "models=[sim-gemma-4-26b]",
+                            "methods=[oneshot]", knob), cache=False)  # fmt: skip
+        assert len(r.steps) and r.steps["has_task"].isna().all(), name
+    # the audit table of the report: known rows say yes, the unknown ones "-" (numpy's bool printed "True")
+    from dvoc_bench.analysis.markdown import md_table
+
+    table = md_table(honest.frame_audit_points(pd.concat([given.steps, r.steps], ignore_index=True)))
+    cells = {line.split("|")[3].strip() for line in table.splitlines()[2:]}
+    assert cells == {"yes", "-"}, cells
