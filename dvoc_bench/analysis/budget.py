@@ -175,13 +175,13 @@ def curve(
     rows = []
     keys = list(by)
     meta = trials[["run_dir", "trial_key", "task", *keys]]
+    flags = narrow(trials, *ASSUMED_COLUMNS)
     for k in ks:
         b = at_budget(it, k).merge(meta, on=["run_dir", "trial_key"], how="left")
         for name, g in b.groupby(keys, dropna=False, sort=True):
             name = name if isinstance(name, tuple) else (name,)
             rate, lo, hi = _rate(g[rule], g)
             row = dict(zip(keys, name, strict=True))
-            flags = narrow(trials, *ASSUMED_COLUMNS)
             sel = flags[(trials[keys] == pd.Series(row)).all(axis=1)] if keys else flags
             simulated = bool(sel["simulated"].any())  # placeholder tokens, no cost: compared in calls
             row.update(
@@ -266,6 +266,7 @@ def stop_rules(
     meta = trials[["run_dir", "trial_key", "task", *keys]]
     it = it.merge(meta, on=["run_dir", "trial_key"], how="left")
     rows = []
+    flags = narrow(trials, *ASSUMED_COLUMNS)
     for name, g in it.groupby(keys, dropna=False, sort=True):
         if int(g["k"].max()) <= 1:
             continue
@@ -281,7 +282,7 @@ def stop_rules(
         self_r = _rate(last[rule], last)
         orc_r = _rate(any_hit.reindex(last.index), last)
         row = dict(zip(keys, name, strict=True))
-        sel = narrow(trials, *ASSUMED_COLUMNS)[(trials[keys] == pd.Series(row)).all(axis=1)]
+        sel = flags[(trials[keys] == pd.Series(row)).all(axis=1)]
         row.update(
             simulated=bool(sel["simulated"].any()),
             assumed=assumed_of(sel),
