@@ -6,9 +6,10 @@ was read, then build a pandas frame of all of them and convert it to the schema'
 trial, several copies at once. :class:`Columns` keeps one typed buffer per column instead and only for the
 columns some row fills: a float is 8 bytes (``array('d')``, NaN for null), an integer 8 bytes and a mask
 byte, a boolean 1 byte (0, 1, or 2 for null), a text 8 bytes (a reference; repeated values are one shared
-object, :data:`SHARE_UP_TO` distinct values per column). A column a row leaves out costs nothing until
-:meth:`Columns.frame` builds the frame, where it becomes the schema's empty column, exactly as
-:func:`~dvoc_bench.analysis.schema.coerce` would have made it.
+object, :data:`SHARE_UP_TO` distinct values per column). A column no row fills costs nothing, in the
+buffers and in the frame :meth:`Columns.frame` builds: there it is the schema's empty column held in no
+memory (:func:`~dvoc_bench.analysis.schema.empty_column`), equal to the one
+:func:`~dvoc_bench.analysis.schema.coerce` would have made.
 
 :meth:`Columns.frame` gives the same frame as ``coerce(pd.DataFrame(rows), schema)`` on the same rows
 (schema columns first with their dtypes, then the other columns in the order they first appeared, their
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dvoc_bench.analysis.schema import BOOL, FLOAT, INT, NBOOL
+from dvoc_bench.analysis.schema import BOOL, FLOAT, INT, NBOOL, empty_column
 
 SHARE_UP_TO = 65_536
 """Distinct values of a text column kept as one shared object each; past that (keys, one per row) values
@@ -162,20 +163,6 @@ class _Text(_Other):
         return pd.array(self.v, dtype="string")
 
 
-def _empty(dtype: str, n: int) -> Any:
-    """The schema's empty column of ``n`` rows (what :func:`~dvoc_bench.analysis.schema.coerce` gives a
-    column the rows lack)."""
-    if dtype == FLOAT:
-        return np.full(n, np.nan)
-    if dtype == INT:
-        return pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool))
-    if dtype == BOOL:
-        return np.zeros(n, dtype=bool)
-    if dtype == NBOOL:
-        return pd.arrays.BooleanArray(np.zeros(n, dtype=bool), np.ones(n, dtype=bool))
-    return pd.array([None] * n, dtype="string")
-
-
 class Columns:
     """Rows added one at a time (:meth:`add`), kept as one typed buffer per column they fill."""
 
@@ -232,16 +219,14 @@ class Columns:
                 continue
             col = self.cols.pop(name, None)
             if col is None:
-                out[name] = _empty(dtype, self.n)
+                out[name] = empty_column(dtype, self.n)
                 continue
             col.pad(self.n)
             out[name] = col.array()  # type: ignore[attr-defined]
-        res = pd.DataFrame(out, copy=False)
-        extra = {name: col for name, col in self.cols.items() if isinstance(col, _Other)}
-        if extra:
-            for col in extra.values():
+        for name, col in self.cols.items():
+            if isinstance(col, _Other):  # outside the schema: its dtype inferred, as pandas would
                 col.pad(self.n)
-            others = pd.DataFrame({name: col.v for name, col in extra.items()})
-            res = pd.concat([res, others], axis=1)
+                out[name] = col.v
         self.cols = {}
-        return res
+        # one frame of every column (a concat of two would copy each, the empty views too)
+        return pd.DataFrame(out, copy=False)

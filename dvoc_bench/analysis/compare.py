@@ -21,8 +21,9 @@ from typing import Any
 
 import pandas as pd
 
-from dvoc_bench.analysis.honest import assumed_of, check_rule, headline_keys, mcnemar_exact
+from dvoc_bench.analysis.honest import ASSUMED_COLUMNS, assumed_of, check_rule, headline_keys, mcnemar_exact
 from dvoc_bench.analysis.intervals import DIFF_INTERVAL, paired_difference_interval
+from dvoc_bench.analysis.schema import keep_rows, narrow
 
 COMMON = ("protocol",)
 """Knobs every method has: a comparison is made within one setting of each."""
@@ -50,7 +51,8 @@ def method_pairs(trials: pd.DataFrame, rule: str = "hit", split: Sequence[str] |
     knobs = headline_keys(trials)[2:] if split is None else list(split)
     common = [k for k in knobs if k in COMMON]
     vkeys = [k for k in knobs if k not in COMMON]
-    v = trials[trials["valid"]].copy()
+    cols = ("valid", "method", rule, "model", *ASSUMED_COLUMNS, *knobs, *PAIR_KEYS)
+    v = keep_rows(narrow(trials, *cols), trials["valid"])
     if v.empty:
         return pd.DataFrame()
     v["variant"] = variants(v, vkeys)

@@ -49,6 +49,7 @@ from dvoc_bench.analysis.schema import (
     TRIAL_TO_STEP,
     Runs,
     coerce,
+    take_column,
 )
 from dvoc_bench.core.control import LoopConfig
 from dvoc_bench.core.geometry import Box, Point
@@ -408,8 +409,9 @@ def _steps(steps: Columns, trials: pd.DataFrame, of_trial: Any) -> pd.DataFrame:
     """The calls' frame with the trial columns every step carries (:func:`~dvoc_bench.analysis.loaders.
     attach_trials`' columns, taken from each call's trial by its place instead of by a merge: the calls
     came in their trials' order) and the true offset of a shown crosshair where the call has none."""
-    given = {step: trials[name].array.take(of_trial) for name, step in TRIAL_TO_STEP.items()}
+    given = {step: take_column(trials[name], of_trial) for name, step in TRIAL_TO_STEP.items()}
     s = steps.frame(given)
     for axis in ("x", "y"):
-        s[f"true_d{axis}"] = s[f"true_d{axis}"].fillna(s[f"target_c{axis}"] - s[f"draft_{axis}"])
+        if s[f"draft_{axis}"].notna().any():  # no crosshair shown: the column stays empty (no memory)
+            s[f"true_d{axis}"] = s[f"true_d{axis}"].fillna(s[f"target_c{axis}"] - s[f"draft_{axis}"])
     return s

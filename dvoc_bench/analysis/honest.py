@@ -32,7 +32,7 @@ from dvoc_bench.analysis.clustered import sample_rate_interval
 from dvoc_bench.analysis.intervals import PLAIN_INTERVAL, RATE_INTERVAL, Z95, rate_interval, wilson  # noqa: F401
 
 # the one interval function and its names, re-exported (``honest.wilson`` is the plain Wilson interval)
-from dvoc_bench.analysis.schema import narrow, record_columns
+from dvoc_bench.analysis.schema import keep_rows, narrow, record_columns
 from dvoc_bench.core import scene_check
 from dvoc_bench.core.assumptions import labels_of
 from dvoc_bench.core.records import TrialSpec
@@ -261,7 +261,7 @@ def varying_knobs(trials: pd.DataFrame, candidates: Sequence[str] | None = None)
     cands = candidates or (
         "alpha", "overlay", "predict", "protocol", "coord_frame", "epsilon", "label_placement"
     )  # fmt: skip
-    d = trials[trials["method"] == "dvoc"]
+    d = keep_rows(narrow(trials, "model", *cands), trials["method"] == "dvoc")
     if d.empty:
         return []
     return [c for c in cands if c in d.columns and int(d.groupby("model")[c].nunique(dropna=True).max()) > 1]
@@ -496,7 +496,7 @@ def frame_audit_points(
     ``span="W"``, ``x * W / 1000`` (Gemini's documentation): at most 1.3 px
     apart on 1280-wide images, but it moves medians of well-aimed answers (0.7 vs 0.4 px on S1).
     """
-    s = steps[steps["raw_x"].notna() & steps["raw_y"].notna() & steps["image_w"].notna()].copy()
+    s = keep_rows(steps, steps["raw_x"].notna() & steps["raw_y"].notna() & steps["image_w"].notna())
     keys = _keys(by)
     if s.empty:
         return pd.DataFrame(columns=[*keys, *AUDIT_VALUES])
@@ -551,7 +551,7 @@ def frame_audit_offsets(
     slope through the origin, ``gain_*`` / ``bias_*`` an ordinary fit with intercept, ``g_*`` = 1000/W,
     1000/H. ``frame_x`` / ``frame_y`` name the frame whose gain is nearest (on a log scale).
     ``err_raw_px`` / ``err_norm_px``: median |r - t| with r read as pixels, and as 0–1000 units."""
-    s = steps[steps["raw_dx"].notna() & steps["true_dx"].notna() & steps["image_w"].notna()]
+    s = keep_rows(steps, steps["raw_dx"].notna() & steps["true_dx"].notna() & steps["image_w"].notna())
     keys = _keys(by)
     rows = []
     for name, g in s.groupby(keys, dropna=False, sort=True):

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from dvoc_bench.analysis.markdown import md_table
+from dvoc_bench.analysis.schema import keep_rows
 
 Block = tuple[Any, ...]
 
@@ -60,7 +61,7 @@ def cause(r: Any) -> str:
 
 def differing(t: pd.DataFrame) -> pd.DataFrame:
     """The imported rows whose source verdict differs from ours, with their cause."""
-    v = t[(t["source"] == "import") & t["paper_success"].notna()]
+    v = keep_rows(t, (t["source"] == "import") & t["paper_success"].notna())
     d = v[v["paper_success"].astype(bool) != v["hit"].astype(bool)].copy()
     d["cause"] = [cause(r) for _, r in d.iterrows()]
     return d
@@ -72,7 +73,7 @@ def _pt(x: Any, y: Any) -> str:
 
 def blocks(t: pd.DataFrame) -> list[Block]:
     """The report's section on imported results (nothing when no row was imported with a verdict)."""
-    v = t[(t["source"] == "import") & t["paper_success"].notna()]
+    v = keep_rows(t, (t["source"] == "import") & t["paper_success"].notna())
     if v.empty:
         return []
     diff = differing(t)
@@ -116,7 +117,7 @@ def blocks(t: pd.DataFrame) -> list[Block]:
 
 def counts(t: pd.DataFrame) -> dict[tuple[str, str], tuple[int, int, int]]:
     """``(model, method) -> (samples, source hits, our hits)`` of the imported rows with a source verdict."""
-    v = t[(t["source"] == "import") & t["paper_success"].notna()]
+    v = keep_rows(t, (t["source"] == "import") & t["paper_success"].notna())
     return {
         (str(m), str(k)): (
             len(g),

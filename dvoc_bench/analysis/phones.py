@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from dvoc_bench.analysis.clustered import INTERVAL, sample_rate_interval
+from dvoc_bench.analysis.schema import keep_rows
 from dvoc_bench.core.scoring import PHONE_RULES
 
 RULES = ("hit", *PHONE_RULES)
@@ -29,7 +30,7 @@ def phone_trials(t: pd.DataFrame) -> pd.DataFrame:
     if "device" not in t.columns or "ac_box" not in t.columns:
         return t.iloc[0:0]
     m = (t["device"].fillna("-") != "-") & t["ac_box"].notna() & (t["status"] == "ok")
-    return t[m]
+    return keep_rows(t, m)
 
 
 def table(

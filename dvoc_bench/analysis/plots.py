@@ -24,6 +24,7 @@ from matplotlib.ticker import MaxNLocator
 from dvoc_bench.analysis import _layout as L
 from dvoc_bench.analysis.honest import AUDIT_VALUES, RULE_TEXT, check_rule, headline_keys, summary_keys
 from dvoc_bench.analysis.intervals import RATE_INTERVAL, error_bars
+from dvoc_bench.analysis.schema import keep_rows
 from dvoc_bench.core.rundir import HYDRA, HYDRA_CONFIG
 
 SIM_TAG = "SIMULATED"
@@ -449,6 +450,26 @@ def heatmap(
     return fig
 
 
+ECDF_POINTS = 2000
+"""Most steps drawn for one empirical CDF: past it the curve is drawn through its quantiles (the
+vertical error at most 1/:data:`ECDF_POINTS`, a fraction of a pixel), not one vertex per trial."""
+
+
+def ecdf_steps(d: np.ndarray, most: int = ECDF_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """The steps of the empirical CDF of the sorted values ``d``: each distinct value with the share of
+    values at or below it (exact); when that is more than ``most`` steps, the ``most`` values at the
+    ranks ``ceil(k * n / most)``, k = 1..most, with their exact shares (the largest value always last)."""
+    n = len(d)
+    if n == 0:
+        return d, d
+    last = np.flatnonzero(np.append(d[1:] != d[:-1], True))  # the last rank of each distinct value
+    if len(last) > most:
+        want = np.ceil(np.arange(1, most + 1) * n / most).astype(np.int64) - 1
+        last = last[np.searchsorted(last, want)]  # the step that holds each wanted rank
+        last = np.unique(last)
+    return d[last], (last + 1) / n
+
+
 def distance_cdf(
     trials: pd.DataFrame,
     by: Sequence[str] = ("model", "method"),
@@ -457,7 +478,7 @@ def distance_cdf(
 ) -> Figure:
     """Empirical CDF of the final distance (valid trials) per group (``by`` and every swept knob:
     ``split``), log x, with the 30 px line."""
-    t = trials[trials["valid"] & trials["final_dist_px"].notna()]
+    t = keep_rows(trials, trials["valid"] & trials["final_dist_px"].notna())
     sim = _sim(t)
     head = title or "Final distance to the target centre (CDF, valid trials)"
     if t.empty:
@@ -479,8 +500,8 @@ def distance_cdf(
     for ax, idx in zip(axes, rows, strict=True):
         for i in idx:
             (lab, d), (c, ls) = curves[i], styles[i]
-            y = np.arange(1, len(d) + 1) / len(d)
-            ax.step(np.maximum(d, 0.1), y, where="post", color=c, ls=ls, label=lab)
+            x, y = ecdf_steps(d)
+            ax.step(np.maximum(x, 0.1), y, where="post", color=c, ls=ls, label=lab)
         ax.axvline(30, ls="--", color="#888", lw=1)
         ax.set_xscale("log")
         ax.set_ylabel("share of trials", fontsize=8)

@@ -24,6 +24,7 @@ from typing import Any
 
 from dvoc_bench.analysis.intervals import DIFF_INTERVAL, RATE_INTERVAL, UNIT
 from dvoc_bench.analysis.markdown import escape_inline, escape_text
+from dvoc_bench.analysis.schema import keep_rows
 from dvoc_bench.core.rundir import REPORT
 from dvoc_bench.core.scoring import RULES
 
@@ -400,7 +401,7 @@ def _audit(rep: Report, steps: Any, span_note: bool = False, upstream_tree: Path
             rep.p("The same 0–1000 reading with `x * W / 1000` (Gemini's documented rule):")
             rep.table(md_table(label_models(w), fmt))
         rep.fig(plots.frame_audit_bars(pts), "frame_audit", "frame audit")
-    off = honest.frame_audit_offsets(steps[steps["kind"] == "verify"])
+    off = honest.frame_audit_offsets(keep_rows(steps, steps["kind"] == "verify"))
     if len(off):
         rep.p(
             "Relative offsets: fitted gain of the reported offset on the true offset, per axis "

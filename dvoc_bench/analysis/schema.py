@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
+import numpy as np
 import pandas as pd
 
 from dvoc_bench.core.records import DragRecord, SampleMeta, SomRecord, TrialRecord
@@ -213,6 +214,71 @@ def narrow(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
     (~1 KB a trial, ~0.6 KB a call: an import of 1,000,000 trials copied whole for each group of a table)."""
     want = set(columns)
     return frame[[c for c in frame.columns if c in want]]
+
+
+def empty_column(dtype: str, n: int) -> Any:
+    """The empty column of ``n`` rows of a schema dtype, held in no memory: its null seen ``n`` times (a
+    read-only view of stride 0). It reads, filters and groups as the full column of nulls
+    :func:`coerce` makes; a write into it raises (assign a new column instead). An import's frame holds
+    the columns its rows leave out this way (:class:`~dvoc_bench.analysis.columns.Columns`)."""
+    if dtype == FLOAT:
+        return np.broadcast_to(np.float64(np.nan), (n,))
+    if dtype == INT:
+        return pd.arrays.IntegerArray(np.broadcast_to(np.int64(0), (n,)), np.broadcast_to(True, (n,)))
+    if dtype == BOOL:
+        return np.broadcast_to(False, (n,))
+    if dtype == NBOOL:
+        return pd.arrays.BooleanArray(np.broadcast_to(False, (n,)), np.broadcast_to(True, (n,)))
+    null = np.empty(1, dtype=object)
+    null[0] = pd.NA
+    # StringArray's constructor normalises its nulls in place, which a read-only view refuses; the one
+    # value is already the null it would make
+    return pd.arrays.StringArray._simple_new(np.broadcast_to(null, (n,)), pd.StringDtype())
+
+
+def _buffers(col: pd.Series) -> list[np.ndarray]:
+    """The numpy buffers behind a column (an extension array's values and mask, or the array itself)."""
+    arr = col.array
+    parts = [getattr(arr, a) for a in ("_data", "_mask", "_ndarray") if hasattr(arr, a)]
+    return [p for p in parts if isinstance(p, np.ndarray)] or [col.to_numpy()]
+
+
+def _is_empty_view(col: pd.Series) -> bool:
+    """True for a column made by :func:`empty_column` (or a view like it: every buffer of stride 0)."""
+    return len(col) > 1 and all(b.strides == (0,) for b in _buffers(col))
+
+
+def held_bytes(frame: pd.DataFrame) -> int:
+    """Bytes the columns of ``frame`` hold (texts as references): ``memory_usage(deep=False)`` without the
+    columns of :func:`empty_column`, which hold none."""
+    return sum(b.nbytes for _, col in frame.items() for b in _buffers(col) if b.strides != (0,))
+
+
+def keep_rows(frame: pd.DataFrame, mask: Any) -> pd.DataFrame:
+    """``frame[mask]`` (``mask``: booleans, one per row, in the frame's order; a null keeps no row) as a
+    new frame whose columns of :func:`empty_column` stay empty at no cost: what a table filters the whole
+    trials or steps frame with (a plain filter copies every column of the schema, ~1 KB a trial, even the
+    ~120 an import leaves empty). The same index, columns and dtypes as ``frame[mask]``; a frame of its
+    own (set columns on it freely)."""
+    if isinstance(mask, pd.Series | pd.api.extensions.ExtensionArray):
+        mask = mask.to_numpy(dtype=bool, na_value=False)  # a null keeps no row, as in ``frame[mask]``
+    keep = np.flatnonzero(np.asarray(mask, dtype=bool))
+    if frame.columns.has_duplicates:
+        return frame.iloc[keep].copy()
+    out = {name: take_column(col, keep) for name, col in frame.items()}
+    return pd.DataFrame(out, index=frame.index.take(keep), copy=False)
+
+
+def take_column(col: pd.Series, positions: Any) -> Any:
+    """The values of ``col`` at ``positions`` (0-based, any count, repeats allowed) as an array: a column
+    of :func:`empty_column` gives one again (no memory), any other a copy."""
+    positions = np.asarray(positions, dtype=np.intp)
+    dtype = str(col.dtype)
+    if dtype in (FLOAT, INT, BOOL, NBOOL, STR) and _is_empty_view(col):
+        if len(positions) and (positions.min() < -len(col) or positions.max() >= len(col)):
+            raise IndexError(f"positions outside a column of {len(col)} rows")  # as a take would say
+        return empty_column(dtype, len(positions))
+    return col.array.take(positions)
 
 
 def coerce(df: pd.DataFrame, columns: Mapping[str, str]) -> pd.DataFrame:

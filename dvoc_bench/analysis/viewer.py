@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from dvoc_bench.analysis.loaders import find_run_dirs, load_runs
-from dvoc_bench.analysis.schema import STEP_COLUMNS, TEXT_COLUMNS, TRIAL_COLUMNS, Runs
+from dvoc_bench.analysis.schema import STEP_COLUMNS, TEXT_COLUMNS, TRIAL_COLUMNS, Runs, keep_rows
 from dvoc_bench.core.jsonread import loads
 from dvoc_bench.core.records import Step, TrialRecord
 from dvoc_bench.core.rundir import (
@@ -382,7 +382,7 @@ def failure_links(trials: pd.DataFrame, out: Path, limit: int = 50) -> list[str]
     from dvoc_bench.analysis.markdown import escape_inline
 
     lines: list[str] = []
-    bad = trials[trials["status"] == "error"]
+    bad = keep_rows(trials, trials["status"] == "error")
     unlinked: dict[str, None] = {}
     for n, (_, r) in enumerate(bad.iterrows()):
         if n == limit:

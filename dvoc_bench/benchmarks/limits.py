@@ -267,12 +267,13 @@ def bench_error_body() -> dict[str, float]:
 _IMPORT_CHILD = r"""
 import json, resource, sys, time
 from dvoc_bench.analysis.export import SchemaError, load_export
+from dvoc_bench.analysis.schema import held_bytes
 t0 = time.perf_counter()
 try:
     runs = load_export(sys.argv[1])
     n = len(runs.trials)
     said = f"{n} trials"
-    per_row = {f"{k}_b_per_row": float(f.memory_usage(deep=False).sum()) / n
+    per_row = {f"{k}_b_per_row": held_bytes(f) / n
                for k, f in (("trials", runs.trials), ("steps", runs.steps))}
 except SchemaError as e:
     said, per_row = str(e).rsplit(": ", 1)[-1], {}

@@ -61,3 +61,33 @@ def test_the_headline_splits_nine_groups_into_panels_and_keeps_its_styles():
 
 def test_the_distance_cdf_splits_nine_groups_into_panels():
     check(plots.distance_cdf(trials()))
+
+
+def _exact_share(d: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The empirical CDF of ``d`` at ``x``, counted directly (the share of values at or below)."""
+    return np.array([(d <= v).mean() for v in x])
+
+
+def test_an_ecdf_with_few_distinct_values_is_drawn_exactly():
+    d = np.sort(np.array([3.0, 1.0, 1.0, 2.0, 5.0, 5.0, 5.0, 0.0]))
+    x, y = plots.ecdf_steps(d)
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 5.0]
+    assert np.allclose(y, _exact_share(d, x)) and y[-1] == 1.0
+    assert all(len(a) == 0 for a in plots.ecdf_steps(np.array([])))  # k = 0: nothing to draw
+
+
+def test_the_cdf_of_a_million_trials_is_drawn_through_its_quantiles():
+    """A curve drew one vertex per trial (1,000,000 for an import of that size); now at most
+    ECDF_POINTS, each at an exact share, the curve nowhere off by more than 1/ECDF_POINTS."""
+    d = np.sort(np.random.default_rng(1).gamma(2.0, 15.0, 1_000_000))
+    x, y = plots.ecdf_steps(d)
+    assert len(x) == plots.ECDF_POINTS and x[-1] == d[-1] and y[-1] == 1.0
+    some = np.random.default_rng(2).choice(len(x), 200, replace=False)
+    assert np.allclose(y[some], _exact_share(d, x[some]))  # every drawn step at its exact share
+    grid = np.quantile(d, np.linspace(0, 1, 5001))
+    drawn = np.concatenate([[0.0], y])[np.searchsorted(x, grid, side="right")]
+    assert np.abs(drawn - np.searchsorted(d, grid, side="right") / len(d)).max() <= 1 / plots.ECDF_POINTS
+    t = pd.DataFrame({"model": "m", "method": "oneshot", "valid": True, "simulated": False,
+                      "final_dist_px": d[::10]})  # fmt: skip
+    (line,) = [ln for ax in plots.distance_cdf(t).axes for ln in ax.get_lines() if ln.get_label()[0] != "_"]
+    assert len(line.get_xdata()) == plots.ECDF_POINTS  # not 100,000
