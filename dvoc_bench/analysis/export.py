@@ -319,20 +319,34 @@ def _key(row: dict[str, Any], path: Path) -> tuple[Any, ...]:
 
 
 def _validated(path: Path, rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """The rows, each validated as it comes (:func:`check_row`), with one row per trial key."""
-    seen: dict[int, int] = {}
+    """The rows, each validated as it comes (:func:`check_row`), then one row per trial key checked once
+    the last is read (the keys' hashes kept, 8 bytes a row: a table of every key was ~100 bytes a row)."""
+    hashes, keyed = array("q"), bytearray()
     for i, row in enumerate(rows, 1):
-        where = f"{path}: row {i}"
-        check_row(where, row)
-        h = hash(_key(row, path))
-        if h in seen:
-            field = "trial_key" if row.get("trial_key") is not None else "rep"
-            raise SchemaError(
-                f"{where}: field `{field}`: the same trial as row {seen[h]} (one row per trial: give "
-                "`trial_key`, or `start_index` / `rep` to tell repeats apart)"
-            )
-        seen[h] = i
+        check_row(f"{path}: row {i}", row)
+        hashes.append(hash(_key(row, path)))
+        keyed.append(row.get("trial_key") is not None)
         yield row
+    repeat = first_repeat(np.frombuffer(hashes, dtype=np.int64))
+    if repeat is not None:
+        first, again = repeat
+        field = "trial_key" if keyed[again] else "rep"
+        raise SchemaError(
+            f"{path}: row {again + 1}: field `{field}`: the same trial as row {first + 1} (one row per "
+            "trial: give `trial_key`, or `start_index` / `rep` to tell repeats apart)"
+        )
+
+
+def first_repeat(values: np.ndarray) -> tuple[int, int] | None:
+    """The first place (0-based) whose value an earlier place holds, with that earlier place's first:
+    ``(first, again)``; ``None`` when every value is distinct."""
+    order = np.argsort(values, kind="stable")  # equal values keep their places' order
+    ordered = values[order]
+    later = order[1:][ordered[1:] == ordered[:-1]]  # every place after the first of its value
+    if not len(later):
+        return None
+    again = int(later.min())
+    return int(np.flatnonzero(values == values[again])[0]), again
 
 
 def _rescore(row: dict[str, Any], loop: LoopConfig) -> None:

@@ -24,7 +24,7 @@ from matplotlib.ticker import MaxNLocator
 from dvoc_bench.analysis import _layout as L
 from dvoc_bench.analysis.honest import AUDIT_VALUES, RULE_TEXT, check_rule, headline_keys, summary_keys
 from dvoc_bench.analysis.intervals import RATE_INTERVAL, error_bars
-from dvoc_bench.analysis.schema import keep_rows
+from dvoc_bench.analysis.schema import keep_rows, narrow
 from dvoc_bench.core.rundir import HYDRA, HYDRA_CONFIG
 
 SIM_TAG = "SIMULATED"
@@ -485,7 +485,8 @@ def distance_cdf(
         return _empty(head, sim, "no valid trials")
     keys = [*by, *_split(t, split, by)]
     curves, names = [], []
-    for name, g in t.groupby(keys, sort=True, dropna=False):
+    # each group a copy of the columns read, not of the whole frame
+    for name, g in narrow(t, *keys, "final_dist_px").groupby(keys, sort=True, dropna=False):
         name = name if isinstance(name, tuple) else (name,)
         d = np.sort(g["final_dist_px"].to_numpy(dtype=float))
         curves.append((f"{label(dict(zip(keys, name, strict=True)), keys)} (n={len(d)})", d))

@@ -19,8 +19,8 @@ assertions (docs/benchmarks.md).
   on each ``--rows`` count of valid one-call rows (default 100,000 and 1,000,000): what it said, wall
   seconds, the child's peak RSS (MB), the bytes per row of the trials' and the steps' frames, and the RSS of
   the same child before it reads anything (interpreter, pandas, the analysis modules); with ``--report``,
-  also the whole report on each count of rows (``report --import FILE --no-figures``, its own process):
-  exit code, wall seconds, peak RSS (MB).
+  also the whole report on each count of rows (``report --import FILE --no-figures``, its own process; with
+  ``--figures``, the figures drawn too): exit code, wall seconds, peak RSS (MB).
 """
 
 from __future__ import annotations
@@ -285,13 +285,13 @@ _REPORT_CHILD = r"""
 import json, resource, sys, time
 from dvoc_bench.report import main
 t0 = time.perf_counter()
-code = main(["--import", sys.argv[1], "--no-figures", "--out", sys.argv[2]])
+code = main(["--import", sys.argv[1], "--out", sys.argv[2], *sys.argv[3:]])
 took = time.perf_counter() - t0
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"exit": code, "s": took, "peak_mb": peak}))
 """
-"""``report --import FILE --no-figures`` in a child of its own: the whole report on the rows (every table,
-its bootstraps at the default 2,000 resamples)."""
+"""``report --import FILE [--no-figures]`` in a child of its own: the whole report on the rows (every table,
+its bootstraps at the default 2,000 resamples; the figures unless ``--no-figures`` follows)."""
 _BASE_CHILD = (
     "import resource, pandas, dvoc_bench.analysis.export; print(resource.getrusage(0).ru_maxrss / 1024)"
 )
@@ -308,12 +308,14 @@ def _import_row(i: int, **more: object) -> str:
     return json.dumps(row) + "\n"
 
 
-def bench_import(rows: tuple[int, ...] = (100_000, 1_000_000), report: bool = False) -> dict[str, float]:
+def bench_import(
+    rows: tuple[int, ...] = (100_000, 1_000_000), report: bool = False, figures: bool = False
+) -> dict[str, float]:
     """The 50 MB row, then each count of ``rows`` valid one-call rows, each file read in a child of its
     own: wall seconds, the child's peak RSS, what the frames hold per row (the schema's columns, texts
     counted as references), and the child's RSS before reading anything; with ``report``, also the whole
-    report on each count of rows (``report --import FILE --no-figures``, a child of its own): exit code,
-    wall seconds, peak RSS."""
+    report on each count of rows (``report --import FILE --no-figures``, a child of its own; with
+    ``figures``, the figures drawn too): exit code, wall seconds, peak RSS."""
     import json
     import os
     import subprocess
@@ -338,8 +340,9 @@ def bench_import(rows: tuple[int, ...] = (100_000, 1_000_000), report: bool = Fa
                         f"{kind}_peak_rss_mb": got.pop("peak_mb")})  # fmt: skip
             out.update({f"{kind}_{k}": v for k, v in got.items()})
             if report and kind != "row50mb":
-                r = subprocess.run([sys.executable, "-c", _REPORT_CHILD, path, os.path.join(d, "report")],
-                                   capture_output=True, text=True)  # fmt: skip
+                child = [sys.executable, "-c", _REPORT_CHILD, path, os.path.join(d, "report")]
+                child += [] if figures else ["--no-figures"]
+                r = subprocess.run(child, capture_output=True, text=True)
                 got = json.loads(r.stdout.strip().splitlines()[-1])
                 out.update({f"{kind}_report_exit": float(got["exit"]), f"{kind}_report_s": got["s"],
                             f"{kind}_report_peak_rss_mb": got["peak_mb"]})  # fmt: skip
@@ -361,13 +364,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--report", action="store_true", help="also the whole report on each count of rows (import)"
     )
+    ap.add_argument("--figures", action="store_true", help="the report draws its figures too (import)")
     args = ap.parse_args(argv)
     fns = {
         "redact": lambda: bench_redact(args.n),
         "serve": lambda: bench_serve(args.slow, args.drip),
         "mark": bench_mark,
         "error-body": bench_error_body,
-        "import": lambda: bench_import(tuple(int(n) for n in args.rows.split(",")), args.report),
+        "import": lambda: bench_import(
+            tuple(int(n) for n in args.rows.split(",")), args.report, args.figures
+        ),
     }
     r = fns[args.which]()
     print(" ".join(f"{k}={v:.4g}" for k, v in r.items()))

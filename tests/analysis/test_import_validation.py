@@ -133,3 +133,33 @@ def test_a_newline_our_own_records_hold_is_text_and_the_tables_stay_one_line(tmp
     assert report.main(["--import", str(path), "--no-figures", "--n-boot", "20"]) == 0
     text = capsys.readouterr().out
     assert any(line.startswith("| m x |") for line in text.splitlines())
+
+
+def test_the_first_repeat_is_the_one_a_table_of_every_key_finds_first():
+    """The keys are checked once the last row is read, from their hashes (8 bytes a row, not a table of
+    every key): the row named is the first that repeats an earlier one, as a table built row by row
+    finds it, with that earlier row."""
+    import numpy as np
+
+    from dvoc_bench.analysis.export import first_repeat
+
+    def by_table(values):
+        seen: dict[int, int] = {}
+        for i, v in enumerate(values):
+            if v in seen:
+                return seen[v], i
+            seen[v] = i
+        return None
+
+    rng = np.random.default_rng(0)
+    for n, span in ((0, 1), (1, 1), (2, 1), (50, 40), (500, 10**6), (3000, 2500), (2000, 2**62)):
+        values = rng.integers(-span, span, n, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
+        assert first_repeat(values) == by_table(values.tolist()), (n, span)
+    assert first_repeat(np.array([5, 7, 9, 7, 5, 5, 7], dtype=np.int64)) == (1, 3)  # thrice: the first two
+
+
+def test_a_repeat_far_down_a_long_file_names_both_rows(tmp_path):
+    rows = [json.dumps(dict(GOOD, task=f"t{i}")) for i in range(3000)]
+    rows[2500] = json.dumps(dict(GOOD, task="t17"))
+    with pytest.raises(SchemaError, match=r"row 2501: field `rep`: the same trial as row 18 "):
+        load_export(write(tmp_path / "long.jsonl", rows))
