@@ -75,7 +75,9 @@ def iterates(trials: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     t = t[t["valid"]].reset_index(drop=True)
     s = narrow(steps, "run_dir", "trial_key", "index", "next_x", "next_y", "tokens_in", "tokens_out",
                "latency_s", "cost_usd")  # fmt: skip
-    s = s.merge(t[["run_dir", "trial_key"]], on=["run_dir", "trial_key"], how="inner")
+    # each call's trial by its place in t (one merge on the text keys; the rest is taken by place)
+    places = t[["run_dir", "trial_key"]].assign(_trial=np.arange(len(t)))
+    s = s.merge(places, on=["run_dir", "trial_key"], how="inner")
     s = s.sort_values(["run_dir", "trial_key", "index"], kind="stable").reset_index(drop=True)
     g = s.groupby(["run_dir", "trial_key"], sort=False)
     has = s["next_x"].notna() & s["next_y"].notna()
@@ -97,14 +99,18 @@ def iterates(trials: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     keep = ["run_dir", "trial_key", "k", "_px", "_py", "_tokens_in", "_tokens_out", "_cost", "_latency_s"]
     it = s[keep].rename(columns=lambda c: c.lstrip("_") if c.startswith("_") else c)
     it = it.rename(columns={"px": "x", "py": "y", "cost": "cost_usd"})
-    it = it.merge(t[cols], on=["run_dir", "trial_key"], how="left")
+    of_trial = s["_trial"].to_numpy()
+    for c in cols[2:]:  # the trial's columns, by place (what a merge on the keys gave, without its tables)
+        it[c] = t[c].take(of_trial).to_numpy() if t[c].dtype == object else t[c].array.take(of_trial)
     it["x"] = it["x"].fillna(it["start_x"])
     it["y"] = it["y"].fillna(it["start_y"])
     n = it.groupby(["run_dir", "trial_key"], sort=False)["k"].transform("max")
     it["last"] = it["k"] == n
     # trials without step records: one row, the final point, at k = their calls (baselines: 0; an
     # imported prediction without its calls: what the row says), with the trial's own sums
-    none = t[~t.set_index(["run_dir", "trial_key"]).index.isin(it.set_index(["run_dir", "trial_key"]).index)]
+    called = np.zeros(len(t), dtype=bool)
+    called[of_trial] = True
+    none = t[~called]
     if len(none):
         z = none[cols].copy()
         calls = none["model_calls"].fillna(0).astype(int).to_numpy()
