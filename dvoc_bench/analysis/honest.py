@@ -589,6 +589,8 @@ def _nearest_frame(gain: float, size: float) -> str:
 def assumed_of(g: pd.DataFrame) -> str:
     """The assumption markers of a group of trials (``; ``-joined labels; empty for real models)."""
     cells = g.get("simulated_assumptions", ())
+    if isinstance(cells, pd.Series) and cells.dtype == "string":  # each distinct text read once
+        cells = cells.dropna().unique()
     return "; ".join(sorted({a for c in cells for a in labels_of(c)}))
 
 
