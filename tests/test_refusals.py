@@ -56,19 +56,20 @@ def test_the_check_renders_the_drawn_tasks_but_no_page_and_starts_nothing(monkey
     page, and closes every job's registry."""
     from dvoc_bench.scenes import SceneRegistry
 
-    rendered: list[tuple[int, str]] = []
-    closed: list[int] = []
+    rendered: list[tuple[SceneRegistry, str]] = []  # the registries themselves: kept alive, their ids unique
+    closed: list[SceneRegistry] = []
     snapshot, close = SceneRegistry.snapshot, SceneRegistry.close
     monkeypatch.setattr(SceneRegistry, "snapshot",
-                        lambda self, t: rendered.append((id(self), t)) or snapshot(self, t))  # fmt: skip
-    monkeypatch.setattr(SceneRegistry, "close", lambda self: closed.append(id(self)) or close(self))
+                        lambda self, t: rendered.append((self, t)) or snapshot(self, t))  # fmt: skip
+    monkeypatch.setattr(SceneRegistry, "close", lambda self: closed.append(self) or close(self))
     register_defaults()
     with initialize_config_dir(config_dir=str(default_conf_dir()), version_base="1.3"):
         ok = _sweep("tasks=[S1,W1]", "web.zoom=1,1.5,2", "web.device_scale_factor=2", "wording=given,visual",
                     "models=[sim-ideal]", "starts=random:1")  # fmt: skip
         assert first_bad_job(ok, "config") is None
         assert {t for _, t in rendered} == {"S1"}  # the drawn task of each job, never the page
-        assert len({r for r, _ in rendered}) == 6 and {r for r, _ in rendered} <= set(closed)  # each closed
+        jobs = {id(r) for r, _ in rendered}
+        assert len(jobs) == 6 and jobs <= {id(r) for r in closed}  # each closed
         bad = first_bad_job(_sweep("tasks=[W1]", "web.zoom=1.5,3", "models=[sim-ideal]"), "config")
         assert bad is not None and bad.startswith("web.zoom: ") and "(job 1: " in bad, bad
         capped = _sweep("tasks=[S1]", "scenes.max_side=4096,100", "models=[sim-ideal]")
