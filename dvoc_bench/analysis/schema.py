@@ -3,7 +3,9 @@ call), with typed columns, and the :class:`Runs` container that holds them.
 
 Both our run directories and the authors' records are loaded into this schema, so every table and plot
 works on either. Points and boxes are flattened into ``*_x`` / ``*_y`` columns (pixels of the image the
-model saw). Columns a source cannot fill are present and empty (``<NA>`` / ``NaN``).
+model saw). Columns a source cannot fill are present and empty (``<NA>`` / ``NaN``); in an import's frames
+they hold no memory (:func:`empty_column`: read-only, so a table assigns new columns and never writes into
+the frames it is given; :func:`keep_rows` filters a whole frame without copying them).
 """
 
 from __future__ import annotations
