@@ -219,23 +219,27 @@ def narrow(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
 
 
 def empty_column(dtype: str, n: int) -> Any:
-    """The empty column of ``n`` rows of a schema dtype, held in no memory: its null seen ``n`` times (a
-    read-only view of stride 0). It reads, filters and groups as the full column of nulls
-    :func:`coerce` makes; a write into it raises (assign a new column instead). An import's frame holds
-    the columns its rows leave out this way (:class:`~dvoc_bench.analysis.columns.Columns`)."""
+    """The empty column of ``n`` rows of a schema dtype, held in (almost) no memory: a float, boolean or
+    text column is its null seen ``n`` times (a read-only view of stride 0: a write into it raises, assign
+    a new column instead); a nullable integer or boolean is a mask of a byte a row over values never
+    touched (pandas' grouped reductions refuse a view). It reads, filters and groups as the full column of
+    nulls :func:`coerce` makes (a cumulative sum of a text column, meaningless, raises). An import's frame
+    holds the columns its rows leave out this way (:class:`~dvoc_bench.analysis.columns.Columns`)."""
     if dtype == FLOAT:
         return np.broadcast_to(np.float64(np.nan), (n,))
-    if dtype == INT:
-        return pd.arrays.IntegerArray(np.broadcast_to(np.int64(0), (n,)), np.broadcast_to(True, (n,)))
+    if dtype in (INT, NBOOL):
+        # pandas' grouped reductions of masked arrays need contiguous, writable buffers: real ones, the
+        # values zeros the system gives without touching (not resident until written), the mask a byte a row
+        values = np.zeros(n, dtype=np.int64 if dtype == INT else bool)
+        mask = np.ones(n, dtype=bool)
+        return pd.arrays.IntegerArray(values, mask) if dtype == INT else pd.arrays.BooleanArray(values, mask)
     if dtype == BOOL:
         return np.broadcast_to(False, (n,))
-    if dtype == NBOOL:
-        return pd.arrays.BooleanArray(np.broadcast_to(False, (n,)), np.broadcast_to(True, (n,)))
     null = np.empty(1, dtype=object)
     null[0] = pd.NA
     # StringArray's constructor normalises its nulls in place, which a read-only view refuses; the one
-    # value is already the null it would make
-    return pd.arrays.StringArray._simple_new(np.broadcast_to(null, (n,)), pd.StringDtype())
+    # value is already the null it would make (python storage, whatever mode.string_storage says)
+    return pd.arrays.StringArray._simple_new(np.broadcast_to(null, (n,)), pd.StringDtype("python"))
 
 
 def _buffers(col: pd.Series) -> list[np.ndarray]:
@@ -250,10 +254,21 @@ def _is_empty_view(col: pd.Series) -> bool:
     return len(col) > 1 and all(b.strides == (0,) for b in _buffers(col))
 
 
+def _all_null_masked(col: pd.Series) -> bool:
+    """True for a nullable integer or boolean column whose every value is null."""
+    arr = col.array
+    return isinstance(arr, pd.arrays.IntegerArray | pd.arrays.BooleanArray) and bool(arr._mask.all())
+
+
 def held_bytes(frame: pd.DataFrame) -> int:
     """Bytes the columns of ``frame`` hold (texts as references): ``memory_usage(deep=False)`` without the
-    columns of :func:`empty_column`, which hold none."""
-    return sum(b.nbytes for _, col in frame.items() for b in _buffers(col) if b.strides != (0,))
+    views of :func:`empty_column` (none) and the values under an all-null mask (never touched)."""
+    total = 0
+    for _, col in frame.items():
+        arr = col.array
+        skip = arr._data if _all_null_masked(col) else None
+        total += sum(b.nbytes for b in _buffers(col) if b.strides != (0,) and b is not skip)
+    return total
 
 
 def keep_rows(frame: pd.DataFrame, mask: Any) -> pd.DataFrame:
@@ -262,6 +277,10 @@ def keep_rows(frame: pd.DataFrame, mask: Any) -> pd.DataFrame:
     trials or steps frame with (a plain filter copies every column of the schema, ~1 KB a trial, even the
     ~120 an import leaves empty). The same index, columns and dtypes as ``frame[mask]``; a frame of its
     own (set columns on it freely)."""
+    if isinstance(mask, pd.Series) and not mask.index.equals(frame.index):
+        return frame[mask]  # another index: pandas aligns it (or refuses), as a plain filter does
+    if len(mask) != len(frame):
+        raise ValueError(f"a mask of {len(mask)} rows for a frame of {len(frame)}")
     if isinstance(mask, pd.Series | pd.api.extensions.ExtensionArray):
         mask = mask.to_numpy(dtype=bool, na_value=False)  # a null keeps no row, as in ``frame[mask]``
     keep = np.flatnonzero(np.asarray(mask, dtype=bool))
@@ -276,7 +295,7 @@ def take_column(col: pd.Series, positions: Any) -> Any:
     of :func:`empty_column` gives one again (no memory), any other a copy."""
     positions = np.asarray(positions, dtype=np.intp)
     dtype = str(col.dtype)
-    if dtype in (FLOAT, INT, BOOL, NBOOL, STR) and _is_empty_view(col):
+    if dtype in (FLOAT, INT, BOOL, NBOOL, STR) and (_is_empty_view(col) or _all_null_masked(col)):
         if len(positions) and (positions.min() < -len(col) or positions.max() >= len(col)):
             raise IndexError(f"positions outside a column of {len(col)} rows")  # as a take would say
         return empty_column(dtype, len(positions))

@@ -15,7 +15,15 @@ import pytest
 from dvoc_bench.analysis import report as report_mod
 from dvoc_bench.analysis.export import load_rows
 from dvoc_bench.analysis.foreign import load_import
-from dvoc_bench.analysis.schema import STEP_COLUMNS, TRIAL_COLUMNS, Runs, empty_column, held_bytes, keep_rows
+from dvoc_bench.analysis.schema import (
+    STEP_COLUMNS,
+    TRIAL_COLUMNS,
+    Runs,
+    _is_empty_view,
+    empty_column,
+    held_bytes,
+    keep_rows,
+)
 from tests.analysis.test_import_columns import ANN, OMNI, _one_call_rows, rows
 from tests.support import need_thirdparty
 
@@ -26,8 +34,11 @@ def _filled(frame: pd.DataFrame) -> list[str]:
 
 
 def _falses(frame: pd.DataFrame) -> int:
-    """Plain boolean columns with no row True (a row may have filled them with False: a byte a row)."""
-    return sum(1 for c in frame.columns if frame[c].dtype == bool and not frame[c].any())
+    """Columns that may hold a byte a row though no row fills them: a plain boolean with no row True (a
+    row may have given False), a nullable integer or boolean with every value null (its mask)."""
+    masked = (pd.Int64Dtype(), pd.BooleanDtype())
+    return sum(1 for c, col in frame.items() if (col.dtype == bool and not col.any())
+               or (col.dtype in masked and col.isna().all()))  # fmt: skip
 
 
 def _bytes(frame: pd.DataFrame) -> int:
@@ -42,10 +53,16 @@ def test_an_empty_column_is_the_full_column_of_nulls_in_no_memory(dtype):
     full = pd.Series([None] * n, dtype=object)
     full = pd.Series(False, index=full.index) if dtype == "bool" else full.astype(dtype)
     pd.testing.assert_series_equal(view, full, check_exact=True)
-    assert held_bytes(view.to_frame()) == 0 < _bytes(full.to_frame())
+    masked = dtype in ("Int64", "boolean")  # a mask byte a row over values never touched
+    assert held_bytes(view.to_frame()) == (n if masked else 0) < _bytes(full.to_frame())
+    grouped = pd.DataFrame({"g": np.arange(n) % 3, "c": view}).groupby("g")["c"]
+    pd.testing.assert_series_equal(
+        grouped.max(), pd.DataFrame({"g": np.arange(n) % 3, "c": full}).groupby("g")["c"].max()
+    )
     value = {"float64": 1.5, "Int64": 1, "bool": True, "boolean": True, "string": "x"}[dtype]
-    with pytest.raises(ValueError, match="read-only"):  # a write never lands in the shared null
-        view.iloc[0] = value
+    if not masked:
+        with pytest.raises(ValueError, match="read-only"):  # a write never lands in the shared null
+            view.iloc[0] = value
     assert view.isna().all() or dtype == "bool" and not view.any()
 
 
@@ -119,8 +136,16 @@ def test_the_report_on_an_import_is_the_report_on_its_dense_frames(tmp_path, mon
     for frame in (runs.trials, runs.steps):
         assert held_bytes(frame) <= _bytes(frame[_filled(frame)]) + len(frame) * _falses(frame)
     dense = _dense(runs)
-    assert held_bytes(dense.trials) == _bytes(dense.trials)
+    assert not any(_is_empty_view(c) for _, c in dense.trials.items())  # dense: no view of one null
     monkeypatch.setattr(report_mod, "load_all", lambda *a, **k: dense)
     want, _ = report_mod.build_report([], [], out=tmp_path / "dense", figures=False, imports=[str(path)])
     assert text.replace(str(tmp_path / "views"), "OUT") == want.replace(str(tmp_path / "dense"), "OUT")
     assert "| their-model | oneshot |" in text and Path(tmp_path / "views" / "report.md").is_file()
+
+
+def test_keep_rows_aligns_a_mask_of_another_order_and_refuses_a_short_one():
+    frame = pd.DataFrame({"a": range(6), "e": empty_column("float64", 6)}, copy=False)
+    mask = pd.Series([True, False, True, False, False, True])[::-1]  # the same labels, reversed
+    pd.testing.assert_frame_equal(keep_rows(frame, mask), frame[mask])
+    with pytest.raises(ValueError, match="a mask of 1 rows for a frame of 6"):
+        keep_rows(frame, np.array([True]))
