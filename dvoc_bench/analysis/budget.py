@@ -45,7 +45,7 @@ from dvoc_bench.analysis.honest import (
     check_rule,
     group_rng,
 )
-from dvoc_bench.analysis.schema import narrow
+from dvoc_bench.analysis.schema import narrow, take_column
 from dvoc_bench.core.geometry import Box, Point
 from dvoc_bench.core.scoring import score
 
@@ -101,7 +101,7 @@ def iterates(trials: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     it = it.rename(columns={"px": "x", "py": "y", "cost": "cost_usd"})
     of_trial = s["_trial"].to_numpy()
     for c in cols[2:]:  # the trial's columns, by place (what a merge on the keys gave, without its tables)
-        it[c] = t[c].take(of_trial).to_numpy() if t[c].dtype == object else t[c].array.take(of_trial)
+        it[c] = take_column(t[c], of_trial)
     it["x"] = it["x"].fillna(it["start_x"])
     it["y"] = it["y"].fillna(it["start_y"])
     n = it.groupby(["run_dir", "trial_key"], sort=False)["k"].transform("max")

@@ -59,9 +59,14 @@ def cause(r: Any) -> str:
     return "rounding" if d > 0 else "rule"
 
 
+def _with_verdict(t: pd.DataFrame) -> pd.DataFrame:
+    """The imported rows that carry their source's verdict."""
+    return keep_rows(t, (t["source"] == "import") & t["paper_success"].notna())
+
+
 def differing(t: pd.DataFrame) -> pd.DataFrame:
     """The imported rows whose source verdict differs from ours, with their cause."""
-    v = keep_rows(t, (t["source"] == "import") & t["paper_success"].notna())
+    v = _with_verdict(t)
     d = v[v["paper_success"].astype(bool) != v["hit"].astype(bool)].copy()
     d["cause"] = [cause(r) for _, r in d.iterrows()]
     return d
@@ -73,7 +78,7 @@ def _pt(x: Any, y: Any) -> str:
 
 def blocks(t: pd.DataFrame) -> list[Block]:
     """The report's section on imported results (nothing when no row was imported with a verdict)."""
-    v = keep_rows(t, (t["source"] == "import") & t["paper_success"].notna())
+    v = _with_verdict(t)
     if v.empty:
         return []
     diff = differing(t)
@@ -117,7 +122,7 @@ def blocks(t: pd.DataFrame) -> list[Block]:
 
 def counts(t: pd.DataFrame) -> dict[tuple[str, str], tuple[int, int, int]]:
     """``(model, method) -> (samples, source hits, our hits)`` of the imported rows with a source verdict."""
-    v = keep_rows(t, (t["source"] == "import") & t["paper_success"].notna())
+    v = _with_verdict(t)
     return {
         (str(m), str(k)): (
             len(g),

@@ -265,8 +265,7 @@ def held_bytes(frame: pd.DataFrame) -> int:
     views of :func:`empty_column` (none) and the values under an all-null mask (never touched)."""
     total = 0
     for _, col in frame.items():
-        arr = col.array
-        skip = arr._data if _all_null_masked(col) else None
+        skip = col.array._data if _all_null_masked(col) else None
         total += sum(b.nbytes for b in _buffers(col) if b.strides != (0,) and b is not skip)
     return total
 
